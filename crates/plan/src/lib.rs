@@ -1,1 +1,27 @@
-//! placeholder
+//! The loadmark plan: what to send, how hard, for how long.
+//!
+//! Every way of starting a run (today the `loadmark run` flags; a YAML plan file later) is
+//! normalized into one validated [`Plan`], so the engine has exactly one input to honour and
+//! tests have one path to cover. Parsing helpers here turn user text into typed values and
+//! name the flag and the expected form when the text is wrong.
+//!
+//! ```
+//! use loadmark_plan::{parse_duration, Target};
+//! let t = Target::parse("http://127.0.0.1:8080/api/features?x=1").unwrap();
+//! assert_eq!(t.host_header(), "127.0.0.1:8080");
+//! assert_eq!(t.path_and_query(), "/api/features?x=1");
+//! assert_eq!(parse_duration("1m30s").unwrap().as_secs(), 90);
+//! ```
+//!
+//! Design decisions:
+//! - Durations are `Duration`, policies are enums; no bare integers of milliseconds.
+//! - Validation collects what is wrong in words a user can act on ([`PlanError`]).
+//! - Secrets never leave through a report: [`Plan::redacted`] masks sensitive header values.
+
+mod plan;
+mod target;
+mod text;
+
+pub use plan::{Load, Plan, RequestSpec, Stop, Timeouts, TlsPolicy, DEFAULT_TIMEOUT};
+pub use target::{Scheme, Target};
+pub use text::{format_duration, parse_duration, parse_header, redact_header_value, PlanError};

@@ -1,0 +1,29 @@
+//! [`EngineError`]: why a run could not start or finish (failed requests are data, not this).
+
+use loadmark_plan::PlanError;
+
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    /// The plan is invalid; the message names the setting.
+    #[error(transparent)]
+    Plan(#[from] PlanError),
+    /// The target's host name did not resolve: check the URL or the DNS setup.
+    #[error("cannot resolve host {host:?}: {source}")]
+    Resolve {
+        host: String,
+        #[source]
+        source: std::io::Error,
+    },
+    /// More connections than the open-file limit allows.
+    #[error("{needed} open files are needed for these connections but the limit is {limit}: raise it (ulimit -n {needed}) or use fewer connections (-c)")]
+    FileLimit { needed: u64, limit: u64 },
+    /// TLS could not be set up (not a failed handshake, which is a request error).
+    #[error("TLS setup: {0}")]
+    Tls(String),
+    /// A worker thread could not be started.
+    #[error("cannot start a worker thread: {0}")]
+    Thread(#[source] std::io::Error),
+    /// A worker thread panicked: a bug in loadmark; please report it.
+    #[error("a worker thread panicked (a bug in loadmark)")]
+    WorkerPanicked,
+}

@@ -1,0 +1,286 @@
+//! Runs a [`Plan`]: resolves the target, starts one event loop per worker thread, adds their
+//! seconds as they arrive, and stops on time, on count, or on request.
+
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::rc::Rc;
+use std::sync::mpsc;
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+use loadmark_metrics::{Aggregate, Recorder, SeriesPoint, Totals, WorkerReport};
+use loadmark_plan::{Load, Plan, Scheme, Stop};
+use tokio::sync::watch;
+
+use crate::closed::{connection_loop, Budget, WorkerCtx};
+use crate::error::EngineError;
+use crate::http1::encode_request;
+use crate::sys::{raise_file_limit, thread_cpu_time, CpuTime};
+use crate::transport::{Tcp, Tls, Transport};
+
+/// Stops a run from another thread (a signal handler): the load stops, and the run returns
+/// its result for the time that ran.
+#[derive(Clone)]
+pub struct StopHandle(Arc<watch::Sender<bool>>);
+
+impl Default for StopHandle {
+    fn default() -> Self {
+        StopHandle(Arc::new(watch::channel(false).0))
+    }
+}
+
+impl StopHandle {
+    pub fn new() -> Self {
+        Self::default()
+    }
+    pub fn stop(&self) {
+        self.0.send_replace(true);
+    }
+    pub fn is_stopped(&self) -> bool {
+        *self.0.borrow()
+    }
+}
+
+/// What a live progress line shows.
+#[derive(Debug, Clone, Copy)]
+pub struct Progress<'a> {
+    pub elapsed: Duration,
+    /// Requests ended so far (responses and errors, warm-up included).
+    pub completed: u64,
+    /// The latest complete second, if any.
+    pub last_second: Option<&'a SeriesPoint>,
+    /// Failed requests so far, warm-up excluded.
+    pub failed: u64,
+}
+
+/// What a run produced.
+#[derive(Debug, Clone)]
+pub struct RunResult {
+    pub totals: Totals,
+    pub started_at: SystemTime,
+    /// Wall time from the first request to the stop.
+    pub elapsed: Duration,
+    /// `elapsed` minus warm-up: the time the totals cover.
+    pub measured: Duration,
+    /// True when stopped by [`StopHandle::stop`] before the plan's own end.
+    pub interrupted: bool,
+    /// CPU time used by the load-generating threads (user, system).
+    pub client_cpu: CpuTime,
+    /// The address the target resolved to.
+    pub addr: SocketAddr,
+}
+
+/// Runs the plan to its end (or until `stop`), calling `on_progress` about twice a second.
+pub fn run(
+    plan: &Plan,
+    stop: &StopHandle,
+    mut on_progress: impl FnMut(&Progress),
+) -> Result<RunResult, EngineError> {
+    plan.validate()?;
+    let Load::Closed {
+        connections,
+        threads,
+    } = plan.load;
+    raise_file_limit(connections)?;
+    let url = &plan.request.url;
+    let addr = resolve(url.host(), url.port())?;
+    let tcp = Tcp {
+        addr,
+        connect_timeout: plan.timeouts.connect,
+    };
+    match url.scheme() {
+        Scheme::Http => run_with(plan, addr, tcp, stop, &mut on_progress, threads, connections),
+        Scheme::Https => {
+            let tls = Tls::new(tcp, url.host(), plan.tls).map_err(|e| EngineError::Tls(e.message))?;
+            run_with(plan, addr, tls, stop, &mut on_progress, threads, connections)
+        }
+    }
+}
+
+fn resolve(host: &str, port: u16) -> Result<SocketAddr, EngineError> {
+    let mut addrs = (host, port)
+        .to_socket_addrs()
+        .map_err(|source| EngineError::Resolve {
+            host: host.to_string(),
+            source,
+        })?;
+    addrs.next().ok_or_else(|| EngineError::Resolve {
+        host: host.to_string(),
+        source: std::io::Error::new(std::io::ErrorKind::NotFound, "no address"),
+    })
+}
+
+enum Message {
+    Tick(usize, WorkerReport),
+    Done(usize, WorkerReport, CpuTime),
+}
+
+fn run_with<T: Transport>(
+    plan: &Plan,
+    addr: SocketAddr,
+    transport: T,
+    stop: &StopHandle,
+    on_progress: &mut dyn FnMut(&Progress),
+    threads: usize,
+    connections: usize,
+) -> Result<RunResult, EngineError> {
+    let request: Arc<[u8]> = encode_request(&plan.request).into();
+    let budget = Arc::new(Budget::new(match plan.stop {
+        Stop::Requests(n) => Some(n),
+        Stop::Duration(_) => None,
+    }));
+    let started_at = SystemTime::now();
+    let origin = Instant::now();
+    let deadline = match plan.stop {
+        Stop::Duration(d) => Some(origin + d),
+        Stop::Requests(_) => None,
+    };
+    let (tx, rx) = mpsc::channel();
+    let mut handles = Vec::with_capacity(threads);
+    for index in 0..threads {
+        // Spread connections as evenly as possible; the first threads take the remainder.
+        let conns = connections / threads + usize::from(index < connections % threads);
+        let worker = Worker {
+            index,
+            conns,
+            origin,
+            deadline,
+            transport: transport.clone(),
+            request: request.clone(),
+            head_request: plan.request.method == "HEAD",
+            timeout: plan.timeouts.request,
+            budget: budget.clone(),
+            stop: stop.0.subscribe(),
+            tx: tx.clone(),
+        };
+        let handle = std::thread::Builder::new()
+            .name(format!("loadmark-worker-{index}"))
+            .spawn(move || worker.run())
+            .map_err(EngineError::Thread)?;
+        handles.push(handle);
+    }
+    drop(tx);
+
+    let mut aggregate = Aggregate::new(threads, plan.warmup.as_secs());
+    let mut client_cpu = CpuTime::default();
+    let mut done = 0;
+    let mut last_progress = Instant::now();
+    while done < threads {
+        match rx.recv_timeout(Duration::from_millis(500)) {
+            Ok(Message::Tick(i, report)) => aggregate.add_from(i, report),
+            Ok(Message::Done(i, report, cpu)) => {
+                aggregate.add_from(i, report);
+                client_cpu += cpu;
+                done += 1;
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+            Err(mpsc::RecvTimeoutError::Disconnected) => break,
+        }
+        if last_progress.elapsed() >= Duration::from_millis(450) {
+            last_progress = Instant::now();
+            on_progress(&Progress {
+                elapsed: origin.elapsed(),
+                completed: aggregate.completed_so_far(),
+                last_second: aggregate.series().last(),
+                failed: aggregate.snapshot().failed(),
+            });
+        }
+    }
+    let elapsed = origin.elapsed();
+    for h in handles {
+        if h.join().is_err() {
+            return Err(EngineError::WorkerPanicked);
+        }
+    }
+    let interrupted = stop.is_stopped()
+        && match plan.stop {
+            Stop::Duration(d) => elapsed < d,
+            Stop::Requests(_) => true,
+        };
+    let totals = aggregate.finish();
+    Ok(RunResult {
+        measured: elapsed.saturating_sub(plan.warmup),
+        totals,
+        started_at,
+        elapsed,
+        interrupted,
+        client_cpu,
+        addr,
+    })
+}
+
+struct Worker<T: Transport> {
+    index: usize,
+    conns: usize,
+    origin: Instant,
+    deadline: Option<Instant>,
+    transport: T,
+    request: Arc<[u8]>,
+    head_request: bool,
+    timeout: Duration,
+    budget: Arc<Budget>,
+    stop: watch::Receiver<bool>,
+    tx: mpsc::Sender<Message>,
+}
+
+impl<T: Transport> Worker<T> {
+    /// One thread, one event loop (wrk's model): connections are tasks on a current-thread
+    /// runtime, sharing the recorder without locks.
+    fn run(mut self) {
+        let cpu_start = thread_cpu_time();
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("building a current-thread runtime only fails when out of memory or fds");
+        let local = tokio::task::LocalSet::new();
+        let ctx = Rc::new(WorkerCtx {
+            transport: self.transport.clone(),
+            request: Rc::from(&*self.request),
+            head_request: self.head_request,
+            timeout: self.timeout,
+            deadline: self.deadline,
+            budget: self.budget.clone(),
+            recorder: std::cell::RefCell::new(Recorder::new(self.origin)),
+            in_flight: std::cell::Cell::new(0),
+        });
+        local.block_on(&runtime, async {
+            let mut tasks = tokio::task::JoinSet::new();
+            for _ in 0..self.conns {
+                tasks.spawn_local(connection_loop(ctx.clone()));
+            }
+            // Hand over each second shortly after it ends.
+            let mut tick = tokio::time::interval_at(
+                (self.origin + Duration::from_millis(1_020)).into(),
+                Duration::from_secs(1),
+            );
+            let far = self.origin + Duration::from_secs(100 * 365 * 24 * 3600);
+            let deadline = tokio::time::sleep_until(self.deadline.unwrap_or(far).into());
+            tokio::pin!(deadline);
+            let stopped = self.stop.wait_for(|s| *s);
+            tokio::pin!(stopped);
+            loop {
+                tokio::select! {
+                    joined = tasks.join_next() => {
+                        if joined.is_none() { break; }
+                    }
+                    _ = tick.tick() => {
+                        let report = ctx.recorder.borrow_mut().drain(std::time::Instant::now());
+                        let _ = self.tx.send(Message::Tick(self.index, report));
+                    }
+                    _ = &mut deadline => break,
+                    _ = &mut stopped => break,
+                }
+            }
+            // Requests still running now are in flight: abandoned, not errors.
+            tasks.abort_all();
+            while tasks.join_next().await.is_some() {}
+        });
+        let recorder = std::mem::replace(
+            &mut *ctx.recorder.borrow_mut(),
+            Recorder::new(self.origin),
+        );
+        let mut report = recorder.finish();
+        report.in_flight = ctx.in_flight.get();
+        let cpu = thread_cpu_time() - cpu_start;
+        let _ = self.tx.send(Message::Done(self.index, report, cpu));
+    }
+}

@@ -1,0 +1,214 @@
+//! [`Aggregate`]: adds the workers' seconds into the per-second series and the run's totals.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+use crate::recorder::WorkerReport;
+use crate::snapshot::Snapshot;
+
+/// One second of the run, all workers added.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SeriesPoint {
+    /// Seconds since the run started.
+    pub second: u64,
+    /// True while warming up: shown in the series, left out of the totals.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub warmup: bool,
+    pub responses: u64,
+    pub errors: u64,
+    /// Transport errors plus non-2xx/3xx responses.
+    pub failed: u64,
+    pub bytes_read: u64,
+    pub connections_opened: u64,
+    pub latency_p50_us: u64,
+    pub latency_p99_us: u64,
+    pub latency_max_us: u64,
+}
+
+impl SeriesPoint {
+    fn from_snapshot(second: u64, warmup: bool, s: &Snapshot) -> Self {
+        SeriesPoint {
+            second,
+            warmup,
+            responses: s.responses,
+            errors: s.errors.total(),
+            failed: s.failed(),
+            bytes_read: s.bytes_read,
+            connections_opened: s.connections_opened,
+            latency_p50_us: s.latency.value_at_quantile(0.5),
+            latency_p99_us: s.latency.value_at_quantile(0.99),
+            latency_max_us: s.latency.max(),
+        }
+    }
+}
+
+/// The result of a run: totals over the measured time and the series over all of it.
+#[derive(Debug, Clone)]
+pub struct Totals {
+    /// Everything after warm-up.
+    pub snapshot: Snapshot,
+    /// Requests that ended during warm-up (left out of `snapshot`).
+    pub warmup_completed: u64,
+    /// Requests begun but not ended when the run stopped. Not counted as errors.
+    pub in_flight: u64,
+    /// One point per second from second 0 to the last second with data, gaps filled with zeros.
+    pub series: Vec<SeriesPoint>,
+}
+
+/// Adds worker reports. A second is final once every worker's watermark passed it; until then
+/// it is held (so a second's histograms exist only for a moment and memory stays bounded).
+pub struct Aggregate {
+    warmup_seconds: u64,
+    watermarks: Vec<u64>,
+    pending: BTreeMap<u64, Snapshot>,
+    totals: Totals,
+}
+
+impl Aggregate {
+    /// `workers` is how many workers report (each by its index); the first `warmup_seconds`
+    /// seconds are warm-up.
+    pub fn new(workers: usize, warmup_seconds: u64) -> Self {
+        Aggregate {
+            warmup_seconds,
+            watermarks: vec![0; workers.max(1)],
+            pending: BTreeMap::new(),
+            totals: Totals {
+                snapshot: Snapshot::default(),
+                warmup_completed: 0,
+                in_flight: 0,
+                series: Vec::new(),
+            },
+        }
+    }
+
+    /// Adds the report of worker 0 (single-worker shortcut used by tests and examples).
+    pub fn add(&mut self, report: WorkerReport) {
+        self.add_from(0, report);
+    }
+
+    /// Adds one worker's report.
+    pub fn add_from(&mut self, worker: usize, report: WorkerReport) {
+        for interval in report.intervals {
+            self.pending
+                .entry(interval.second)
+                .or_default()
+                .merge(&interval.snapshot);
+        }
+        self.totals.in_flight += report.in_flight;
+        if let Some(w) = self.watermarks.get_mut(worker) {
+            *w = (*w).max(report.watermark);
+        }
+        let complete_before = self.watermarks.iter().copied().min().unwrap_or(0);
+        while let Some(entry) = self.pending.first_entry() {
+            if *entry.key() >= complete_before {
+                break;
+            }
+            let (second, snapshot) = entry.remove_entry();
+            self.finalize(second, snapshot);
+        }
+    }
+
+    fn finalize(&mut self, second: u64, snapshot: Snapshot) {
+        let next = self.totals.series.len() as u64;
+        for gap in next..second {
+            let warmup = gap < self.warmup_seconds;
+            let empty = Snapshot::default();
+            self.totals
+                .series
+                .push(SeriesPoint::from_snapshot(gap, warmup, &empty));
+        }
+        let warmup = second < self.warmup_seconds;
+        self.totals
+            .series
+            .push(SeriesPoint::from_snapshot(second, warmup, &snapshot));
+        if warmup {
+            self.totals.warmup_completed += snapshot.completed();
+        } else {
+            self.totals.snapshot.merge(&snapshot);
+        }
+    }
+
+    /// Final seconds so far (for live progress).
+    pub fn series(&self) -> &[SeriesPoint] {
+        &self.totals.series
+    }
+
+    /// Totals of the final seconds so far, warm-up excluded (for live progress).
+    pub fn snapshot(&self) -> &Snapshot {
+        &self.totals.snapshot
+    }
+
+    /// Requests ended so far, including seconds not yet final and warm-up.
+    pub fn completed_so_far(&self) -> u64 {
+        self.totals.snapshot.completed()
+            + self.totals.warmup_completed
+            + self.pending.values().map(Snapshot::completed).sum::<u64>()
+    }
+
+    /// Makes every held second final and returns the totals.
+    pub fn finish(mut self) -> Totals {
+        let pending = std::mem::take(&mut self.pending);
+        for (second, snapshot) in pending {
+            self.finalize(second, snapshot);
+        }
+        self.totals
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{ErrorKind, Recorder, Sample};
+    use std::time::{Duration, Instant};
+
+    fn ok(origin: Instant, end_ms: u64) -> Sample {
+        let ended = origin + Duration::from_millis(end_ms);
+        Sample {
+            started: ended - Duration::from_micros(100),
+            first_byte: ended,
+            ended,
+            status: 200,
+            bytes_read: 1,
+            bytes_written: 1,
+        }
+    }
+
+    #[test]
+    fn holds_a_second_until_every_worker_passed_it() {
+        let origin = Instant::now();
+        let mut a = Recorder::new(origin);
+        let mut b = Recorder::new(origin);
+        let mut agg = Aggregate::new(2, 0);
+        a.record(&ok(origin, 10));
+        b.record(&ok(origin, 20));
+        agg.add_from(0, a.drain(origin + Duration::from_millis(1_100)));
+        assert!(agg.series().is_empty(), "worker 1 has not passed second 0");
+        agg.add_from(1, b.drain(origin + Duration::from_millis(1_050)));
+        assert_eq!(agg.series().len(), 1);
+        assert_eq!(agg.series()[0].responses, 2);
+    }
+
+    #[test]
+    fn warmup_is_in_series_not_totals_and_gaps_are_zero() {
+        let origin = Instant::now();
+        let mut r = Recorder::new(origin);
+        r.record(&ok(origin, 500)); // warm-up
+        r.record(&ok(origin, 1_500));
+        r.record_error(ErrorKind::Timeout, origin + Duration::from_millis(3_500), &"t");
+        let mut agg = Aggregate::new(1, 1);
+        let mut report = r.finish();
+        report.in_flight = 4;
+        agg.add(report);
+        let t = agg.finish();
+        assert_eq!(t.series.len(), 4);
+        assert!(t.series[0].warmup && !t.series[1].warmup);
+        assert_eq!(t.series[2].responses, 0, "gap filled");
+        assert_eq!(t.series[3].errors, 1);
+        assert_eq!(t.warmup_completed, 1);
+        assert_eq!(t.snapshot.responses, 1);
+        assert_eq!(t.snapshot.completed(), 2);
+        assert_eq!(t.in_flight, 4);
+        let per_second: u64 = t.series.iter().filter(|p| !p.warmup).map(|p| p.responses + p.errors).sum();
+        assert_eq!(per_second, t.snapshot.completed(), "series adds up to totals");
+    }
+}

@@ -1,0 +1,201 @@
+//! The per-worker [`Recorder`]: owned by one thread, never locked, cut into seconds.
+
+use std::fmt;
+use std::time::{Duration, Instant};
+
+use crate::error_kind::ErrorKind;
+use crate::snapshot::Snapshot;
+
+/// One response, as the executor saw it.
+#[derive(Debug, Clone, Copy)]
+pub struct Sample {
+    /// When the request's latency clock starts: the first byte written in closed loop, the
+    /// intended send time in open loop.
+    pub started: Instant,
+    /// When the first byte of the response was read.
+    pub first_byte: Instant,
+    /// When the last byte of the response was read.
+    pub ended: Instant,
+    pub status: u16,
+    pub bytes_read: u64,
+    pub bytes_written: u64,
+}
+
+/// One worker's measurements for one second of the run (second 0 starts at the origin).
+#[derive(Debug, Clone)]
+pub struct Interval {
+    pub second: u64,
+    pub snapshot: Snapshot,
+}
+
+/// What a worker hands to the [`crate::Aggregate`]: its closed seconds, and a watermark saying
+/// that it will send nothing more for seconds before it.
+#[derive(Debug, Clone, Default)]
+pub struct WorkerReport {
+    pub intervals: Vec<Interval>,
+    pub watermark: u64,
+    /// Requests begun but not finished when the worker stopped (set only by [`Recorder::finish`]).
+    pub in_flight: u64,
+}
+
+/// Records samples of one worker into the current second's [`Snapshot`].
+pub struct Recorder {
+    origin: Instant,
+    second: u64,
+    current: Snapshot,
+    current_used: bool,
+    closed: Vec<Interval>,
+}
+
+fn saturating_us(d: Duration) -> u64 {
+    u64::try_from(d.as_micros()).unwrap_or(u64::MAX)
+}
+
+impl Recorder {
+    /// `origin` is the run's start: second k covers `[origin + k s, origin + (k+1) s)`.
+    pub fn new(origin: Instant) -> Self {
+        Recorder {
+            origin,
+            second: 0,
+            current: Snapshot::default(),
+            current_used: false,
+            closed: Vec::new(),
+        }
+    }
+
+    pub fn origin(&self) -> Instant {
+        self.origin
+    }
+
+    fn second_of(&self, at: Instant) -> u64 {
+        at.saturating_duration_since(self.origin).as_secs()
+    }
+
+    /// Makes the second of `at` current, closing the one before if it moved on.
+    /// Events from an earlier second (rare: a late timestamp) stay in the current one.
+    fn at(&mut self, at: Instant) -> &mut Snapshot {
+        let second = self.second_of(at);
+        if second > self.second {
+            self.close_current();
+            self.second = second;
+        }
+        self.current_used = true;
+        &mut self.current
+    }
+
+    fn close_current(&mut self) {
+        if self.current_used {
+            let snapshot = std::mem::take(&mut self.current);
+            self.closed.push(Interval {
+                second: self.second,
+                snapshot,
+            });
+            self.current_used = false;
+        }
+    }
+
+    /// Records a response (any status).
+    pub fn record(&mut self, s: &Sample) {
+        let snap = self.at(s.ended);
+        snap.responses += 1;
+        snap.status.record(s.status);
+        snap.bytes_read += s.bytes_read;
+        snap.bytes_written += s.bytes_written;
+        snap.latency
+            .saturating_record(saturating_us(s.ended.saturating_duration_since(s.started)));
+        snap.ttfb
+            .saturating_record(saturating_us(s.first_byte.saturating_duration_since(s.started)));
+    }
+
+    /// Records a failed request.
+    pub fn record_error(&mut self, kind: ErrorKind, at: Instant, detail: &dyn fmt::Display) {
+        self.at(at).errors.record(kind, detail);
+    }
+
+    /// Records a connection that opened, with its connect (and TLS handshake) time.
+    pub fn record_connection(&mut self, at: Instant, connect_time: Duration) {
+        let snap = self.at(at);
+        snap.connections_opened += 1;
+        snap.connect.saturating_record(saturating_us(connect_time));
+    }
+
+    /// Hands over every second that ended before `now`.
+    pub fn drain(&mut self, now: Instant) -> WorkerReport {
+        let watermark = self.second_of(now);
+        if watermark > self.second {
+            self.close_current();
+            self.second = watermark;
+        }
+        WorkerReport {
+            intervals: std::mem::take(&mut self.closed),
+            watermark,
+            in_flight: 0,
+        }
+    }
+
+    /// Hands over everything, the open second included; nothing follows.
+    pub fn finish(mut self) -> WorkerReport {
+        self.close_current();
+        WorkerReport {
+            intervals: self.closed,
+            watermark: u64::MAX,
+            in_flight: 0,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample(origin: Instant, end_ms: u64, latency_us: u64) -> Sample {
+        let ended = origin + Duration::from_millis(end_ms);
+        let started = ended - Duration::from_micros(latency_us);
+        Sample {
+            started,
+            first_byte: started,
+            ended,
+            status: 200,
+            bytes_read: 10,
+            bytes_written: 5,
+        }
+    }
+
+    #[test]
+    fn buckets_by_end_second_and_drains_closed_seconds_only() {
+        let origin = Instant::now();
+        let mut r = Recorder::new(origin);
+        r.record(&sample(origin, 100, 50));
+        r.record(&sample(origin, 900, 50));
+        r.record(&sample(origin, 1_100, 50));
+        r.record_error(
+            ErrorKind::Read,
+            origin + Duration::from_millis(1_200),
+            &"reset",
+        );
+        let report = r.drain(origin + Duration::from_millis(1_500));
+        assert_eq!(report.watermark, 1);
+        assert_eq!(report.intervals.len(), 1);
+        assert_eq!(report.intervals[0].second, 0);
+        assert_eq!(report.intervals[0].snapshot.responses, 2);
+        let report = r.drain(origin + Duration::from_millis(3_000));
+        assert_eq!(report.watermark, 3);
+        assert_eq!(report.intervals.len(), 1);
+        let one = &report.intervals[0].snapshot;
+        assert_eq!((one.responses, one.errors.total()), (1, 1));
+        assert!(r.finish().intervals.is_empty(), "nothing left open");
+    }
+
+    #[test]
+    fn latency_in_microseconds() {
+        let origin = Instant::now();
+        let mut r = Recorder::new(origin);
+        r.record(&sample(origin, 10, 1_234));
+        r.record_connection(origin, Duration::from_micros(77));
+        let i = r.finish().intervals.remove(0);
+        assert_eq!(i.snapshot.latency.max(), 1_234);
+        assert_eq!(i.snapshot.connect.max(), 77);
+        assert_eq!(i.snapshot.connections_opened, 1);
+        assert_eq!(i.snapshot.bytes_read, 10);
+    }
+}

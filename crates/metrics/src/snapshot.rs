@@ -1,0 +1,278 @@
+//! [`Snapshot`]: everything measured over some span of time, mergeable by addition.
+
+use base64::Engine as _;
+use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer};
+use hdrhistogram::Histogram;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+use crate::error_kind::ErrorCounts;
+
+/// The largest value a histogram holds, in microseconds (one hour). Longer values are clamped
+/// to it, never dropped, so counts stay exact.
+pub const HISTOGRAM_MAX_US: u64 = 3_600_000_000;
+
+/// A histogram of durations in microseconds, 1 µs to 1 h, 3 significant digits.
+pub fn new_histogram() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, HISTOGRAM_MAX_US, 3).expect("constant bounds are valid")
+}
+
+/// Responses counted by status code (100..=999; anything else is a protocol error earlier).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StatusCounts {
+    counts: Vec<u64>,
+}
+
+impl Default for StatusCounts {
+    fn default() -> Self {
+        StatusCounts {
+            counts: vec![0; 1000],
+        }
+    }
+}
+
+impl StatusCounts {
+    pub fn record(&mut self, status: u16) {
+        if let Some(slot) = self.counts.get_mut(status as usize) {
+            *slot += 1;
+        }
+    }
+
+    pub fn get(&self, status: u16) -> u64 {
+        self.counts.get(status as usize).copied().unwrap_or(0)
+    }
+
+    /// Nonzero codes in ascending order.
+    pub fn iter(&self) -> impl Iterator<Item = (u16, u64)> + '_ {
+        self.counts
+            .iter()
+            .enumerate()
+            .filter(|(_, &n)| n > 0)
+            .map(|(code, &n)| (code as u16, n))
+    }
+
+    /// Count of responses whose status is in class `class` (1 for 1xx ... 5xx).
+    pub fn class(&self, class: u16) -> u64 {
+        let lo = (class * 100) as usize;
+        self.counts[lo..lo + 100].iter().sum()
+    }
+
+    /// Responses that are not 2xx or 3xx: reported as failures next to transport errors.
+    pub fn not_success(&self) -> u64 {
+        self.total() - self.class(2) - self.class(3)
+    }
+
+    pub fn total(&self) -> u64 {
+        self.counts.iter().sum()
+    }
+
+    pub fn merge(&mut self, other: &StatusCounts) {
+        for (a, b) in self.counts.iter_mut().zip(&other.counts) {
+            *a += b;
+        }
+    }
+}
+
+impl Serialize for StatusCounts {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let map: BTreeMap<String, u64> = self.iter().map(|(c, n)| (c.to_string(), n)).collect();
+        map.serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for StatusCounts {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let map = BTreeMap::<String, u64>::deserialize(d)?;
+        let mut counts = StatusCounts::default();
+        for (code, n) in map {
+            let code: u16 = code
+                .parse()
+                .ok()
+                .filter(|c| *c < 1000)
+                .ok_or_else(|| serde::de::Error::custom(format!("bad status code {code:?}")))?;
+            counts.counts[code as usize] = n;
+        }
+        Ok(counts)
+    }
+}
+
+/// Everything measured over a span: a second of one worker, or a whole run of all workers.
+///
+/// Two snapshots add exactly ([`Snapshot::merge`]); percentiles are always read from the
+/// merged histograms, never averaged.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Snapshot {
+    /// Responses received, any status.
+    pub responses: u64,
+    /// Requests that failed without a complete response, by kind.
+    pub errors: ErrorCounts,
+    /// Responses by status code.
+    pub status: StatusCounts,
+    /// Bytes read from the server: status line, headers and body (wrk's "Transfer").
+    pub bytes_read: u64,
+    /// Bytes of requests written.
+    pub bytes_written: u64,
+    /// Connections opened (TCP connects that succeeded).
+    pub connections_opened: u64,
+    /// Latency of responses, µs: from the request's start (first byte written, or in open
+    /// loop its intended send time) to the last byte of the response. Excludes connecting.
+    #[serde(with = "hist_base64")]
+    pub latency: Histogram<u64>,
+    /// Time to first byte, µs: from the first byte written to the first byte read.
+    #[serde(with = "hist_base64")]
+    pub ttfb: Histogram<u64>,
+    /// TCP (and TLS) connect time of each new connection, µs.
+    #[serde(with = "hist_base64")]
+    pub connect: Histogram<u64>,
+}
+
+impl Default for Snapshot {
+    fn default() -> Self {
+        Snapshot {
+            responses: 0,
+            errors: ErrorCounts::default(),
+            status: StatusCounts::default(),
+            bytes_read: 0,
+            bytes_written: 0,
+            connections_opened: 0,
+            latency: new_histogram(),
+            ttfb: new_histogram(),
+            connect: new_histogram(),
+        }
+    }
+}
+
+impl Snapshot {
+    /// Requests that ended (a response or an error).
+    pub fn completed(&self) -> u64 {
+        self.responses + self.errors.total()
+    }
+
+    /// Requests that failed: transport errors plus non-2xx/3xx responses.
+    pub fn failed(&self) -> u64 {
+        self.errors.total() + self.status.not_success()
+    }
+
+    /// Adds `other` into `self`.
+    pub fn merge(&mut self, other: &Snapshot) {
+        self.responses += other.responses;
+        self.errors.merge(&other.errors);
+        self.status.merge(&other.status);
+        self.bytes_read += other.bytes_read;
+        self.bytes_written += other.bytes_written;
+        self.connections_opened += other.connections_opened;
+        // Same bounds on both sides, so addition cannot fail.
+        self.latency.add(&other.latency).expect("same histogram bounds");
+        self.ttfb.add(&other.ttfb).expect("same histogram bounds");
+        self.connect.add(&other.connect).expect("same histogram bounds");
+    }
+}
+
+/// A histogram in a saved result could not be decoded.
+#[derive(Debug, thiserror::Error)]
+pub enum HistogramDecodeError {
+    /// The text is not base64: the file was edited or truncated.
+    #[error("histogram is not valid base64: {0}")]
+    Base64(#[from] base64::DecodeError),
+    /// The bytes are not an HdrHistogram V2 (deflate) encoding.
+    #[error("histogram is not a valid HdrHistogram V2 encoding: {0}")]
+    Decode(String),
+}
+
+/// Histograms travel as HdrHistogram V2 compressed, base64: the format every HdrHistogram
+/// implementation reads, so results can be merged later by any tool.
+pub mod hist_base64 {
+    use super::*;
+
+    pub fn encode(h: &Histogram<u64>) -> String {
+        let mut buf = Vec::new();
+        V2DeflateSerializer::new()
+            .serialize(h, &mut buf)
+            .expect("serializing to memory cannot fail");
+        base64::engine::general_purpose::STANDARD.encode(buf)
+    }
+
+    pub fn decode(text: &str) -> Result<Histogram<u64>, HistogramDecodeError> {
+        let bytes = base64::engine::general_purpose::STANDARD.decode(text)?;
+        let decoded: Histogram<u64> = Deserializer::new()
+            .deserialize(&mut &bytes[..])
+            .map_err(|e| HistogramDecodeError::Decode(format!("{e:?}")))?;
+        // Re-home into our fixed bounds so every histogram adds to every other.
+        let mut h = new_histogram();
+        h.add(&decoded)
+            .map_err(|e| HistogramDecodeError::Decode(format!("{e:?}")))?;
+        Ok(h)
+    }
+
+    pub fn serialize<S: serde::Serializer>(h: &Histogram<u64>, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&encode(h))
+    }
+
+    pub fn deserialize<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Histogram<u64>, D::Error> {
+        let text = String::deserialize(d)?;
+        decode(&text).map_err(serde::de::Error::custom)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ErrorKind;
+
+    fn snapshot_with(values: &[u64], status: u16) -> Snapshot {
+        let mut s = Snapshot::default();
+        for &v in values {
+            s.latency.record(v).unwrap();
+            s.responses += 1;
+            s.status.record(status);
+        }
+        s
+    }
+
+    #[test]
+    fn merge_equals_one_histogram_of_all_samples() {
+        let a = snapshot_with(&[10, 20, 30, 4000], 200);
+        let b = snapshot_with(&[15, 25, 900_000], 503);
+        let mut ab = a.clone();
+        ab.merge(&b);
+        let mut ba = b.clone();
+        ba.merge(&a);
+        assert_eq!(ab, ba, "merge is order independent");
+        let all = snapshot_with(&[10, 20, 30, 4000, 15, 25, 900_000], 200);
+        for q in [0.0, 0.5, 0.9, 0.99, 1.0] {
+            assert_eq!(
+                ab.latency.value_at_quantile(q),
+                all.latency.value_at_quantile(q)
+            );
+        }
+        assert_eq!(ab.responses, 7);
+        assert_eq!(ab.status.class(5), 3);
+        assert_eq!(ab.status.not_success(), 3);
+        assert_eq!(ab.failed(), 3);
+    }
+
+    #[test]
+    fn json_round_trip_keeps_histograms_exact() {
+        let mut s = snapshot_with(&[1, 2, 3, 1_000, 3_599_999_999], 200);
+        s.errors.record(ErrorKind::Timeout, &"no response within 10s");
+        s.connect.record(250).unwrap();
+        let json = serde_json::to_string(&s).unwrap();
+        let back: Snapshot = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, s);
+        assert_eq!(back.latency.len(), 5);
+    }
+
+    #[test]
+    fn bad_histogram_text_is_an_error() {
+        assert!(hist_base64::decode("not base64 !!").is_err());
+        assert!(hist_base64::decode("AAAA").is_err());
+    }
+
+    #[test]
+    fn huge_latency_is_clamped_not_lost() {
+        let mut h = new_histogram();
+        h.saturating_record(u64::MAX);
+        assert_eq!(h.len(), 1);
+        assert!(h.max() >= HISTOGRAM_MAX_US - HISTOGRAM_MAX_US / 1000);
+    }
+}

@@ -1,0 +1,268 @@
+//! [`Plan`]: the one normalized description of a run.
+
+use serde::{Deserialize, Serialize};
+use std::time::Duration;
+
+use crate::target::Target;
+use crate::text::{format_duration, parse_duration, redact_header_value, PlanError};
+
+/// Default per-request timeout (wrk's is 2 s; long enough here not to hide slow servers).
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// What to send.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RequestSpec {
+    pub method: String,
+    pub url: Target,
+    /// Extra headers in the order given. `Host`, `Content-Length` and `Connection` are set by
+    /// loadmark unless given here.
+    #[serde(default)]
+    pub headers: Vec<(String, String)>,
+    /// Request body (empty: none). In JSON, UTF-8 text as a string, other bytes as numbers.
+    #[serde(default, with = "body_text", skip_serializing_if = "Vec::is_empty")]
+    pub body: Vec<u8>,
+    /// False sends `Connection: close` and opens one connection per request.
+    pub keep_alive: bool,
+}
+
+/// When a run stops.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Stop {
+    /// After this long (warm-up included); requests still in flight are reported as such.
+    Duration(#[serde(with = "duration_text")] Duration),
+    /// After exactly this many requests have ended (warm-up included).
+    Requests(u64),
+}
+
+/// How load is generated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Load {
+    /// Closed loop: each connection sends its next request when the previous one ended.
+    Closed { connections: usize, threads: usize },
+}
+
+impl Load {
+    pub fn threads(&self) -> usize {
+        match *self {
+            Load::Closed { threads, .. } => threads,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Timeouts {
+    /// Per request, from its start to the last byte of its response.
+    #[serde(with = "duration_text")]
+    pub request: Duration,
+    /// Per connection attempt (TCP connect and TLS handshake).
+    #[serde(with = "duration_text")]
+    pub connect: Duration,
+}
+
+impl Default for Timeouts {
+    fn default() -> Self {
+        Timeouts {
+            request: DEFAULT_TIMEOUT,
+            connect: DEFAULT_TIMEOUT,
+        }
+    }
+}
+
+/// Whether TLS certificates are verified.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TlsPolicy {
+    #[default]
+    Verify,
+    /// Accept any certificate (`--insecure`); always printed in the report.
+    Insecure,
+}
+
+/// One run, validated.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Plan {
+    pub request: RequestSpec,
+    pub load: Load,
+    pub stop: Stop,
+    #[serde(default)]
+    pub timeouts: Timeouts,
+    /// Load that runs but stays out of the totals; whole seconds, so the series stays aligned.
+    #[serde(with = "duration_text", default)]
+    pub warmup: Duration,
+    #[serde(default)]
+    pub tls: TlsPolicy,
+}
+
+impl Plan {
+    /// Checks what the type system cannot. Every error names the setting.
+    pub fn validate(&self) -> Result<(), PlanError> {
+        let Load::Closed {
+            connections,
+            threads,
+        } = self.load;
+        if connections == 0 {
+            return Err(PlanError::invalid("--connections", "0", "at least 1 connection"));
+        }
+        if threads == 0 {
+            return Err(PlanError::invalid("--threads", "0", "at least 1 thread"));
+        }
+        if threads > connections {
+            return Err(PlanError::Conflict {
+                first: "--threads",
+                second: "--connections",
+                why: "every thread needs at least one connection; use -t <= -c",
+            });
+        }
+        let token = |b: u8| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b);
+        if self.request.method.is_empty() || !self.request.method.bytes().all(token) {
+            return Err(PlanError::invalid(
+                "--method",
+                &self.request.method,
+                "an HTTP method token such as GET, POST, PUT",
+            ));
+        }
+        match self.stop {
+            Stop::Duration(d) if d.is_zero() => {
+                return Err(PlanError::invalid("--duration", "0s", "a duration above zero"))
+            }
+            Stop::Requests(0) => {
+                return Err(PlanError::invalid("--requests", "0", "at least 1 request"))
+            }
+            Stop::Duration(d) if self.warmup >= d => {
+                return Err(PlanError::Conflict {
+                    first: "--warmup",
+                    second: "--duration",
+                    why: "the warm-up must be shorter than the run",
+                })
+            }
+            _ => {}
+        }
+        if self.warmup.subsec_nanos() != 0 {
+            return Err(PlanError::invalid(
+                "--warmup",
+                format_duration(self.warmup),
+                "whole seconds (the per-second series is aligned on them)",
+            ));
+        }
+        if self.timeouts.request.is_zero() {
+            return Err(PlanError::invalid("--timeout", "0s", "a duration above zero"));
+        }
+        if self.timeouts.connect.is_zero() {
+            return Err(PlanError::invalid("--connect-timeout", "0s", "a duration above zero"));
+        }
+        Ok(())
+    }
+
+    /// The same plan with secret header values masked, for reports and logs.
+    pub fn redacted(&self) -> Plan {
+        let mut plan = self.clone();
+        for (name, value) in &mut plan.request.headers {
+            *value = redact_header_value(name, value);
+        }
+        plan
+    }
+}
+
+mod duration_text {
+    use super::*;
+
+    pub fn serialize<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&format_duration(*d))
+    }
+
+    pub fn deserialize<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+        let text = String::deserialize(d)?;
+        parse_duration(&text).map_err(serde::de::Error::custom)
+    }
+}
+
+mod body_text {
+    use serde::{Deserialize, Serialize};
+
+    #[derive(Serialize, Deserialize)]
+    #[serde(untagged)]
+    enum Repr {
+        Text(String),
+        Bytes(Vec<u8>),
+    }
+
+    pub fn serialize<S: serde::Serializer>(b: &[u8], s: S) -> Result<S::Ok, S::Error> {
+        match std::str::from_utf8(b) {
+            Ok(text) => Repr::Text(text.to_string()).serialize(s),
+            Err(_) => Repr::Bytes(b.to_vec()).serialize(s),
+        }
+    }
+
+    pub fn deserialize<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<u8>, D::Error> {
+        Ok(match Repr::deserialize(d)? {
+            Repr::Text(t) => t.into_bytes(),
+            Repr::Bytes(b) => b,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan() -> Plan {
+        Plan {
+            request: RequestSpec {
+                method: "POST".into(),
+                url: Target::parse("http://127.0.0.1:8080/echo").unwrap(),
+                headers: vec![
+                    ("Authorization".into(), "Bearer s3cret".into()),
+                    ("Client-Id".into(), "abc".into()),
+                ],
+                body: b"{\"a\":1}".to_vec(),
+                keep_alive: true,
+            },
+            load: Load::Closed {
+                connections: 10,
+                threads: 2,
+            },
+            stop: Stop::Duration(Duration::from_secs(30)),
+            timeouts: Timeouts::default(),
+            warmup: Duration::from_secs(5),
+            tls: TlsPolicy::Verify,
+        }
+    }
+
+    #[test]
+    fn valid_plan_round_trips_json() {
+        let p = plan();
+        p.validate().unwrap();
+        let json = serde_json::to_string(&p).unwrap();
+        assert!(json.contains("\"30s\""), "{json}");
+        let back: Plan = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, p);
+    }
+
+    #[test]
+    fn redacts_secrets_only() {
+        let r = plan().redacted();
+        assert_eq!(r.request.headers[0].1, "<redacted>");
+        assert_eq!(r.request.headers[1].1, "abc");
+    }
+
+    #[test]
+    fn rejects_impossible_settings_naming_the_flag() {
+        let cases: Vec<(fn(&mut Plan), &str)> = vec![
+            (|p| p.load = Load::Closed { connections: 0, threads: 1 }, "--connections"),
+            (|p| p.load = Load::Closed { connections: 1, threads: 2 }, "--threads"),
+            (|p| p.stop = Stop::Requests(0), "--requests"),
+            (|p| p.warmup = Duration::from_secs(30), "--warmup"),
+            (|p| p.warmup = Duration::from_millis(1500), "--warmup"),
+            (|p| p.request.method = "GE T".into(), "--method"),
+            (|p| p.timeouts.request = Duration::ZERO, "--timeout"),
+        ];
+        for (mutate, flag) in cases {
+            let mut p = plan();
+            mutate(&mut p);
+            let err = p.validate().unwrap_err().to_string();
+            assert!(err.starts_with(flag), "{flag}: {err}");
+        }
+    }
+}

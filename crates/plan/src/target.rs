@@ -1,0 +1,136 @@
+//! [`Target`]: a parsed, checked URL to load.
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+use crate::text::PlanError;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Scheme {
+    Http,
+    Https,
+}
+
+/// A URL that loadmark can send HTTP/1.1 requests to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Target {
+    url: String,
+    scheme: Scheme,
+    /// Host for DNS and TLS SNI, without IPv6 brackets.
+    host: String,
+    port: u16,
+    /// Value of the Host header: host, with brackets for IPv6, and the port unless default.
+    host_header: String,
+    path_and_query: String,
+}
+
+const URL_FORM: &str = "an absolute http:// or https:// URL with a host, e.g. http://127.0.0.1:8080/path";
+
+impl Target {
+    pub fn parse(text: &str) -> Result<Target, PlanError> {
+        let bad = || PlanError::invalid("URL", text, URL_FORM);
+        let url = url::Url::parse(text).map_err(|_| bad())?;
+        let scheme = match url.scheme() {
+            "http" => Scheme::Http,
+            "https" => Scheme::Https,
+            _ => {
+                return Err(PlanError::invalid(
+                    "URL",
+                    text,
+                    "scheme http:// or https:// (ws:// belongs to `loadmark ws`)",
+                ))
+            }
+        };
+        if !url.username().is_empty() || url.password().is_some() {
+            return Err(PlanError::invalid(
+                "URL",
+                text,
+                "no user:password@ in the URL; send credentials with -H 'Authorization: ...'",
+            ));
+        }
+        let host_text = url.host_str().ok_or_else(bad)?;
+        let host = host_text.trim_start_matches('[').trim_end_matches(']').to_string();
+        let port = url.port_or_known_default().ok_or_else(bad)?;
+        let host_header = match url.port() {
+            Some(p) => format!("{host_text}:{p}"),
+            None => host_text.to_string(),
+        };
+        let mut path_and_query = url.path().to_string();
+        if let Some(q) = url.query() {
+            path_and_query.push('?');
+            path_and_query.push_str(q);
+        }
+        Ok(Target {
+            url: url.to_string(),
+            scheme,
+            host,
+            port,
+            host_header,
+            path_and_query,
+        })
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.url
+    }
+    pub fn scheme(&self) -> Scheme {
+        self.scheme
+    }
+    pub fn host(&self) -> &str {
+        &self.host
+    }
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+    pub fn host_header(&self) -> &str {
+        &self.host_header
+    }
+    pub fn path_and_query(&self) -> &str {
+        &self.path_and_query
+    }
+}
+
+impl fmt::Display for Target {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.url)
+    }
+}
+
+impl Serialize for Target {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.url)
+    }
+}
+
+impl<'de> Deserialize<'de> for Target {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(d)?;
+        Target::parse(&text).map_err(serde::de::Error::custom)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_the_parts_a_request_needs() {
+        let t = Target::parse("http://127.0.0.1:8000/nas?arch=x86_64&build=24922").unwrap();
+        assert_eq!((t.host(), t.port()), ("127.0.0.1", 8000));
+        assert_eq!(t.path_and_query(), "/nas?arch=x86_64&build=24922");
+        let t = Target::parse("https://example.test").unwrap();
+        assert_eq!((t.scheme(), t.port(), t.path_and_query()), (Scheme::Https, 443, "/"));
+        assert_eq!(t.host_header(), "example.test");
+        let t = Target::parse("http://[::1]:9000/x").unwrap();
+        assert_eq!((t.host(), t.host_header()), ("::1", "[::1]:9000"));
+    }
+
+    #[test]
+    fn rejects_what_it_cannot_load() {
+        for bad in ["", "127.0.0.1:8080", "ftp://h/", "ws://h/", "http://", "http://u:p@h/"] {
+            let err = Target::parse(bad).unwrap_err().to_string();
+            assert!(err.starts_with("URL: invalid value"), "{bad}: {err}");
+        }
+    }
+}
