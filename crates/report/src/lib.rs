@@ -1,1 +1,40 @@
-//! placeholder
+//! The versioned loadmark [`Report`] and its renderers.
+//!
+//! A `Report` is everything a run produced, in one serializable struct: the plan (secrets
+//! redacted), the environment, the summary figures, the per-second series and the raw HDR
+//! histograms. JSON is its complete, stable form: a saved report can be rendered again,
+//! merged or compared later without rerunning. Renderers are pure functions of a `Report`.
+//!
+//! ```
+//! # use loadmark_report::{render_text, Report};
+//! # fn saved() -> String { unimplemented!() }
+//! # fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! let report = Report::from_json(&saved())?;
+//! print!("{}", render_text(&report));
+//! # Ok(()) }
+//! ```
+//!
+//! Design decisions:
+//! - Summary figures are derived from the histograms at build time and stored too, so
+//!   machines reading JSON need no HDR decoder; the histograms stay the truth.
+//! - `schema_version` changes whenever a field changes meaning; readers refuse newer versions.
+
+mod environment;
+mod format;
+mod model;
+mod text;
+
+pub use environment::Environment;
+pub use format::{format_bytes, format_us};
+pub use model::{
+    ClientCpu, ReadError, Report, RequestCounts, RpsStats, RunFacts, RunInfo, Summary,
+    LATENCY_DEFINITION, SCHEMA_VERSION,
+};
+pub use text::render_text;
+
+/// The report as pretty JSON (its complete form).
+pub fn render_json(report: &Report) -> String {
+    let mut out = serde_json::to_string_pretty(report).expect("a Report always serializes");
+    out.push('\n');
+    out
+}

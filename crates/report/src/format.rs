@@ -1,0 +1,43 @@
+//! Human units for durations and sizes.
+
+/// `812µs`, `1.23ms`, `4.56s`.
+pub fn format_us(us: f64) -> String {
+    if us < 1_000.0 {
+        format!("{us:.0}µs")
+    } else if us < 1_000_000.0 {
+        format!("{:.2}ms", us / 1_000.0)
+    } else {
+        format!("{:.2}s", us / 1_000_000.0)
+    }
+}
+
+/// `512 B`, `1.50 KiB`, `2.25 MiB`, `1.00 GiB`.
+pub fn format_bytes(bytes: f64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut value = bytes;
+    let mut unit = 0;
+    while value >= 1024.0 && unit < UNITS.len() - 1 {
+        value /= 1024.0;
+        unit += 1;
+    }
+    if unit == 0 {
+        format!("{value:.0} B")
+    } else {
+        format!("{value:.2} {}", UNITS[unit])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn units() {
+        assert_eq!(format_us(812.0), "812µs");
+        assert_eq!(format_us(1_234.0), "1.23ms");
+        assert_eq!(format_us(4_560_000.0), "4.56s");
+        assert_eq!(format_bytes(512.0), "512 B");
+        assert_eq!(format_bytes(1536.0), "1.50 KiB");
+        assert_eq!(format_bytes(3.0 * 1024.0 * 1024.0 * 1024.0), "3.00 GiB");
+    }
+}

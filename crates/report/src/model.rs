@@ -1,0 +1,286 @@
+//! The [`Report`] struct: one run, complete, versioned.
+
+use serde::{Deserialize, Serialize};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use loadmark_metrics::{Distribution, ErrorCounts, SeriesPoint, Snapshot, StatusCounts, Totals};
+use loadmark_plan::Plan;
+
+use crate::environment::Environment;
+
+/// Bumped whenever a field is added with a new meaning, renamed or removed.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// What the latency figures of a closed-loop run include, stated in every report.
+pub const LATENCY_DEFINITION: &str = "from the first byte of the request written to the last byte of the response read; excludes connecting (see connect) and any wait before sending (closed loop)";
+
+/// Facts about the run that the engine measured, in plain types.
+#[derive(Debug, Clone)]
+pub struct RunFacts {
+    pub started_at: SystemTime,
+    pub elapsed: Duration,
+    pub measured: Duration,
+    pub interrupted: bool,
+    pub client_cpu_user: Duration,
+    pub client_cpu_system: Duration,
+    pub target_addr: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ClientCpu {
+    pub user_s: f64,
+    pub system_s: f64,
+    /// CPU time of the load-generating threads per completed request, µs.
+    pub per_request_us: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunInfo {
+    /// UTC, RFC 3339.
+    pub started_at: String,
+    /// Wall time of the whole run, warm-up included.
+    pub elapsed_s: f64,
+    /// The time the summary covers (elapsed minus warm-up).
+    pub measured_s: f64,
+    /// Stopped early (Ctrl-C or SIGTERM): the figures cover the time that ran.
+    pub interrupted: bool,
+    pub target_addr: String,
+    pub client_cpu: ClientCpu,
+    pub latency_definition: String,
+}
+
+/// Where every request ended. `completed + in_flight_at_end + warmup_completed` is every
+/// request begun.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RequestCounts {
+    /// Requests that ended in the measured time: `responses + errors`.
+    pub completed: u64,
+    /// Complete responses, any status.
+    pub responses: u64,
+    /// Requests that failed without a complete response (see `errors` for kinds).
+    pub errors: u64,
+    /// Responses whose status is not 2xx or 3xx.
+    pub non_success_responses: u64,
+    /// Requests running when the run stopped: neither successes nor errors.
+    pub in_flight_at_end: u64,
+    /// Requests that ended during warm-up, left out of every other figure.
+    pub warmup_completed: u64,
+}
+
+/// Responses per second across the measured whole seconds (bombardier's Reqs/sec line).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RpsStats {
+    pub seconds: u64,
+    pub mean: f64,
+    pub stdev: f64,
+    pub min: u64,
+    pub max: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Summary {
+    pub requests: RequestCounts,
+    /// Responses per second over the measured time.
+    pub rps: f64,
+    pub rps_per_second: RpsStats,
+    pub bytes_read: u64,
+    pub bytes_written: u64,
+    pub read_bytes_per_s: f64,
+    pub written_bytes_per_s: f64,
+    pub connections_opened: u64,
+    pub latency: Distribution,
+    pub ttfb: Distribution,
+    pub connect: Distribution,
+    pub status: StatusCounts,
+    pub errors: ErrorCounts,
+}
+
+/// One run, complete. JSON is its stable form.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Report {
+    pub schema_version: u32,
+    pub loadmark_version: String,
+    pub plan: Plan,
+    pub environment: Environment,
+    pub run: RunInfo,
+    pub summary: Summary,
+    pub series: Vec<SeriesPoint>,
+    /// The measured totals with their HDR histograms (V2 deflate, base64): the source of
+    /// every figure above, and what merging adds.
+    pub totals: Snapshot,
+}
+
+/// A saved report could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    /// Not JSON of a loadmark report; the message says where.
+    #[error("not a loadmark report: {0}")]
+    Json(#[from] serde_json::Error),
+    /// Written by a newer loadmark: upgrade to read it.
+    #[error("report schema version {found} is newer than this loadmark understands ({SCHEMA_VERSION}); upgrade loadmark")]
+    TooNew { found: u32 },
+}
+
+impl Report {
+    /// Builds the report of a run. `plan` is redacted here, so secrets never reach a file.
+    pub fn new(plan: &Plan, facts: &RunFacts, totals: Totals, environment: Environment) -> Self {
+        let snap = totals.snapshot;
+        let measured_s = facts.measured.as_secs_f64();
+        let per_s = |n: u64| if measured_s > 0.0 { n as f64 / measured_s } else { 0.0 };
+        let completed = snap.completed();
+        let cpu_s = (facts.client_cpu_user + facts.client_cpu_system).as_secs_f64();
+        let summary = Summary {
+            requests: RequestCounts {
+                completed,
+                responses: snap.responses,
+                errors: snap.errors.total(),
+                non_success_responses: snap.status.not_success(),
+                in_flight_at_end: totals.in_flight,
+                warmup_completed: totals.warmup_completed,
+            },
+            rps: per_s(snap.responses),
+            rps_per_second: rps_stats(&totals.series, facts.elapsed),
+            bytes_read: snap.bytes_read,
+            bytes_written: snap.bytes_written,
+            read_bytes_per_s: per_s(snap.bytes_read),
+            written_bytes_per_s: per_s(snap.bytes_written),
+            connections_opened: snap.connections_opened,
+            latency: Distribution::of(&snap.latency),
+            ttfb: Distribution::of(&snap.ttfb),
+            connect: Distribution::of(&snap.connect),
+            status: snap.status.clone(),
+            errors: snap.errors.clone(),
+        };
+        let all_completed = completed + totals.warmup_completed;
+        Report {
+            schema_version: SCHEMA_VERSION,
+            loadmark_version: env!("CARGO_PKG_VERSION").to_string(),
+            plan: plan.redacted(),
+            environment,
+            run: RunInfo {
+                started_at: rfc3339(facts.started_at),
+                elapsed_s: facts.elapsed.as_secs_f64(),
+                measured_s,
+                interrupted: facts.interrupted,
+                target_addr: facts.target_addr.clone(),
+                client_cpu: ClientCpu {
+                    user_s: facts.client_cpu_user.as_secs_f64(),
+                    system_s: facts.client_cpu_system.as_secs_f64(),
+                    per_request_us: if all_completed > 0 {
+                        cpu_s * 1e6 / all_completed as f64
+                    } else {
+                        0.0
+                    },
+                },
+                latency_definition: LATENCY_DEFINITION.to_string(),
+            },
+            summary,
+            series: totals.series,
+            totals: snap,
+        }
+    }
+
+    /// Reads a saved report, refusing versions newer than this build.
+    pub fn from_json(text: &str) -> Result<Report, ReadError> {
+        #[derive(Deserialize)]
+        struct Version {
+            schema_version: u32,
+        }
+        let v: Version = serde_json::from_str(text)?;
+        if v.schema_version > SCHEMA_VERSION {
+            return Err(ReadError::TooNew {
+                found: v.schema_version,
+            });
+        }
+        Ok(serde_json::from_str(text)?)
+    }
+
+    /// Transport errors plus non-2xx/3xx responses.
+    pub fn failed(&self) -> u64 {
+        self.summary.requests.errors + self.summary.requests.non_success_responses
+    }
+}
+
+/// Only whole measured seconds count: a partial last second would drag the mean down.
+fn rps_stats(series: &[SeriesPoint], elapsed: Duration) -> RpsStats {
+    let whole: Vec<u64> = series
+        .iter()
+        .filter(|p| !p.warmup && (p.second + 1) as f64 <= elapsed.as_secs_f64() + 1e-3)
+        .map(|p| p.responses)
+        .collect();
+    if whole.is_empty() {
+        return RpsStats {
+            seconds: 0,
+            mean: 0.0,
+            stdev: 0.0,
+            min: 0,
+            max: 0,
+        };
+    }
+    let n = whole.len() as f64;
+    let mean = whole.iter().sum::<u64>() as f64 / n;
+    let var = whole.iter().map(|&x| (x as f64 - mean).powi(2)).sum::<f64>() / n;
+    RpsStats {
+        seconds: whole.len() as u64,
+        mean,
+        stdev: var.sqrt(),
+        min: *whole.iter().min().unwrap_or(&0),
+        max: *whole.iter().max().unwrap_or(&0),
+    }
+}
+
+/// `2026-11-22T21:05:03Z` (no date crate needed for UTC).
+fn rfc3339(t: SystemTime) -> String {
+    let secs = t.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    let (days, rem) = (secs / 86_400, secs % 86_400);
+    // Civil-from-days (Howard Hinnant's algorithm).
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem / 60 % 60,
+        rem % 60
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dates() {
+        assert_eq!(rfc3339(UNIX_EPOCH), "1970-01-01T00:00:00Z");
+        let t = UNIX_EPOCH + Duration::from_secs(1_795_381_503);
+        assert_eq!(rfc3339(t), "2026-11-22T21:05:03Z");
+        let leap = UNIX_EPOCH + Duration::from_secs(951_782_400); // 2000-02-29
+        assert_eq!(rfc3339(leap), "2000-02-29T00:00:00Z");
+    }
+
+    #[test]
+    fn rps_ignores_warmup_and_partial_seconds() {
+        let p = |second, responses, warmup| SeriesPoint {
+            second,
+            warmup,
+            responses,
+            errors: 0,
+            failed: 0,
+            bytes_read: 0,
+            connections_opened: 0,
+            latency_p50_us: 0,
+            latency_p99_us: 0,
+            latency_max_us: 0,
+        };
+        let series = [p(0, 5, true), p(1, 100, false), p(2, 300, false), p(3, 7, false)];
+        let s = rps_stats(&series, Duration::from_millis(3_050));
+        assert_eq!((s.seconds, s.min, s.max), (2, 100, 300));
+        assert!((s.mean - 200.0).abs() < 1e-9 && (s.stdev - 100.0).abs() < 1e-9);
+    }
+}

@@ -1,0 +1,176 @@
+//! The terminal summary: what a wrk user reads at a glance, plus what wrk leaves out.
+
+use std::fmt::Write;
+
+use loadmark_metrics::Distribution;
+use loadmark_plan::{format_duration, Load, Stop, TlsPolicy};
+
+use crate::format::{format_bytes, format_us};
+use crate::model::Report;
+
+/// Renders the report for a terminal (plain text, no colour).
+pub fn render_text(r: &Report) -> String {
+    let mut o = String::new();
+    let s = &r.summary;
+    let req = &r.plan.request;
+    let _ = writeln!(o, "loadmark {}: {} {}", r.loadmark_version, req.method, req.url);
+    let Load::Closed {
+        connections,
+        threads,
+    } = r.plan.load;
+    let stop = match r.plan.stop {
+        Stop::Duration(d) => format!("for {}", format_duration(d)),
+        Stop::Requests(n) => format!("{n} requests"),
+    };
+    let _ = writeln!(
+        o,
+        "  closed loop, {connections} connection{} on {threads} thread{}, {stop}{}, {}, timeout {}",
+        plural(connections as u64),
+        plural(threads as u64),
+        if r.plan.warmup.is_zero() {
+            String::new()
+        } else {
+            format!(" (warm-up {})", format_duration(r.plan.warmup))
+        },
+        if req.keep_alive { "keep-alive" } else { "Connection: close" },
+        format_duration(r.plan.timeouts.request),
+    );
+    if r.plan.tls == TlsPolicy::Insecure {
+        let _ = writeln!(o, "  TLS certificates NOT verified (--insecure)");
+    }
+    if r.run.interrupted {
+        let _ = writeln!(
+            o,
+            "  INTERRUPTED after {:.2}s: figures cover the time that ran",
+            r.run.elapsed_s
+        );
+    }
+    let _ = writeln!(o);
+
+    let q = &s.requests;
+    let _ = writeln!(
+        o,
+        "  Requests      {} completed in {:.2}s: {} responses, {} errors; {} in flight at the end (not counted){}",
+        q.completed,
+        r.run.measured_s,
+        q.responses,
+        q.errors,
+        q.in_flight_at_end,
+        if q.warmup_completed > 0 {
+            format!("; {} during warm-up (not counted)", q.warmup_completed)
+        } else {
+            String::new()
+        }
+    );
+    let rs = &s.rps_per_second;
+    let _ = write!(o, "  Req/s         {:.2}", s.rps);
+    if rs.seconds > 1 {
+        let _ = write!(
+            o,
+            "   (per second over {}s: mean {:.0}, stdev {:.0}, min {}, max {})",
+            rs.seconds, rs.mean, rs.stdev, rs.min, rs.max
+        );
+    }
+    let _ = writeln!(o);
+    let _ = writeln!(
+        o,
+        "  Transfer/s    {}/s read, {}/s written ({} and {} in all)",
+        format_bytes(s.read_bytes_per_s),
+        format_bytes(s.written_bytes_per_s),
+        format_bytes(s.bytes_read as f64),
+        format_bytes(s.bytes_written as f64),
+    );
+    let _ = writeln!(o);
+
+    let _ = writeln!(o, "  Latency       {}", r.run.latency_definition);
+    distribution_block(&mut o, &s.latency);
+    let _ = writeln!(
+        o,
+        "  TTFB          p50 {}  p99 {}  max {}",
+        format_us(s.ttfb.percentile(50.0).unwrap_or(0) as f64),
+        format_us(s.ttfb.percentile(99.0).unwrap_or(0) as f64),
+        format_us(s.ttfb.max_us as f64),
+    );
+    let _ = writeln!(
+        o,
+        "  Connect       {} connection{} opened: p50 {}  p99 {}  max {}",
+        s.connections_opened,
+        plural(s.connections_opened),
+        format_us(s.connect.percentile(50.0).unwrap_or(0) as f64),
+        format_us(s.connect.percentile(99.0).unwrap_or(0) as f64),
+        format_us(s.connect.max_us as f64),
+    );
+    let _ = writeln!(o);
+
+    let codes: Vec<String> = s.status.iter().map(|(c, n)| format!("{c}: {n}")).collect();
+    let _ = writeln!(
+        o,
+        "  Status codes  {}",
+        if codes.is_empty() { "none".to_string() } else { codes.join(", ") }
+    );
+    let classes: Vec<String> = (1..=5)
+        .map(|c| (c, s.status.class(c)))
+        .filter(|&(_, n)| n > 0)
+        .map(|(c, n)| format!("{c}xx: {n}"))
+        .collect();
+    if !classes.is_empty() {
+        let _ = writeln!(o, "                {}", classes.join(", "));
+    }
+    if s.errors.total() == 0 {
+        let _ = writeln!(o, "  Errors        none");
+    } else {
+        let _ = writeln!(o, "  Errors");
+        for (kind, stat) in s.errors.nonzero() {
+            let _ = writeln!(
+                o,
+                "    {:<10} {:>10}   first: {}",
+                kind.as_str(),
+                stat.count,
+                stat.first_example.as_deref().unwrap_or("")
+            );
+        }
+    }
+    let _ = writeln!(
+        o,
+        "  Client CPU    {:.2}s user, {:.2}s system ({:.1}µs per request)",
+        r.run.client_cpu.user_s, r.run.client_cpu.system_s, r.run.client_cpu.per_request_us
+    );
+    let failed = r.failed();
+    if failed > 0 {
+        let _ = writeln!(o);
+        let _ = writeln!(
+            o,
+            "  WARNING: {failed} of {} requests failed ({:.2}%): {} errors, {} non-2xx/3xx responses",
+            q.completed,
+            failed as f64 * 100.0 / q.completed.max(1) as f64,
+            q.errors,
+            q.non_success_responses
+        );
+    }
+    o
+}
+
+fn distribution_block(o: &mut String, d: &Distribution) {
+    let _ = writeln!(
+        o,
+        "                min {}  mean {}  stdev {}  max {}",
+        format_us(d.min_us as f64),
+        format_us(d.mean_us),
+        format_us(d.stdev_us),
+        format_us(d.max_us as f64),
+    );
+    let _ = writeln!(o, "  Latency distribution ({} responses)", d.count);
+    for &(p, v) in &d.percentiles_us {
+        if p > 0.0 && p < 100.0 && p >= 50.0 {
+            let _ = writeln!(o, "    {:>7}  {}", format!("{p}%"), format_us(v as f64));
+        }
+    }
+}
+
+fn plural(n: u64) -> &'static str {
+    if n == 1 {
+        ""
+    } else {
+        "s"
+    }
+}
