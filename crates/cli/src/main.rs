@@ -1,1 +1,47 @@
-fn main() {}
+//! The `loadmark` binary: flags in, plan through the engine, report out.
+//!
+//! Exit codes: 0 ok, 1 run error, 2 usage or plan error, 130 interrupted (the report for the
+//! time that ran is still printed and written).
+
+mod args;
+mod commands;
+mod output;
+mod progress;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+/// Exit code of a usage or plan error (clap uses the same).
+pub const EXIT_USAGE: u8 = 2;
+/// Exit code of a run stopped by a signal (its report was still written).
+pub const EXIT_INTERRUPTED: u8 = 130;
+
+/// An error the user caused with their input (exit code 2), not one of the run (exit 1).
+#[derive(Debug)]
+pub struct UsageError(pub String);
+
+impl std::fmt::Display for UsageError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for UsageError {}
+
+fn main() -> ExitCode {
+    let cli = args::Cli::parse();
+    match commands::dispatch(cli.command) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("loadmark: error: {e:#}");
+            if e.downcast_ref::<UsageError>().is_some()
+                || e.downcast_ref::<loadmark_plan::PlanError>().is_some()
+            {
+                ExitCode::from(EXIT_USAGE)
+            } else {
+                ExitCode::from(1)
+            }
+        }
+    }
+}

@@ -101,7 +101,13 @@ pub(crate) async fn connection_loop<T: Transport>(ctx: Rc<WorkerCtx<T>>) {
         let started = Instant::now();
         let outcome = tokio::time::timeout_at(
             (started + ctx.timeout).into(),
-            exchange(stream, &ctx.request, &mut buf, &mut parser, ctx.head_request),
+            exchange(
+                stream,
+                &ctx.request,
+                &mut buf,
+                &mut parser,
+                ctx.head_request,
+            ),
         )
         .await;
         now = Instant::now();

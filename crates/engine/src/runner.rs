@@ -88,10 +88,27 @@ pub fn run(
         connect_timeout: plan.timeouts.connect,
     };
     match url.scheme() {
-        Scheme::Http => run_with(plan, addr, tcp, stop, &mut on_progress, threads, connections),
+        Scheme::Http => run_with(
+            plan,
+            addr,
+            tcp,
+            stop,
+            &mut on_progress,
+            threads,
+            connections,
+        ),
         Scheme::Https => {
-            let tls = Tls::new(tcp, url.host(), plan.tls).map_err(|e| EngineError::Tls(e.message))?;
-            run_with(plan, addr, tls, stop, &mut on_progress, threads, connections)
+            let tls =
+                Tls::new(tcp, url.host(), plan.tls).map_err(|e| EngineError::Tls(e.message))?;
+            run_with(
+                plan,
+                addr,
+                tls,
+                stop,
+                &mut on_progress,
+                threads,
+                connections,
+            )
         }
     }
 }
@@ -198,7 +215,12 @@ fn run_with<T: Transport>(
         };
     let totals = aggregate.finish();
     Ok(RunResult {
-        measured: elapsed.saturating_sub(plan.warmup),
+        // Joining the workers takes a moment past the deadline; no request starts then.
+        measured: match deadline {
+            Some(d) => elapsed.min(d - origin),
+            None => elapsed,
+        }
+        .saturating_sub(plan.warmup),
         totals,
         started_at,
         elapsed,
@@ -274,10 +296,8 @@ impl<T: Transport> Worker<T> {
             tasks.abort_all();
             while tasks.join_next().await.is_some() {}
         });
-        let recorder = std::mem::replace(
-            &mut *ctx.recorder.borrow_mut(),
-            Recorder::new(self.origin),
-        );
+        let recorder =
+            std::mem::replace(&mut *ctx.recorder.borrow_mut(), Recorder::new(self.origin));
         let mut report = recorder.finish();
         report.in_flight = ctx.in_flight.get();
         let cpu = thread_cpu_time() - cpu_start;

@@ -81,10 +81,10 @@ pub fn raise_file_limit(connections: usize) -> Result<(), EngineError> {
             }
         }
     }
-    if (lim.rlim_cur as u64) < needed {
+    if lim.rlim_cur < needed {
         return Err(EngineError::FileLimit {
             needed,
-            limit: lim.rlim_cur as u64,
+            limit: lim.rlim_cur,
         });
     }
     Ok(())

@@ -31,9 +31,10 @@ impl ConnectError {
 /// Maps an I/O error to a kind: local resource exhaustion is its own kind, whatever the step.
 pub fn classify_io(e: &io::Error, step: ErrorKind) -> ErrorKind {
     match e.raw_os_error() {
-        Some(libc::EMFILE) | Some(libc::ENFILE) | Some(libc::EADDRNOTAVAIL) | Some(libc::ENOBUFS) => {
-            ErrorKind::Resource
-        }
+        Some(libc::EMFILE)
+        | Some(libc::ENFILE)
+        | Some(libc::EADDRNOTAVAIL)
+        | Some(libc::ENOBUFS) => ErrorKind::Resource,
         _ => step,
     }
 }
@@ -51,7 +52,9 @@ async fn tcp_connect(addr: SocketAddr, timeout: Duration) -> Result<TcpStream, C
         Err(_) => {
             return Err(ConnectError {
                 kind: ErrorKind::Connect,
-                message: format!("connect to {addr}: no answer within {timeout:?} (--connect-timeout)"),
+                message: format!(
+                    "connect to {addr}: no answer within {timeout:?} (--connect-timeout)"
+                ),
             })
         }
     };
@@ -127,7 +130,10 @@ impl Transport for Tls {
         let handshake = self.connector.connect(self.server_name.clone(), tcp);
         match tokio::time::timeout(self.tcp.connect_timeout, handshake).await {
             Ok(Ok(s)) => Ok(s),
-            Ok(Err(e)) => Err(tls_error(format!("TLS handshake with {}: {e}", self.tcp.addr))),
+            Ok(Err(e)) => Err(tls_error(format!(
+                "TLS handshake with {}: {e}",
+                self.tcp.addr
+            ))),
             Err(_) => Err(tls_error(format!(
                 "TLS handshake with {}: no answer within {:?} (--connect-timeout)",
                 self.tcp.addr, self.tcp.connect_timeout

@@ -19,7 +19,11 @@ fn fixed_count_sends_exactly_n_and_the_server_agrees() {
     assert_eq!(s.errors.total(), 0);
     assert_eq!(r.totals.in_flight, 0);
     assert_eq!(s.status.get(200), 1000);
-    assert_eq!(server.requests(), 1000, "the server saw exactly what loadmark counted");
+    assert_eq!(
+        server.requests(),
+        1000,
+        "the server saw exactly what loadmark counted"
+    );
     assert_eq!(s.connections_opened, 10);
     assert_eq!(server.accepts(), 10);
     assert_eq!(s.latency.len(), 1000);
@@ -32,7 +36,9 @@ fn fixed_count_sends_exactly_n_and_the_server_agrees() {
 #[test]
 fn no_keepalive_opens_one_connection_per_request() {
     let server = RawServer::start(|_| {
-        Reply::BytesThenClose(b"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 2\r\n\r\nOK".to_vec())
+        Reply::BytesThenClose(
+            b"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 2\r\n\r\nOK".to_vec(),
+        )
     });
     let mut p = plan(&server.url("/"), 4, 1, Stop::Requests(200));
     p.request.keep_alive = false;
@@ -46,12 +52,14 @@ fn no_keepalive_opens_one_connection_per_request() {
 
 #[test]
 fn chunked_close_delimited_and_varying_bodies_are_all_successes() {
-    let server = RawServer::start(|n| match n % 3 {
+    let server = RawServer::start(|n| {
+        match n % 3 {
         0 => Reply::Bytes(ok_response(&vec![b'x'; (n as usize * 37) % 5000])),
         1 => Reply::Bytes(
             b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n4;ext=1\r\nabcd\r\n3\r\nefg\r\n0\r\nTrailer: t\r\n\r\n".to_vec(),
         ),
         _ => Reply::BytesThenClose(b"HTTP/1.0 200 OK\r\n\r\nbody until close".to_vec()),
+    }
     });
     let p = plan(&server.url("/"), 3, 1, Stop::Requests(300));
     let r = run(&p, &StopHandle::new(), |_| {}).unwrap();
@@ -59,7 +67,11 @@ fn chunked_close_delimited_and_varying_bodies_are_all_successes() {
     assert_eq!(s.errors.total(), 0, "{:?}", s.errors);
     assert_eq!(s.responses, 300);
     assert_eq!(server.requests(), 300);
-    assert_eq!(s.status.not_success(), 0, "varying lengths are not failures (ab's bug)");
+    assert_eq!(
+        s.status.not_success(),
+        0,
+        "varying lengths are not failures (ab's bug)"
+    );
 }
 
 #[test]
@@ -72,8 +84,15 @@ fn a_silent_server_gives_timeouts_on_time() {
     let took = t0.elapsed();
     let timeouts = r.totals.snapshot.errors.get(ErrorKind::Timeout);
     assert_eq!(timeouts.count, 2);
-    assert!(timeouts.first_example.as_deref().unwrap().contains("--timeout"));
-    assert!(took >= Duration::from_millis(300) && took < Duration::from_millis(1300), "{took:?}");
+    assert!(timeouts
+        .first_example
+        .as_deref()
+        .unwrap()
+        .contains("--timeout"));
+    assert!(
+        took >= Duration::from_millis(300) && took < Duration::from_millis(1300),
+        "{took:?}"
+    );
 }
 
 #[test]
@@ -82,11 +101,23 @@ fn refused_connections_are_classified() {
         let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         l.local_addr().unwrap().port()
     }; // closed again: nothing listens there now
-    let p = plan(&format!("http://127.0.0.1:{port}/"), 2, 1, Stop::Requests(20));
+    let p = plan(
+        &format!("http://127.0.0.1:{port}/"),
+        2,
+        1,
+        Stop::Requests(20),
+    );
     let r = run(&p, &StopHandle::new(), |_| {}).unwrap();
     let connect = r.totals.snapshot.errors.get(ErrorKind::Connect);
     assert_eq!(connect.count, 20);
-    assert!(connect.first_example.as_deref().unwrap().contains("refused"), "{connect:?}");
+    assert!(
+        connect
+            .first_example
+            .as_deref()
+            .unwrap()
+            .contains("refused"),
+        "{connect:?}"
+    );
     assert_eq!(r.totals.snapshot.responses, 0);
 }
 
@@ -94,18 +125,36 @@ fn refused_connections_are_classified() {
 fn duration_run_stops_on_time_and_counts_in_flight() {
     // Every response takes 5 s to come, so all 4 requests are in flight at the 500 ms stop.
     let server = RawServer::start(|_| Reply::Silence);
-    let p = plan(&server.url("/"), 4, 2, Stop::Duration(Duration::from_millis(500)));
+    let p = plan(
+        &server.url("/"),
+        4,
+        2,
+        Stop::Duration(Duration::from_millis(500)),
+    );
     let t0 = Instant::now();
     let r = run(&p, &StopHandle::new(), |_| {}).unwrap();
-    assert!(t0.elapsed() < Duration::from_millis(1500), "{:?}", t0.elapsed());
+    assert!(
+        t0.elapsed() < Duration::from_millis(1500),
+        "{:?}",
+        t0.elapsed()
+    );
     assert_eq!(r.totals.in_flight, 4);
-    assert_eq!(r.totals.snapshot.completed(), 0, "in flight is neither success nor error");
+    assert_eq!(
+        r.totals.snapshot.completed(),
+        0,
+        "in flight is neither success nor error"
+    );
 }
 
 #[test]
 fn stop_handle_interrupts_and_keeps_what_ran() {
     let server = RawServer::start(|_| Reply::Bytes(ok_response(b"ok")));
-    let p = plan(&server.url("/"), 2, 1, Stop::Duration(Duration::from_secs(30)));
+    let p = plan(
+        &server.url("/"),
+        2,
+        1,
+        Stop::Duration(Duration::from_secs(30)),
+    );
     let stop = StopHandle::new();
     let stopper = stop.clone();
     let mut seen_progress = false;
@@ -132,7 +181,11 @@ fn stop_handle_interrupts_and_keeps_what_ran() {
 #[test]
 fn status_codes_are_counted_not_hidden() {
     let server = RawServer::start(|n| {
-        let code = if n % 2 == 0 { "200 OK" } else { "503 Service Unavailable" };
+        let code = if n % 2 == 0 {
+            "200 OK"
+        } else {
+            "503 Service Unavailable"
+        };
         Reply::Bytes(format!("HTTP/1.1 {code}\r\nContent-Length: 0\r\n\r\n").into_bytes())
     });
     let p = plan(&server.url("/"), 1, 1, Stop::Requests(10));

@@ -37,7 +37,10 @@ fn tls_server() -> std::net::SocketAddr {
                 loop {
                     while let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
                         buf.drain(..end + 4);
-                        if tls.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nOK").is_err() {
+                        if tls
+                            .write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nOK")
+                            .is_err()
+                        {
                             return;
                         }
                         let _ = tls.flush();
@@ -60,7 +63,13 @@ fn self_signed_certificate_is_refused_by_default_and_classified() {
     let r = run(&p, &StopHandle::new(), |_| {}).unwrap();
     let tls = r.totals.snapshot.errors.get(ErrorKind::Tls);
     assert_eq!(tls.count, 3);
-    assert!(tls.first_example.as_deref().unwrap().contains("certificate"), "{tls:?}");
+    assert!(
+        tls.first_example
+            .as_deref()
+            .unwrap()
+            .contains("certificate"),
+        "{tls:?}"
+    );
     assert_eq!(r.totals.snapshot.responses, 0);
 }
 

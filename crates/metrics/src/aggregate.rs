@@ -194,7 +194,11 @@ mod tests {
         let mut r = Recorder::new(origin);
         r.record(&ok(origin, 500)); // warm-up
         r.record(&ok(origin, 1_500));
-        r.record_error(ErrorKind::Timeout, origin + Duration::from_millis(3_500), &"t");
+        r.record_error(
+            ErrorKind::Timeout,
+            origin + Duration::from_millis(3_500),
+            &"t",
+        );
         let mut agg = Aggregate::new(1, 1);
         let mut report = r.finish();
         report.in_flight = 4;
@@ -208,7 +212,16 @@ mod tests {
         assert_eq!(t.snapshot.responses, 1);
         assert_eq!(t.snapshot.completed(), 2);
         assert_eq!(t.in_flight, 4);
-        let per_second: u64 = t.series.iter().filter(|p| !p.warmup).map(|p| p.responses + p.errors).sum();
-        assert_eq!(per_second, t.snapshot.completed(), "series adds up to totals");
+        let per_second: u64 = t
+            .series
+            .iter()
+            .filter(|p| !p.warmup)
+            .map(|p| p.responses + p.errors)
+            .sum();
+        assert_eq!(
+            per_second,
+            t.snapshot.completed(),
+            "series adds up to totals"
+        );
     }
 }

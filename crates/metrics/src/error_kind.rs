@@ -150,7 +150,10 @@ mod tests {
         c.record(ErrorKind::Timeout, &"second");
         c.record(ErrorKind::Connect, &"refused");
         assert_eq!(c.get(ErrorKind::Timeout).count, 2);
-        assert_eq!(c.get(ErrorKind::Timeout).first_example.as_deref(), Some("first"));
+        assert_eq!(
+            c.get(ErrorKind::Timeout).first_example.as_deref(),
+            Some("first")
+        );
         assert_eq!(c.total(), 3);
         let kinds: Vec<_> = c.nonzero().map(|(k, _)| k).collect();
         assert_eq!(kinds, vec![ErrorKind::Connect, ErrorKind::Timeout]);
@@ -165,7 +168,10 @@ mod tests {
         b.record(ErrorKind::Protocol, &"bad status line");
         a.merge(&b);
         assert_eq!(a.get(ErrorKind::Read).count, 2);
-        assert_eq!(a.get(ErrorKind::Read).first_example.as_deref(), Some("reset"));
+        assert_eq!(
+            a.get(ErrorKind::Read).first_example.as_deref(),
+            Some("reset")
+        );
         let json = serde_json::to_string(&a).unwrap();
         assert!(json.contains("\"protocol\""), "{json}");
         let back: ErrorCounts = serde_json::from_str(&json).unwrap();

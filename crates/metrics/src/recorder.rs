@@ -103,8 +103,9 @@ impl Recorder {
         snap.bytes_written += s.bytes_written;
         snap.latency
             .saturating_record(saturating_us(s.ended.saturating_duration_since(s.started)));
-        snap.ttfb
-            .saturating_record(saturating_us(s.first_byte.saturating_duration_since(s.started)));
+        snap.ttfb.saturating_record(saturating_us(
+            s.first_byte.saturating_duration_since(s.started),
+        ));
     }
 
     /// Records a failed request.

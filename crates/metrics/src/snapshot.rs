@@ -162,9 +162,13 @@ impl Snapshot {
         self.bytes_written += other.bytes_written;
         self.connections_opened += other.connections_opened;
         // Same bounds on both sides, so addition cannot fail.
-        self.latency.add(&other.latency).expect("same histogram bounds");
+        self.latency
+            .add(&other.latency)
+            .expect("same histogram bounds");
         self.ttfb.add(&other.ttfb).expect("same histogram bounds");
-        self.connect.add(&other.connect).expect("same histogram bounds");
+        self.connect
+            .add(&other.connect)
+            .expect("same histogram bounds");
     }
 }
 
@@ -254,7 +258,8 @@ mod tests {
     #[test]
     fn json_round_trip_keeps_histograms_exact() {
         let mut s = snapshot_with(&[1, 2, 3, 1_000, 3_599_999_999], 200);
-        s.errors.record(ErrorKind::Timeout, &"no response within 10s");
+        s.errors
+            .record(ErrorKind::Timeout, &"no response within 10s");
         s.connect.record(250).unwrap();
         let json = serde_json::to_string(&s).unwrap();
         let back: Snapshot = serde_json::from_str(&json).unwrap();

@@ -4,9 +4,8 @@ use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
 /// The percentiles every report lists (as quantiles).
-pub const REPORTED_QUANTILES: [f64; 10] = [
-    0.5, 0.75, 0.9, 0.95, 0.99, 0.999, 0.9999, 0.0, 1.0, 0.25,
-];
+pub const REPORTED_QUANTILES: [f64; 10] =
+    [0.5, 0.75, 0.9, 0.95, 0.99, 0.999, 0.9999, 0.0, 1.0, 0.25];
 
 /// Summary figures of a duration histogram, in microseconds.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -103,7 +103,11 @@ impl Plan {
             threads,
         } = self.load;
         if connections == 0 {
-            return Err(PlanError::invalid("--connections", "0", "at least 1 connection"));
+            return Err(PlanError::invalid(
+                "--connections",
+                "0",
+                "at least 1 connection",
+            ));
         }
         if threads == 0 {
             return Err(PlanError::invalid("--threads", "0", "at least 1 thread"));
@@ -125,7 +129,11 @@ impl Plan {
         }
         match self.stop {
             Stop::Duration(d) if d.is_zero() => {
-                return Err(PlanError::invalid("--duration", "0s", "a duration above zero"))
+                return Err(PlanError::invalid(
+                    "--duration",
+                    "0s",
+                    "a duration above zero",
+                ))
             }
             Stop::Requests(0) => {
                 return Err(PlanError::invalid("--requests", "0", "at least 1 request"))
@@ -147,10 +155,18 @@ impl Plan {
             ));
         }
         if self.timeouts.request.is_zero() {
-            return Err(PlanError::invalid("--timeout", "0s", "a duration above zero"));
+            return Err(PlanError::invalid(
+                "--timeout",
+                "0s",
+                "a duration above zero",
+            ));
         }
         if self.timeouts.connect.is_zero() {
-            return Err(PlanError::invalid("--connect-timeout", "0s", "a duration above zero"));
+            return Err(PlanError::invalid(
+                "--connect-timeout",
+                "0s",
+                "a duration above zero",
+            ));
         }
         Ok(())
     }
@@ -249,9 +265,26 @@ mod tests {
 
     #[test]
     fn rejects_impossible_settings_naming_the_flag() {
-        let cases: Vec<(fn(&mut Plan), &str)> = vec![
-            (|p| p.load = Load::Closed { connections: 0, threads: 1 }, "--connections"),
-            (|p| p.load = Load::Closed { connections: 1, threads: 2 }, "--threads"),
+        type Mutation = fn(&mut Plan);
+        let cases: Vec<(Mutation, &str)> = vec![
+            (
+                |p| {
+                    p.load = Load::Closed {
+                        connections: 0,
+                        threads: 1,
+                    }
+                },
+                "--connections",
+            ),
+            (
+                |p| {
+                    p.load = Load::Closed {
+                        connections: 1,
+                        threads: 2,
+                    }
+                },
+                "--threads",
+            ),
             (|p| p.stop = Stop::Requests(0), "--requests"),
             (|p| p.warmup = Duration::from_secs(30), "--warmup"),
             (|p| p.warmup = Duration::from_millis(1500), "--warmup"),

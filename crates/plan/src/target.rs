@@ -25,7 +25,8 @@ pub struct Target {
     path_and_query: String,
 }
 
-const URL_FORM: &str = "an absolute http:// or https:// URL with a host, e.g. http://127.0.0.1:8080/path";
+const URL_FORM: &str =
+    "an absolute http:// or https:// URL with a host, e.g. http://127.0.0.1:8080/path";
 
 impl Target {
     pub fn parse(text: &str) -> Result<Target, PlanError> {
@@ -50,7 +51,10 @@ impl Target {
             ));
         }
         let host_text = url.host_str().ok_or_else(bad)?;
-        let host = host_text.trim_start_matches('[').trim_end_matches(']').to_string();
+        let host = host_text
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .to_string();
         let port = url.port_or_known_default().ok_or_else(bad)?;
         let host_header = match url.port() {
             Some(p) => format!("{host_text}:{p}"),
@@ -120,7 +124,10 @@ mod tests {
         assert_eq!((t.host(), t.port()), ("127.0.0.1", 8000));
         assert_eq!(t.path_and_query(), "/nas?arch=x86_64&build=24922");
         let t = Target::parse("https://example.test").unwrap();
-        assert_eq!((t.scheme(), t.port(), t.path_and_query()), (Scheme::Https, 443, "/"));
+        assert_eq!(
+            (t.scheme(), t.port(), t.path_and_query()),
+            (Scheme::Https, 443, "/")
+        );
         assert_eq!(t.host_header(), "example.test");
         let t = Target::parse("http://[::1]:9000/x").unwrap();
         assert_eq!((t.host(), t.host_header()), ("::1", "[::1]:9000"));
@@ -128,7 +135,14 @@ mod tests {
 
     #[test]
     fn rejects_what_it_cannot_load() {
-        for bad in ["", "127.0.0.1:8080", "ftp://h/", "ws://h/", "http://", "http://u:p@h/"] {
+        for bad in [
+            "",
+            "127.0.0.1:8080",
+            "ftp://h/",
+            "ws://h/",
+            "http://",
+            "http://u:p@h/",
+        ] {
             let err = Target::parse(bad).unwrap_err().to_string();
             assert!(err.starts_with("URL: invalid value"), "{bad}: {err}");
         }

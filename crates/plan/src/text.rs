@@ -79,7 +79,7 @@ pub fn format_duration(d: Duration) -> String {
     if ms == 0 && !d.is_zero() {
         return format!("{}us", d.as_micros());
     }
-    if ms % 1000 != 0 {
+    if !ms.is_multiple_of(1000) {
         return format!("{ms}ms");
     }
     let secs = d.as_secs();
@@ -178,7 +178,10 @@ mod tests {
 
     #[test]
     fn redaction() {
-        assert_eq!(redact_header_value("Authorization", "Bearer x"), "<redacted>");
+        assert_eq!(
+            redact_header_value("Authorization", "Bearer x"),
+            "<redacted>"
+        );
         assert_eq!(redact_header_value("X-Api-Key", "k"), "<redacted>");
         assert_eq!(redact_header_value("X-Auth-Token", "t"), "<redacted>");
         assert_eq!(redact_header_value("Client-Id", "c"), "c");

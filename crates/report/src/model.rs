@@ -126,7 +126,13 @@ impl Report {
     pub fn new(plan: &Plan, facts: &RunFacts, totals: Totals, environment: Environment) -> Self {
         let snap = totals.snapshot;
         let measured_s = facts.measured.as_secs_f64();
-        let per_s = |n: u64| if measured_s > 0.0 { n as f64 / measured_s } else { 0.0 };
+        let per_s = |n: u64| {
+            if measured_s > 0.0 {
+                n as f64 / measured_s
+            } else {
+                0.0
+            }
+        };
         let completed = snap.completed();
         let cpu_s = (facts.client_cpu_user + facts.client_cpu_system).as_secs_f64();
         let summary = Summary {
@@ -219,7 +225,11 @@ fn rps_stats(series: &[SeriesPoint], elapsed: Duration) -> RpsStats {
     }
     let n = whole.len() as f64;
     let mean = whole.iter().sum::<u64>() as f64 / n;
-    let var = whole.iter().map(|&x| (x as f64 - mean).powi(2)).sum::<f64>() / n;
+    let var = whole
+        .iter()
+        .map(|&x| (x as f64 - mean).powi(2))
+        .sum::<f64>()
+        / n;
     RpsStats {
         seconds: whole.len() as u64,
         mean,
@@ -278,7 +288,12 @@ mod tests {
             latency_p99_us: 0,
             latency_max_us: 0,
         };
-        let series = [p(0, 5, true), p(1, 100, false), p(2, 300, false), p(3, 7, false)];
+        let series = [
+            p(0, 5, true),
+            p(1, 100, false),
+            p(2, 300, false),
+            p(3, 7, false),
+        ];
         let s = rps_stats(&series, Duration::from_millis(3_050));
         assert_eq!((s.seconds, s.min, s.max), (2, 100, 300));
         assert!((s.mean - 200.0).abs() < 1e-9 && (s.stdev - 100.0).abs() < 1e-9);

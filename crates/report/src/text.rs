@@ -13,7 +13,11 @@ pub fn render_text(r: &Report) -> String {
     let mut o = String::new();
     let s = &r.summary;
     let req = &r.plan.request;
-    let _ = writeln!(o, "loadmark {}: {} {}", r.loadmark_version, req.method, req.url);
+    let _ = writeln!(
+        o,
+        "loadmark {}: {} {}",
+        r.loadmark_version, req.method, req.url
+    );
     let Load::Closed {
         connections,
         threads,
@@ -22,7 +26,8 @@ pub fn render_text(r: &Report) -> String {
         Stop::Duration(d) => format!("for {}", format_duration(d)),
         Stop::Requests(n) => format!("{n} requests"),
     };
-    let _ = writeln!(
+    let _ =
+        writeln!(
         o,
         "  closed loop, {connections} connection{} on {threads} thread{}, {stop}{}, {}, timeout {}",
         plural(connections as u64),
@@ -82,7 +87,10 @@ pub fn render_text(r: &Report) -> String {
     );
     let _ = writeln!(o);
 
-    let _ = writeln!(o, "  Latency       {}", r.run.latency_definition);
+    let _ = writeln!(
+        o,
+        "  Latency       first byte written to last byte read; excludes connecting"
+    );
     distribution_block(&mut o, &s.latency);
     let _ = writeln!(
         o,
@@ -106,7 +114,11 @@ pub fn render_text(r: &Report) -> String {
     let _ = writeln!(
         o,
         "  Status codes  {}",
-        if codes.is_empty() { "none".to_string() } else { codes.join(", ") }
+        if codes.is_empty() {
+            "none".to_string()
+        } else {
+            codes.join(", ")
+        }
     );
     let classes: Vec<String> = (1..=5)
         .map(|c| (c, s.status.class(c)))
@@ -161,7 +173,7 @@ fn distribution_block(o: &mut String, d: &Distribution) {
     );
     let _ = writeln!(o, "  Latency distribution ({} responses)", d.count);
     for &(p, v) in &d.percentiles_us {
-        if p > 0.0 && p < 100.0 && p >= 50.0 {
+        if (50.0..100.0).contains(&p) {
             let _ = writeln!(o, "    {:>7}  {}", format!("{p}%"), format_us(v as f64));
         }
     }

@@ -91,7 +91,10 @@ impl fmt::Display for ParseError {
                 write!(f, "response head larger than the limit of {limit} bytes")
             }
             ParseError::TooManyHeaders => {
-                write!(f, "response has more than {MAX_HEADERS} headers (the limit)")
+                write!(
+                    f,
+                    "response has more than {MAX_HEADERS} headers (the limit)"
+                )
             }
             ParseError::Malformed { what, near } => write!(f, "malformed {what} near {near:?}"),
             ParseError::BadContentLength { value } => {
@@ -106,7 +109,10 @@ impl fmt::Display for ParseError {
                 write!(f, "trailers larger than the limit of {limit} bytes")
             }
             ParseError::UnexpectedEof { received, what } => {
-                write!(f, "connection closed {what} ({received} bytes of response received)")
+                write!(
+                    f,
+                    "connection closed {what} ({received} bytes of response received)"
+                )
             }
         }
     }
@@ -117,12 +123,28 @@ impl std::error::Error for ParseError {}
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum State {
     Head,
-    Length { remaining: u64 },
+    Length {
+        remaining: u64,
+    },
     UntilClose,
-    ChunkSize { size: u64, digits: u32, in_ext: bool, line: usize, cr: bool },
-    ChunkData { remaining: u64 },
-    ChunkDataEnd { cr: bool },
-    Trailer { line: usize, total: usize, cr: bool },
+    ChunkSize {
+        size: u64,
+        digits: u32,
+        in_ext: bool,
+        line: usize,
+        cr: bool,
+    },
+    ChunkData {
+        remaining: u64,
+    },
+    ChunkDataEnd {
+        cr: bool,
+    },
+    Trailer {
+        line: usize,
+        total: usize,
+        cr: bool,
+    },
     Done,
 }
 
@@ -382,7 +404,9 @@ impl ResponseParser {
                         limit: self.limits.max_chunk_line_bytes,
                     });
                 }
-                let bad = || ParseError::BadChunkSize { near: excerpt(rest) };
+                let bad = || ParseError::BadChunkSize {
+                    near: excerpt(rest),
+                };
                 match b {
                     b'\n' if digits > 0 => {
                         if size == 0 {

@@ -2,7 +2,11 @@ use super::*;
 
 /// Feeds `input` in pieces cut at `cuts`, like a socket would deliver it, keeping unconsumed
 /// bytes as a caller does. Returns the response and how many bytes were left over.
-fn feed_in_pieces(input: &[u8], cuts: &[usize], eof: bool) -> Result<(Response, usize), ParseError> {
+fn feed_in_pieces(
+    input: &[u8],
+    cuts: &[usize],
+    eof: bool,
+) -> Result<(Response, usize), ParseError> {
     let mut parser = ResponseParser::new(Limits::default());
     parser.reset(false);
     let mut pending: Vec<u8> = Vec::new();
@@ -41,7 +45,11 @@ fn assert_split_invariant(input: &[u8], eof: bool) {
     for i in 0..=input.len() {
         assert_eq!(feed_in_pieces(input, &[i], eof), whole, "split at {i}");
         for j in (i..=input.len()).step_by(7) {
-            assert_eq!(feed_in_pieces(input, &[i, j], eof), whole, "split at {i},{j}");
+            assert_eq!(
+                feed_in_pieces(input, &[i, j], eof),
+                whole,
+                "split at {i},{j}"
+            );
         }
     }
 }
@@ -50,7 +58,10 @@ fn assert_split_invariant(input: &[u8], eof: bool) {
 fn content_length_body() {
     let input = b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello";
     let (r, left) = parse(input).unwrap();
-    assert_eq!((r.status, r.keep_alive, r.body_bytes, left), (200, true, 5, 0));
+    assert_eq!(
+        (r.status, r.keep_alive, r.body_bytes, left),
+        (200, true, 5, 0)
+    );
     assert_eq!(r.head_bytes, 38);
     assert_split_invariant(input, true);
 }
@@ -75,9 +86,11 @@ fn close_delimited_http10_body() {
 
 #[test]
 fn http10_keep_alive_and_http11_close() {
-    let (r, _) = parse(b"HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nContent-Length: 0\r\n\r\n").unwrap();
+    let (r, _) =
+        parse(b"HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nContent-Length: 0\r\n\r\n").unwrap();
     assert!(r.keep_alive);
-    let (r, _) = parse(b"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 0\r\n\r\n").unwrap();
+    let (r, _) =
+        parse(b"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 0\r\n\r\n").unwrap();
     assert!(!r.keep_alive);
 }
 
@@ -93,7 +106,9 @@ fn no_body_for_head_204_304_and_interim_responses_skipped() {
     let mut p = ResponseParser::new(Limits::default());
     p.reset(true);
     let input = b"HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n";
-    assert!(matches!(p.feed(input).unwrap(), Feed::Done { consumed, .. } if consumed == input.len()));
+    assert!(
+        matches!(p.feed(input).unwrap(), Feed::Done { consumed, .. } if consumed == input.len())
+    );
     let input = b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: x\r\n\r\nHTTP/1.1 201 Created\r\nContent-Length: 2\r\n\r\nok";
     let (r, left) = parse(input).unwrap();
     assert_eq!((r.status, r.body_bytes, left), (201, 2, 0));
@@ -102,7 +117,8 @@ fn no_body_for_head_204_304_and_interim_responses_skipped() {
 
 #[test]
 fn leftover_bytes_are_reported_not_eaten() {
-    let (_, left) = parse(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nokHTTP/1.1 200 OK\r\n").unwrap();
+    let (_, left) =
+        parse(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nokHTTP/1.1 200 OK\r\n").unwrap();
     assert_eq!(left, 17);
 }
 
@@ -110,18 +126,40 @@ fn leftover_bytes_are_reported_not_eaten() {
 fn malformed_inputs_are_classified() {
     let cases: Vec<(&[u8], &str)> = vec![
         (b"GARBAGE\r\n\r\n", "malformed status line"),
-        (b"HTTP/1.1 200 OK\r\nContent-Length: x\r\n\r\n", "invalid Content-Length"),
-        (b"HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n", "invalid Content-Length"),
-        (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", "chunk size is not hex"),
-        (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nabXY", "chunk data not followed by CRLF"),
-        (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nFFFFFFFFFFFFFFFFFF\r\n", "chunk size is not hex"),
-        (b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc", "before the Content-Length body was complete"),
+        (
+            b"HTTP/1.1 200 OK\r\nContent-Length: x\r\n\r\n",
+            "invalid Content-Length",
+        ),
+        (
+            b"HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n",
+            "invalid Content-Length",
+        ),
+        (
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
+            "chunk size is not hex",
+        ),
+        (
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nabXY",
+            "chunk data not followed by CRLF",
+        ),
+        (
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nFFFFFFFFFFFFFFFFFF\r\n",
+            "chunk size is not hex",
+        ),
+        (
+            b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc",
+            "before the Content-Length body was complete",
+        ),
         (b"", "before any response byte"),
         (b"HTTP/1.1 200 O", "in the middle of the response head"),
     ];
     for (input, expected) in cases {
         let err = parse(input).unwrap_err().to_string();
-        assert!(err.contains(expected), "{:?}: {err}", String::from_utf8_lossy(input));
+        assert!(
+            err.contains(expected),
+            "{:?}: {err}",
+            String::from_utf8_lossy(input)
+        );
     }
 }
 
@@ -132,7 +170,10 @@ fn limits_are_enforced_and_named() {
         big.extend_from_slice(b"X-Filler: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\r\n");
     }
     let err = feed_in_pieces(&big, &[100, 5000, 40_000], false).unwrap_err();
-    assert!(err.to_string().contains("too") || err.to_string().contains("limit"), "{err}");
+    assert!(
+        err.to_string().contains("too") || err.to_string().contains("limit"),
+        "{err}"
+    );
     let mut long_chunk_line = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5;".to_vec();
     long_chunk_line.extend(std::iter::repeat_n(b'e', 5000));
     let err = parse(&long_chunk_line).unwrap_err().to_string();

@@ -6,7 +6,11 @@ use loadmark_plan::RequestSpec;
 /// carries one), `Connection: close` without keep-alive, and a `User-Agent`, unless the user
 /// set them.
 pub fn encode_request(spec: &RequestSpec) -> Vec<u8> {
-    let has = |name: &str| spec.headers.iter().any(|(n, _)| n.eq_ignore_ascii_case(name));
+    let has = |name: &str| {
+        spec.headers
+            .iter()
+            .any(|(n, _)| n.eq_ignore_ascii_case(name))
+    };
     let mut out = Vec::with_capacity(256 + spec.body.len());
     out.extend_from_slice(spec.method.as_bytes());
     out.push(b' ');
@@ -22,7 +26,10 @@ pub fn encode_request(spec: &RequestSpec) -> Vec<u8> {
         header("Host", spec.url.host_header());
     }
     if !has("user-agent") {
-        header("User-Agent", concat!("loadmark/", env!("CARGO_PKG_VERSION")));
+        header(
+            "User-Agent",
+            concat!("loadmark/", env!("CARGO_PKG_VERSION")),
+        );
     }
     for (name, value) in &spec.headers {
         header(name, value);
@@ -57,7 +64,10 @@ mod tests {
     #[test]
     fn get_with_headers() {
         let text = String::from_utf8(encode_request(&spec("GET", b"", true))).unwrap();
-        assert!(text.starts_with("GET /api/x?y=1 HTTP/1.1\r\nHost: 127.0.0.1:8080\r\n"), "{text}");
+        assert!(
+            text.starts_with("GET /api/x?y=1 HTTP/1.1\r\nHost: 127.0.0.1:8080\r\n"),
+            "{text}"
+        );
         assert!(text.contains("Client-Id: abc\r\n"));
         assert!(!text.contains("Content-Length") && !text.contains("Connection"));
         assert!(text.ends_with("\r\n\r\n"));

@@ -77,7 +77,12 @@ impl Drop for RawServer {
     }
 }
 
-fn serve(mut conn: TcpStream, requests: &AtomicU64, stop: &AtomicBool, reply: &dyn Fn(u64) -> Reply) {
+fn serve(
+    mut conn: TcpStream,
+    requests: &AtomicU64,
+    stop: &AtomicBool,
+    reply: &dyn Fn(u64) -> Reply,
+) {
     let _ = conn.set_read_timeout(Some(Duration::from_millis(200)));
     let mut buf = Vec::new();
     let mut chunk = [0u8; 4096];
@@ -102,7 +107,10 @@ fn serve(mut conn: TcpStream, requests: &AtomicU64, stop: &AtomicBool, reply: &d
         match conn.read(&mut chunk) {
             Ok(0) => return,
             Ok(n) => buf.extend_from_slice(&chunk[..n]),
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock || e.kind() == std::io::ErrorKind::TimedOut => {
+            Err(e)
+                if e.kind() == std::io::ErrorKind::WouldBlock
+                    || e.kind() == std::io::ErrorKind::TimedOut =>
+            {
                 if stop.load(Ordering::SeqCst) {
                     return;
                 }

@@ -1,0 +1,297 @@
+//! Command-line flags, and their normalization into a [`Plan`].
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use loadmark_plan::{
+    parse_duration, parse_header, Load, Plan, PlanError, RequestSpec, Stop, Target, Timeouts,
+    TlsPolicy, DEFAULT_TIMEOUT,
+};
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "loadmark",
+    version,
+    about = "A fast, truthful HTTP load generator and benchmark-report tool",
+    long_about = "A fast, truthful HTTP load generator and benchmark-report tool.\n\n\
+        Latency is recorded in HDR histograms, every request is accounted for (response, \
+        classified error, or in flight at the end), and reports come as text or JSON.",
+    after_help = "Exit codes: 0 ok, 1 run error, 2 usage or plan error, 130 interrupted (report still written).\n\
+        Examples:\n  loadmark quickstart\n  loadmark run http://127.0.0.1:8080/status -c 100 -d 30s\n  loadmark run URL -n 2000 -c 20 -o result.json"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Load a URL (closed loop: each connection sends its next request when the last ended).
+    Run(RunArgs),
+    /// Serve the built-in target (/status, /bytes/N, /json, /delay/MS, /status/CODE, /echo,
+    /// /chunked/N, /close) until Ctrl-C.
+    Serve(ServeArgs),
+    /// Start the built-in target in this process and benchmark it: the whole tool in one go.
+    Quickstart(QuickstartArgs),
+    /// Render a saved JSON report again (text or JSON).
+    Report(ReportArgs),
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    Text,
+    Json,
+}
+
+#[derive(Args, Debug)]
+pub struct RunArgs {
+    /// The URL to load (http:// or https://)
+    pub url: String,
+
+    /// Concurrent connections (each runs one request at a time)
+    #[arg(short = 'c', long = "connections", default_value_t = 50)]
+    pub connections: usize,
+
+    /// Worker threads, each with its own event loop [default: CPU cores, at most -c]
+    #[arg(short = 't', long = "threads")]
+    pub threads: Option<usize>,
+
+    /// How long to run, e.g. 30s, 2m, 1m30s [default: 10s unless -n is given]
+    #[arg(short = 'd', long = "duration", value_parser = duration_arg, conflicts_with = "requests")]
+    pub duration: Option<Duration>,
+
+    /// Send exactly this many requests, then stop
+    #[arg(short = 'n', long = "requests")]
+    pub requests: Option<u64>,
+
+    /// HTTP method [default: GET, or POST when a body is given]
+    #[arg(short = 'm', long = "method")]
+    pub method: Option<String>,
+
+    /// Add a header, 'Name: value' (repeatable)
+    #[arg(short = 'H', long = "header", value_parser = header_arg)]
+    pub headers: Vec<(String, String)>,
+
+    /// Request body
+    #[arg(short = 'b', long = "body", conflicts_with = "body_file")]
+    pub body: Option<String>,
+
+    /// Read the request body from a file
+    #[arg(long = "body-file")]
+    pub body_file: Option<PathBuf>,
+
+    /// Per-request timeout, from the request's start to its last response byte
+    #[arg(long = "timeout", value_parser = duration_arg, default_value = "10s")]
+    pub timeout: Duration,
+
+    /// Timeout of each connection attempt (TCP and TLS) [default: --timeout]
+    #[arg(long = "connect-timeout", value_parser = duration_arg)]
+    pub connect_timeout: Option<Duration>,
+
+    /// Send `Connection: close`: one new connection per request
+    #[arg(long = "no-keepalive")]
+    pub no_keepalive: bool,
+
+    /// Run load first for this long (whole seconds) without counting it
+    #[arg(long = "warmup", value_parser = duration_arg)]
+    pub warmup: Option<Duration>,
+
+    /// Write the report to this file (format from the extension: .json, .txt)
+    #[arg(short = 'o', long = "output")]
+    pub output: Option<PathBuf>,
+
+    /// Format of --output, or of standard output when there is no --output
+    #[arg(long = "format", value_enum)]
+    pub format: Option<Format>,
+
+    /// Accepted for wrk habits: the latency distribution is always shown
+    #[arg(long = "latency")]
+    pub latency: bool,
+
+    /// Do not verify TLS certificates (printed in the report)
+    #[arg(long = "insecure")]
+    pub insecure: bool,
+
+    /// No live progress line
+    #[arg(short = 'q', long = "quiet")]
+    pub quiet: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct ServeArgs {
+    /// Address to bind (loopback unless told otherwise)
+    #[arg(long = "host", default_value = "127.0.0.1")]
+    pub host: std::net::IpAddr,
+    /// Port to listen on (0 picks a free one)
+    #[arg(short = 'p', long = "port", default_value_t = 8080)]
+    pub port: u16,
+    /// Server threads
+    #[arg(short = 't', long = "threads", default_value_t = 1)]
+    pub threads: usize,
+}
+
+#[derive(Args, Debug)]
+pub struct QuickstartArgs {
+    /// How long to run
+    #[arg(short = 'd', long = "duration", value_parser = duration_arg, default_value = "5s")]
+    pub duration: Duration,
+    /// Concurrent connections
+    #[arg(short = 'c', long = "connections", default_value_t = 50)]
+    pub connections: usize,
+    /// Path on the built-in target to load
+    #[arg(long = "path", default_value = "/status")]
+    pub path: String,
+    /// Write the report to this file too (.json or .txt)
+    #[arg(short = 'o', long = "output")]
+    pub output: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+pub struct ReportArgs {
+    /// A JSON report written by `loadmark run -o FILE.json`
+    pub file: PathBuf,
+    /// Output format
+    #[arg(long = "format", value_enum, default_value = "text")]
+    pub format: Format,
+}
+
+fn duration_arg(text: &str) -> Result<Duration, String> {
+    parse_duration(text).map_err(|_| {
+        "expected a duration such as 500ms, 30s, 2m or 1m30s (a bare number means seconds)"
+            .to_string()
+    })
+}
+
+fn header_arg(text: &str) -> Result<(String, String), String> {
+    parse_header(text).map_err(|_| {
+        "expected 'Name: value' with a token name (letters, digits, !#$%&'*+-.^_`|~)".to_string()
+    })
+}
+
+impl RunArgs {
+    /// The one normalization from flags to a [`Plan`]: what every run goes through.
+    pub fn to_plan(&self, body_from_file: Option<Vec<u8>>) -> Result<Plan, PlanError> {
+        let url = Target::parse(&self.url)?;
+        let body = body_from_file
+            .or_else(|| self.body.as_ref().map(|b| b.as_bytes().to_vec()))
+            .unwrap_or_default();
+        let has_body = self.body.is_some() || self.body_file.is_some();
+        let method = self
+            .method
+            .clone()
+            .unwrap_or_else(|| if has_body { "POST" } else { "GET" }.to_string())
+            .to_ascii_uppercase();
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let threads = self
+            .threads
+            .unwrap_or_else(|| cores.min(self.connections.max(1)));
+        let stop = match (self.duration, self.requests) {
+            (_, Some(n)) => Stop::Requests(n),
+            (Some(d), None) => Stop::Duration(d),
+            (None, None) => Stop::Duration(Duration::from_secs(10)),
+        };
+        let plan = Plan {
+            request: RequestSpec {
+                method,
+                url,
+                headers: self.headers.clone(),
+                body,
+                keep_alive: !self.no_keepalive,
+            },
+            load: Load::Closed {
+                connections: self.connections,
+                threads,
+            },
+            stop,
+            timeouts: Timeouts {
+                request: self.timeout,
+                connect: self.connect_timeout.unwrap_or(self.timeout),
+            },
+            warmup: self.warmup.unwrap_or(Duration::ZERO),
+            tls: if self.insecure {
+                TlsPolicy::Insecure
+            } else {
+                TlsPolicy::Verify
+            },
+        };
+        plan.validate()?;
+        Ok(plan)
+    }
+}
+
+// Keep the default visible to `--help` readers and the plan crate in agreement.
+const _: () = assert!(DEFAULT_TIMEOUT.as_secs() == 10);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> Result<Cli, clap::Error> {
+        Cli::try_parse_from(std::iter::once("loadmark").chain(args.iter().copied()))
+    }
+
+    fn plan(args: &[&str]) -> Result<Plan, PlanError> {
+        match parse(args).unwrap().command {
+            Command::Run(r) => r.to_plan(None),
+            _ => unreachable!(),
+        }
+    }
+
+    #[test]
+    fn wrk_style_flags_become_a_plan() {
+        let p = plan(&[
+            "run",
+            "http://127.0.0.1:8080/api/features",
+            "-c",
+            "1000",
+            "-t",
+            "2",
+            "-d",
+            "30s",
+            "--timeout",
+            "10s",
+            "-H",
+            "Client-Id: x",
+            "--latency",
+        ])
+        .unwrap();
+        assert_eq!(
+            p.load,
+            Load::Closed {
+                connections: 1000,
+                threads: 2
+            }
+        );
+        assert_eq!(p.stop, Stop::Duration(Duration::from_secs(30)));
+        assert_eq!(
+            p.request.headers,
+            vec![("Client-Id".to_string(), "x".to_string())]
+        );
+        assert_eq!(p.request.method, "GET");
+    }
+
+    #[test]
+    fn body_implies_post_and_count_mode() {
+        let p = plan(&["run", "http://h/x", "-b", "{}", "-n", "2000", "-c", "20"]).unwrap();
+        assert_eq!(
+            (p.request.method.as_str(), p.stop),
+            ("POST", Stop::Requests(2000))
+        );
+    }
+
+    #[test]
+    fn bad_input_is_refused_with_the_flag_named() {
+        let e = parse(&["run", "http://h/", "-n", "5", "-d", "1s"]).unwrap_err();
+        assert_eq!(e.exit_code(), 2);
+        assert!(e.to_string().contains("--duration"), "{e}");
+        let e = parse(&["run", "http://h/", "-d", "10x"]).unwrap_err();
+        assert!(e.to_string().contains("expected a duration"), "{e}");
+        let e = parse(&["run", "http://h/", "-H", "nocolon"]).unwrap_err();
+        assert!(e.to_string().contains("'Name: value'"), "{e}");
+        let e = plan(&["run", "not a url"]).unwrap_err();
+        assert!(e.to_string().starts_with("URL: invalid value"), "{e}");
+        let e = plan(&["run", "http://h/", "-c", "2", "-t", "4"]).unwrap_err();
+        assert!(e.to_string().contains("--threads"), "{e}");
+    }
+}

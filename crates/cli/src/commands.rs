@@ -1,0 +1,212 @@
+//! One function per subcommand; each returns the process exit code.
+
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc;
+use std::sync::OnceLock;
+
+use anyhow::{Context, Result};
+use loadmark_engine::{EngineError, RunResult, StopHandle};
+use loadmark_plan::{Load, Plan, RequestSpec, Stop, Target, Timeouts, TlsPolicy};
+use loadmark_report::{Environment, Report, RunFacts};
+
+use crate::args::{Command, Format, QuickstartArgs, ReportArgs, RunArgs, ServeArgs};
+use crate::output::{check_writable, format_for, render, write_atomic};
+use crate::progress::ProgressLine;
+use crate::{UsageError, EXIT_INTERRUPTED};
+
+pub fn dispatch(command: Command) -> Result<ExitCode> {
+    match command {
+        Command::Run(args) => run(&args),
+        Command::Serve(args) => serve(&args),
+        Command::Quickstart(args) => quickstart(&args),
+        Command::Report(args) => report(&args),
+    }
+}
+
+struct Signals {
+    stop: StopHandle,
+    received: mpsc::Receiver<()>,
+}
+
+/// The first SIGINT/SIGTERM stops the load (the report is still written); the second exits
+/// at once.
+fn signals() -> &'static std::sync::Mutex<Signals> {
+    static SIGNALS: OnceLock<std::sync::Mutex<Signals>> = OnceLock::new();
+    SIGNALS.get_or_init(|| {
+        let stop = StopHandle::new();
+        let (tx, rx) = mpsc::sync_channel(1);
+        let handler_stop = stop.clone();
+        static COUNT: AtomicUsize = AtomicUsize::new(0);
+        let installed = ctrlc::set_handler(move || {
+            if COUNT.fetch_add(1, Ordering::SeqCst) > 0 {
+                eprintln!("\nloadmark: second signal, exiting now");
+                std::process::exit(EXIT_INTERRUPTED as i32);
+            }
+            eprintln!("\nloadmark: stopping; the report follows (signal again to exit at once)");
+            handler_stop.stop();
+            let _ = tx.try_send(());
+        });
+        if let Err(e) = installed {
+            eprintln!("loadmark: warning: cannot handle Ctrl-C ({e}); it will end the run without a report");
+        }
+        std::sync::Mutex::new(Signals { stop, received: rx })
+    })
+}
+
+fn stop_handle() -> StopHandle {
+    signals().lock().expect("signal state").stop.clone()
+}
+
+fn run(args: &RunArgs) -> Result<ExitCode> {
+    let body = match &args.body_file {
+        Some(path) => Some(std::fs::read(path).map_err(|e| {
+            UsageError(format!(
+                "--body-file {}: cannot read it: {e}",
+                path.display()
+            ))
+        })?),
+        None => None,
+    };
+    let plan = args.to_plan(body)?;
+    let output = match &args.output {
+        Some(path) => {
+            let format = format_for(path, args.format).map_err(|e| UsageError(e.to_string()))?;
+            check_writable(path).map_err(|e| UsageError(format!("{e:#}")))?;
+            Some((path.clone(), format))
+        }
+        None => None,
+    };
+    let result = execute(&plan, args.quiet)?;
+    let report = build_report(&plan, &result);
+    let stdout_format = match (&output, args.format) {
+        (None, Some(f)) => f,
+        _ => Format::Text,
+    };
+    print!("{}", render(&report, stdout_format));
+    if let Some((path, format)) = output {
+        write_atomic(&path, &render(&report, format))?;
+        eprintln!("loadmark: report written to {}", path.display());
+    }
+    Ok(exit_code(&result))
+}
+
+fn execute(plan: &Plan, quiet: bool) -> Result<RunResult> {
+    let stop = stop_handle();
+    let mut progress = ProgressLine::new(plan, quiet);
+    let result = loadmark_engine::run(plan, &stop, |p| progress.update(p));
+    progress.finish();
+    result.map_err(|e| match e {
+        EngineError::Plan(p) => anyhow::Error::new(p),
+        other => anyhow::Error::new(other),
+    })
+}
+
+fn build_report(plan: &Plan, result: &RunResult) -> Report {
+    let facts = RunFacts {
+        started_at: result.started_at,
+        elapsed: result.elapsed,
+        measured: result.measured,
+        interrupted: result.interrupted,
+        client_cpu_user: result.client_cpu.user,
+        client_cpu_system: result.client_cpu.system,
+        target_addr: result.addr.to_string(),
+    };
+    Report::new(plan, &facts, result.totals.clone(), Environment::detect())
+}
+
+fn exit_code(result: &RunResult) -> ExitCode {
+    if result.interrupted {
+        ExitCode::from(EXIT_INTERRUPTED)
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+fn serve(args: &ServeArgs) -> Result<ExitCode> {
+    let server = loadmark_target::start(loadmark_target::ServerConfig {
+        addr: (args.host, args.port).into(),
+        threads: args.threads.max(1),
+    })?;
+    let signals = signals();
+    println!(
+        "loadmark target listening on http://{} ({} thread{}); Ctrl-C stops it",
+        server.local_addr(),
+        args.threads,
+        if args.threads == 1 { "" } else { "s" }
+    );
+    let _ = signals.lock().expect("signal state").received.recv();
+    let served = server.requests_served();
+    server.shutdown();
+    println!("served {served} requests");
+    Ok(ExitCode::SUCCESS)
+}
+
+fn quickstart(args: &QuickstartArgs) -> Result<ExitCode> {
+    let output = match &args.output {
+        Some(path) => {
+            let format = format_for(path, None).map_err(|e| UsageError(e.to_string()))?;
+            check_writable(path).map_err(|e| UsageError(format!("{e:#}")))?;
+            Some((path.clone(), format))
+        }
+        None => None,
+    };
+    // One core serves, the other loads: the split this two-core machine allows.
+    let server = loadmark_target::start(loadmark_target::ServerConfig {
+        addr: ([127, 0, 0, 1], 0).into(),
+        threads: 1,
+    })
+    .context("starting the built-in target")?;
+    let url = format!("http://{}{}", server.local_addr(), args.path);
+    let plan = Plan {
+        request: RequestSpec {
+            method: "GET".into(),
+            url: Target::parse(&url)?,
+            headers: Vec::new(),
+            body: Vec::new(),
+            keep_alive: true,
+        },
+        load: Load::Closed {
+            connections: args.connections,
+            threads: 1,
+        },
+        stop: Stop::Duration(args.duration),
+        timeouts: Timeouts::default(),
+        warmup: std::time::Duration::ZERO,
+        tls: TlsPolicy::Verify,
+    };
+    eprintln!(
+        "loadmark quickstart: built-in target on {}, {} connections for {:?} (target and client share this process: one thread each)",
+        server.local_addr(),
+        args.connections,
+        args.duration
+    );
+    let result = execute(&plan, false)?;
+    let served = server.requests_served();
+    server.shutdown();
+    let report = build_report(&plan, &result);
+    print!("{}", render(&report, Format::Text));
+    let counted = report.summary.requests.responses
+        + report.summary.requests.in_flight_at_end
+        + report.summary.requests.errors;
+    println!(
+        "\n  Cross-check   the target counted {served} requests; loadmark counted {} responses, {} errors and {} in flight ({counted} in all)",
+        report.summary.requests.responses,
+        report.summary.requests.errors,
+        report.summary.requests.in_flight_at_end
+    );
+    if let Some((path, format)) = output {
+        write_atomic(&path, &render(&report, format))?;
+        eprintln!("loadmark: report written to {}", path.display());
+    }
+    Ok(exit_code(&result))
+}
+
+fn report(args: &ReportArgs) -> Result<ExitCode> {
+    let text = std::fs::read_to_string(&args.file)
+        .map_err(|e| UsageError(format!("{}: cannot read it: {e}", args.file.display())))?;
+    let report = Report::from_json(&text)
+        .map_err(|e| UsageError(format!("{}: {e}", args.file.display())))?;
+    print!("{}", render(&report, args.format));
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,200 @@
+//! The `loadmark` binary end to end, against the built-in target over loopback.
+
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use loadmark_report::Report;
+use loadmark_target::{start, RunningServer, ServerConfig};
+
+fn loadmark() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_loadmark"))
+}
+
+fn target() -> RunningServer {
+    start(ServerConfig {
+        addr: ([127, 0, 0, 1], 0).into(),
+        threads: 1,
+    })
+    .unwrap()
+}
+
+fn temp_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("loadmark-cli-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+#[test]
+fn run_writes_a_json_report_that_matches_the_server_and_renders_again() {
+    let server = target();
+    let dir = temp_dir("json");
+    let out = dir.join("result.json");
+    let url = format!("http://{}/json", server.local_addr());
+    let status = loadmark()
+        .args([
+            "run",
+            &url,
+            "-n",
+            "500",
+            "-c",
+            "5",
+            "-t",
+            "1",
+            "-H",
+            "Authorization: Bearer s3cret",
+            "-o",
+        ])
+        .arg(&out)
+        .stdout(Stdio::piped())
+        .output()
+        .unwrap();
+    assert!(
+        status.status.success(),
+        "{}",
+        String::from_utf8_lossy(&status.stderr)
+    );
+    let stdout = String::from_utf8(status.stdout).unwrap();
+    assert!(stdout.contains("500 responses"), "{stdout}");
+    let text = std::fs::read_to_string(&out).unwrap();
+    assert!(!text.contains("s3cret"), "secrets are redacted in reports");
+    let report = Report::from_json(&text).unwrap();
+    assert_eq!(report.summary.requests.responses, 500);
+    assert_eq!(report.summary.status.get(200), 500);
+    assert_eq!(
+        server.requests_served(),
+        500,
+        "the server counted what loadmark counted"
+    );
+    assert_eq!(report.totals.latency.len(), 500);
+    // JSON is the complete form: it round-trips without loss.
+    let again = serde_json::to_string_pretty(&report).unwrap();
+    assert_eq!(Report::from_json(&again).unwrap(), report);
+
+    let rendered = loadmark().arg("report").arg(&out).output().unwrap();
+    assert!(rendered.status.success());
+    assert!(String::from_utf8_lossy(&rendered.stdout).contains("500 responses"));
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn bad_input_exits_2_naming_the_problem_and_sends_nothing() {
+    let server = target();
+    let url = format!("http://{}/status", server.local_addr());
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (vec!["run", "not-a-url"], "URL"),
+        (vec!["run", "ftp://127.0.0.1/"], "scheme"),
+        (vec!["run", &url, "-n", "10", "-d", "1s"], "--duration"),
+        (vec!["run", &url, "-d", "ten"], "--duration"),
+        (vec!["run", &url, "-H", "no colon"], "--header"),
+        (vec!["run", &url, "-c", "0"], "--connections"),
+        (
+            vec!["run", &url, "-o", "/nonexistent-dir/r.json"],
+            "--output",
+        ),
+        (vec!["run", &url, "-o", "result.weird"], "--output"),
+        (
+            vec!["run", &url, "--body-file", "/nonexistent-file"],
+            "--body-file",
+        ),
+    ];
+    for (args, expected) in cases {
+        let out = loadmark().args(&args).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(expected), "{args:?}: {stderr}");
+    }
+    assert_eq!(server.requests_served(), 0, "no load was sent");
+}
+
+#[test]
+fn sigint_stops_the_run_and_still_writes_the_report() {
+    let server = target();
+    let dir = temp_dir("sigint");
+    let out = dir.join("partial.json");
+    let url = format!("http://{}/status", server.local_addr());
+    let mut child = loadmark()
+        .args(["run", &url, "-d", "60s", "-c", "4", "-t", "1", "-o"])
+        .arg(&out)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t0 = Instant::now();
+    while server.requests_served() < 1000 {
+        assert!(t0.elapsed() < Duration::from_secs(20), "load never started");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // SAFETY: signalling the child we spawned, by its PID.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let t1 = Instant::now();
+    let status = child.wait().unwrap();
+    assert!(t1.elapsed() < Duration::from_secs(5), "stopped promptly");
+    assert_eq!(status.code(), Some(130));
+    let report = Report::from_json(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    assert!(report.run.interrupted);
+    assert!(report.run.elapsed_s < 30.0);
+    let r = &report.summary.requests;
+    assert!(r.responses >= 1000);
+    // In-flight requests may or may not have reached the server before the stop.
+    let served = server.requests_served();
+    assert!(
+        r.responses + r.errors <= served && served <= r.responses + r.errors + r.in_flight_at_end,
+        "every request the server answered is accounted for: {r:?}, served {served}"
+    );
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn no_keepalive_and_post_body_reach_the_server() {
+    let server = target();
+    let url = format!("http://{}/echo", server.local_addr());
+    let out = loadmark()
+        .args([
+            "run",
+            &url,
+            "-n",
+            "50",
+            "-c",
+            "2",
+            "-t",
+            "1",
+            "--no-keepalive",
+            "-b",
+            "{\"a\":1}",
+            "--format",
+            "json",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report = Report::from_json(&String::from_utf8(out.stdout).unwrap()).unwrap();
+    assert_eq!(report.summary.requests.responses, 50);
+    assert_eq!(report.summary.connections_opened, 50);
+    assert_eq!(server.connections_accepted(), 50);
+    assert_eq!(report.plan.request.method, "POST");
+}
+
+#[test]
+fn help_names_the_familiar_flags() {
+    let out = loadmark().args(["run", "--help"]).output().unwrap();
+    let help = String::from_utf8(out.stdout).unwrap();
+    for flag in [
+        "--connections",
+        "--threads",
+        "--duration",
+        "--requests",
+        "--header",
+        "--timeout",
+        "--no-keepalive",
+        "--warmup",
+        "--output",
+        "--insecure",
+    ] {
+        assert!(help.contains(flag), "{flag} missing from --help");
+    }
+}
