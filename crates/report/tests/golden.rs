@@ -1,0 +1,122 @@
+//! Golden files of every renderer: a fixed report must render byte for byte as saved.
+//! Regenerate after an intended change with `UPDATE_GOLDEN=1 cargo test -p loadmark-report`.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant, UNIX_EPOCH};
+
+use loadmark_metrics::{Aggregate, ErrorKind, Recorder, Sample};
+use loadmark_plan::{Load, Plan, RequestSpec, Stop, Target, Timeouts, TlsPolicy};
+use loadmark_report::{render_json, render_text, Environment, Report, RunFacts};
+
+fn fixed_report() -> Report {
+    let origin = Instant::now();
+    let mut recorder = Recorder::new(origin);
+    for i in 0..3000u64 {
+        let ended = origin + Duration::from_micros(1_000 + i * 1_000);
+        let latency = Duration::from_micros(200 + (i * 7919) % 5_000);
+        let started = ended - latency;
+        recorder.record(&Sample {
+            started,
+            first_byte: started + latency / 2,
+            ended,
+            status: if i % 100 == 99 { 503 } else { 200 },
+            bytes_read: 120,
+            bytes_written: 80,
+        });
+        if i % 1000 == 0 {
+            recorder.record_connection(ended, Duration::from_micros(150 + i / 10));
+        }
+    }
+    recorder.record_error(
+        ErrorKind::Timeout,
+        origin + Duration::from_millis(2_500),
+        &"no complete response within 10s (--timeout); 0 bytes received",
+    );
+    let mut aggregate = Aggregate::new(1, 0);
+    let mut report = recorder.finish();
+    report.in_flight = 3;
+    aggregate.add(report);
+    let plan = Plan {
+        request: RequestSpec {
+            method: "GET".into(),
+            url: Target::parse("http://127.0.0.1:8080/api/features").unwrap(),
+            headers: vec![
+                ("Client-Id".into(), "golden".into()),
+                ("Authorization".into(), "Bearer secret".into()),
+            ],
+            body: Vec::new(),
+            keep_alive: true,
+        },
+        load: Load::Closed {
+            connections: 3,
+            threads: 1,
+        },
+        stop: Stop::Duration(Duration::from_secs(3)),
+        timeouts: Timeouts::default(),
+        warmup: Duration::ZERO,
+        tls: TlsPolicy::Verify,
+    };
+    let facts = RunFacts {
+        started_at: UNIX_EPOCH + Duration::from_secs(1_795_381_503),
+        elapsed: Duration::from_secs(3),
+        measured: Duration::from_secs(3),
+        interrupted: false,
+        client_cpu_user: Duration::from_millis(40),
+        client_cpu_system: Duration::from_millis(60),
+        target_addr: "127.0.0.1:8080".into(),
+    };
+    let env = Environment {
+        cpu_model: "Test CPU @ 3.00GHz".into(),
+        cores: 2,
+        memory_bytes: 24 << 30,
+        os: "Debian GNU/Linux 12 (bookworm)".into(),
+        kernel: "6.1.0-test".into(),
+    };
+    Report::new(&plan, &facts, aggregate.finish(), env)
+}
+
+fn check(name: &str, actual: &str) {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("testdata")
+        .join(name);
+    if std::env::var_os("UPDATE_GOLDEN").is_some() {
+        std::fs::write(&path, actual).unwrap();
+        return;
+    }
+    let expected = std::fs::read_to_string(&path)
+        .unwrap_or_else(|_| panic!("{} missing: run with UPDATE_GOLDEN=1", path.display()));
+    assert!(
+        expected == actual,
+        "{name} differs from the golden file; if intended, regenerate with UPDATE_GOLDEN=1\n--- actual ---\n{actual}"
+    );
+}
+
+#[test]
+fn text_golden() {
+    let text = render_text(&fixed_report());
+    assert!(text.contains("3001 completed"), "{text}");
+    assert!(
+        text.contains("WARNING: 31 of 3001 requests failed"),
+        "{text}"
+    );
+    check("run.txt", &text);
+}
+
+#[test]
+fn json_golden_and_round_trip() {
+    let report = fixed_report();
+    let json = render_json(&report);
+    assert!(!json.contains("Bearer secret"));
+    check("run.json", &json);
+    // Compared as text: a mismatch then prints a readable diff, not two huge structs.
+    let again = render_json(&Report::from_json(&json).unwrap());
+    assert!(again == json, "JSON does not round-trip");
+}
+
+#[test]
+fn newer_schema_is_refused() {
+    let json =
+        render_json(&fixed_report()).replacen("\"schema_version\": 1", "\"schema_version\": 99", 1);
+    let err = Report::from_json(&json).unwrap_err().to_string();
+    assert!(err.contains("upgrade loadmark"), "{err}");
+}
