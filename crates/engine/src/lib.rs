@@ -22,6 +22,7 @@
 //!   time is recorded apart, once per new connection.
 
 mod closed;
+mod connection;
 mod error;
 pub mod http1;
 mod runner;

@@ -11,7 +11,8 @@ use loadmark_metrics::{Aggregate, Recorder, SeriesPoint, Totals, WorkerReport};
 use loadmark_plan::{Load, Plan, Scheme, Stop};
 use tokio::sync::watch;
 
-use crate::closed::{connection_loop, Budget, WorkerCtx};
+use crate::closed::{connection_loop, Budget};
+use crate::connection::Shared;
 use crate::error::EngineError;
 use crate::http1::encode_request;
 use crate::sys::{raise_file_limit, thread_cpu_time, CpuTime};
@@ -254,20 +255,22 @@ impl<T: Transport> Worker<T> {
             .build()
             .expect("building a current-thread runtime only fails when out of memory or fds");
         let local = tokio::task::LocalSet::new();
-        let ctx = Rc::new(WorkerCtx {
+        let ctx = Rc::new(Shared {
             transport: self.transport.clone(),
-            request: Rc::from(&*self.request),
+            request: Box::from(&*self.request),
             head_request: self.head_request,
             timeout: self.timeout,
-            deadline: self.deadline,
-            budget: self.budget.clone(),
             recorder: std::cell::RefCell::new(Recorder::new(self.origin)),
             in_flight: std::cell::Cell::new(0),
         });
         local.block_on(&runtime, async {
             let mut tasks = tokio::task::JoinSet::new();
             for _ in 0..self.conns {
-                tasks.spawn_local(connection_loop(ctx.clone()));
+                tasks.spawn_local(connection_loop(
+                    ctx.clone(),
+                    self.budget.clone(),
+                    self.deadline,
+                ));
             }
             // Hand over each second shortly after it ends.
             let mut tick = tokio::time::interval_at(

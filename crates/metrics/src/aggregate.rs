@@ -164,6 +164,7 @@ mod tests {
     fn ok(origin: Instant, end_ms: u64) -> Sample {
         let ended = origin + Duration::from_millis(end_ms);
         Sample {
+            scheduled: None,
             started: ended - Duration::from_micros(100),
             first_byte: ended,
             ended,

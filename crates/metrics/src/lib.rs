@@ -14,6 +14,7 @@
 //! let mut recorder = Recorder::new(origin);
 //! let started = origin + Duration::from_millis(10);
 //! recorder.record(&Sample {
+//!     scheduled: None,
 //!     started,
 //!     first_byte: started + Duration::from_micros(300),
 //!     ended: started + Duration::from_micros(450),

@@ -9,8 +9,10 @@ use crate::snapshot::Snapshot;
 /// One response, as the executor saw it.
 #[derive(Debug, Clone, Copy)]
 pub struct Sample {
-    /// When the request's latency clock starts: the first byte written in closed loop, the
-    /// intended send time in open loop.
+    /// The intended send time of an open-loop request: latency is measured from it, so time
+    /// spent waiting to be sent counts (no coordinated omission). `None` in a closed loop.
+    pub scheduled: Option<Instant>,
+    /// When the first byte of the request was written.
     pub started: Instant,
     /// When the first byte of the response was read.
     pub first_byte: Instant,
@@ -113,6 +115,12 @@ impl Recorder {
         self.at(at).errors.record(kind, detail);
     }
 
+    /// Records open-loop requests that were due but could not be sent (no free connection
+    /// and the cap reached).
+    pub fn record_dropped(&mut self, at: Instant, count: u64) {
+        self.at(at).dropped += count;
+    }
+
     /// Records a connection that opened, with its connect (and TLS handshake) time.
     pub fn record_connection(&mut self, at: Instant, connect_time: Duration) {
         let snap = self.at(at);
@@ -153,6 +161,7 @@ mod tests {
         let ended = origin + Duration::from_millis(end_ms);
         let started = ended - Duration::from_micros(latency_us);
         Sample {
+            scheduled: None,
             started,
             first_byte: started,
             ended,

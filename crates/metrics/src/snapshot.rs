@@ -114,6 +114,10 @@ pub struct Snapshot {
     pub bytes_written: u64,
     /// Connections opened (TCP connects that succeeded).
     pub connections_opened: u64,
+    /// Open loop: requests that were due but not sent, because no connection was free and
+    /// the connection cap was reached (k6's dropped iterations). Never silently skipped.
+    #[serde(default)]
+    pub dropped: u64,
     /// Latency of responses, µs: from the request's start (first byte written, or in open
     /// loop its intended send time) to the last byte of the response. Excludes connecting.
     #[serde(with = "hist_base64")]
@@ -124,6 +128,14 @@ pub struct Snapshot {
     /// TCP (and TLS) connect time of each new connection, µs.
     #[serde(with = "hist_base64")]
     pub connect: Histogram<u64>,
+    /// Open loop only, µs: service time, from the first byte written to the last byte read
+    /// (what a closed-loop tool calls latency).
+    #[serde(with = "hist_base64")]
+    pub service: Histogram<u64>,
+    /// Open loop only, µs: schedule lag, from the intended send time to the first byte
+    /// written. Large values mean the client or the connection pool could not keep up.
+    #[serde(with = "hist_base64")]
+    pub lag: Histogram<u64>,
 }
 
 impl Default for Snapshot {
@@ -135,9 +147,12 @@ impl Default for Snapshot {
             bytes_read: 0,
             bytes_written: 0,
             connections_opened: 0,
+            dropped: 0,
             latency: new_histogram(),
             ttfb: new_histogram(),
             connect: new_histogram(),
+            service: new_histogram(),
+            lag: new_histogram(),
         }
     }
 }
@@ -161,6 +176,7 @@ impl Snapshot {
         self.bytes_read += other.bytes_read;
         self.bytes_written += other.bytes_written;
         self.connections_opened += other.connections_opened;
+        self.dropped += other.dropped;
         // Same bounds on both sides, so addition cannot fail.
         self.latency
             .add(&other.latency)

@@ -16,6 +16,7 @@ fn fixed_report() -> Report {
         let latency = Duration::from_micros(200 + (i * 7919) % 5_000);
         let started = ended - latency;
         recorder.record(&Sample {
+            scheduled: None,
             started,
             first_byte: started + latency / 2,
             ended,
