@@ -1,4 +1,4 @@
-//! The response body: a whole buffer, or a stream of chunks of unknown total length.
+//! The response body: a whole buffer, or filler bytes of a known or a hidden length.
 
 use std::convert::Infallible;
 use std::pin::Pin;
@@ -7,15 +7,18 @@ use std::task::{Context, Poll};
 use bytes::Bytes;
 use hyper::body::{Body, Frame, SizeHint};
 
-/// Size of each frame of a chunked body.
+/// Size of each chunk of a chunked body: several chunks even for modest sizes, so clients'
+/// chunk decoders are exercised across frame boundaries.
 const CHUNK_BYTES: usize = 4096;
 
-/// Filler bytes, sent as slices: a large body is many frames of this one buffer, so the
-/// target's memory does not grow with the body sizes it serves.
+/// Filler bytes, sent as static slices: a large body is many frames of this one buffer, so
+/// serving `/bytes/104857600` neither allocates nor copies, and memory does not grow with
+/// the body sizes asked for.
 static FILLER: [u8; 64 * 1024] = [b'a'; 64 * 1024];
 
-/// `Full` and `Filler` have a known length (Content-Length); `Filler` with `chunked` hides it
-/// so hyper sends `Transfer-Encoding: chunked`, one 4 KiB chunk per frame.
+/// A body hyper can send without boxing. `Full` and non-chunked `Filler` report an exact
+/// length, so hyper writes `Content-Length`; chunked `Filler` reports none, so hyper falls
+/// back to `Transfer-Encoding: chunked` and writes one chunk per frame.
 pub enum ResponseBody {
     Full(Option<Bytes>),
     Filler { remaining: usize, chunked: bool },
@@ -26,8 +29,16 @@ impl ResponseBody {
         ResponseBody::Full(None)
     }
 
-    pub fn full(bytes: impl Into<Bytes>) -> Self {
-        ResponseBody::Full(Some(bytes.into()))
+    pub fn full(bytes: Bytes) -> Self {
+        ResponseBody::Full(Some(bytes))
+    }
+
+    /// `len` bytes of `a`; with `chunked`, in [`CHUNK_BYTES`] chunks and no announced length.
+    pub fn filler(len: usize, chunked: bool) -> Self {
+        ResponseBody::Filler {
+            remaining: len,
+            chunked,
+        }
     }
 }
 
@@ -39,28 +50,22 @@ impl Body for ResponseBody {
         self: Pin<&mut Self>,
         _cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
-        let this = self.get_mut();
-        Poll::Ready(match this {
-            ResponseBody::Full(data) => data
-                .take()
-                .filter(|d| !d.is_empty())
-                .map(|d| Ok(Frame::data(d))),
+        let frame = match self.get_mut() {
+            ResponseBody::Full(data) => data.take().filter(|d| !d.is_empty()),
+            ResponseBody::Filler { remaining: 0, .. } => None,
             ResponseBody::Filler { remaining, chunked } => {
-                if *remaining == 0 {
-                    None
-                } else {
-                    let frame = if *chunked { CHUNK_BYTES } else { FILLER.len() };
-                    let n = (*remaining).min(frame);
-                    *remaining -= n;
-                    Some(Ok(Frame::data(Bytes::from_static(&FILLER[..n]))))
-                }
+                let most = if *chunked { CHUNK_BYTES } else { FILLER.len() };
+                let n = (*remaining).min(most);
+                *remaining -= n;
+                Some(Bytes::from_static(&FILLER[..n]))
             }
-        })
+        };
+        Poll::Ready(frame.map(|data| Ok(Frame::data(data))))
     }
 
     fn is_end_stream(&self) -> bool {
         match self {
-            ResponseBody::Full(data) => data.as_ref().is_none_or(|d| d.is_empty()),
+            ResponseBody::Full(data) => data.as_ref().map_or(0, Bytes::len) == 0,
             ResponseBody::Filler { remaining, .. } => *remaining == 0,
         }
     }
@@ -76,5 +81,45 @@ impl Body for ResponseBody {
             } => SizeHint::with_exact(*remaining as u64),
             ResponseBody::Filler { chunked: true, .. } => SizeHint::default(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use http_body_util::BodyExt;
+
+    fn frames(mut body: ResponseBody) -> Vec<usize> {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let mut sizes = Vec::new();
+            while let Some(frame) = body.frame().await {
+                sizes.push(frame.unwrap().into_data().unwrap().len());
+            }
+            sizes
+        })
+    }
+
+    #[test]
+    fn chunked_filler_comes_in_4_kib_frames() {
+        assert_eq!(
+            frames(ResponseBody::filler(10_000, true)),
+            [4096, 4096, 1808]
+        );
+    }
+
+    #[test]
+    fn plain_filler_comes_in_64_kib_frames() {
+        assert_eq!(frames(ResponseBody::filler(70_000, false)), [65_536, 4464]);
+        assert!(frames(ResponseBody::filler(0, false)).is_empty());
+    }
+
+    #[test]
+    fn empty_full_body_sends_no_frame() {
+        assert!(frames(ResponseBody::full(Bytes::new())).is_empty());
+        assert!(frames(ResponseBody::empty()).is_empty());
+        assert_eq!(frames(ResponseBody::full(Bytes::from_static(b"OK"))), [2]);
     }
 }

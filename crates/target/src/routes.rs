@@ -1,7 +1,9 @@
-//! The endpoints. Every path takes any method.
+//! The endpoints, as a pure function from a request to what to answer. Every path takes any
+//! method; hyper drops the body of a HEAD response.
+//!
+//! Routing is synchronous so the common endpoints answer without boxing a future or touching
+//! shared state; only `/delay` and `/echo` need to wait, and they say so with [`Routed`].
 
-use std::sync::atomic::Ordering;
-use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -11,22 +13,114 @@ use hyper::header::{HeaderValue, CONNECTION, CONTENT_TYPE};
 use hyper::{Request, Response, StatusCode};
 
 use crate::body::ResponseBody;
-use crate::Counters;
 
-/// Largest body `/bytes/N` and `/chunked/N` serve.
+/// Largest body `/bytes/N` and `/chunked/N` serve (100 MiB).
 pub const MAX_BODY_BYTES: usize = 100 * 1024 * 1024;
-/// Largest request body `/echo` accepts.
+/// Largest request body `/echo` reads: the target must not hold an unbounded upload in memory.
 pub const MAX_ECHO_BYTES: usize = 16 * 1024 * 1024;
-/// Longest `/delay/MS`.
-pub const MAX_DELAY_MS: u64 = 60_000;
+/// Longest `/delay/MS`: a minute is long enough to test any client timeout.
+pub const MAX_DELAY: Duration = Duration::from_millis(60_000);
 
 const JSON: &[u8] = br#"{"id":12345,"name":"loadmark","ok":true,"tags":["a","b","c"],"msg":"hello from the built-in target"}"#;
 
+const NOT_FOUND: &str = "not found: try /status, /bytes/N, /json, /delay/MS, /status/CODE, \
+                         /echo, /chunked/N, /close\n";
+
+/// What a request asks for: an answer now, or one that needs to wait.
+pub(crate) enum Routed<B> {
+    Ready(Response<ResponseBody>),
+    /// `/delay/MS`: answer `OK` after this long.
+    Delay(Duration),
+    /// `/echo`: answer with the request's body, which must be read first.
+    Echo(Request<B>),
+}
+
+pub(crate) fn route<B>(req: Request<B>) -> Routed<B> {
+    let path = req.uri().path();
+    let rest = path.strip_prefix('/').unwrap_or(path);
+    let (first, arg) = match rest.split_once('/') {
+        Some((first, arg)) => (first, Some(arg)),
+        None => (rest, None),
+    };
+    let response = match (first, arg) {
+        ("status", None) => ok(),
+        ("json", None) => with_type(
+            Response::new(ResponseBody::full(Bytes::from_static(JSON))),
+            "application/json",
+        ),
+        ("bytes", Some(n)) => match size(n) {
+            Some(n) => Response::new(ResponseBody::filler(n, false)),
+            None => bad_request("N must be a number of bytes up to 104857600\n"),
+        },
+        ("chunked", Some(n)) => match size(n) {
+            Some(n) => Response::new(ResponseBody::filler(n, true)),
+            None => bad_request("N must be a number of bytes up to 104857600\n"),
+        },
+        ("delay", Some(ms)) => match ms.parse().map(Duration::from_millis) {
+            Ok(delay) if delay <= MAX_DELAY => return Routed::Delay(delay),
+            _ => bad_request("MS must be a number of milliseconds up to 60000\n"),
+        },
+        ("status", Some(code)) => match code.parse::<u16>().ok().and_then(final_status) {
+            Some(status) => status_response(status),
+            None => bad_request("CODE must be a status from 200 to 599\n"),
+        },
+        ("echo", None) => return Routed::Echo(req),
+        ("close", None) => {
+            let mut r = ok();
+            r.headers_mut()
+                .insert(CONNECTION, HeaderValue::from_static("close"));
+            r
+        }
+        _ => text(StatusCode::NOT_FOUND, NOT_FOUND),
+    };
+    Routed::Ready(response)
+}
+
+/// Answers `OK` once `delay` has passed.
+pub(crate) async fn delay(delay: Duration) -> Response<ResponseBody> {
+    tokio::time::sleep(delay).await;
+    ok()
+}
+
+/// Reads the whole request body (up to [`MAX_ECHO_BYTES`]) and sends it back with the same
+/// content type.
+pub(crate) async fn echo(req: Request<Incoming>) -> Response<ResponseBody> {
+    let (parts, body) = req.into_parts();
+    match Limited::new(body, MAX_ECHO_BYTES).collect().await {
+        Ok(body) => {
+            let mut r = Response::new(ResponseBody::full(body.to_bytes()));
+            if let Some(ct) = parts.headers.get(CONTENT_TYPE) {
+                r.headers_mut().insert(CONTENT_TYPE, ct.clone());
+            }
+            r
+        }
+        // Too large, or the client broke off: either way the rest of the body is unread, so
+        // the connection cannot carry another request.
+        Err(_) => {
+            let mut r = text(StatusCode::PAYLOAD_TOO_LARGE, "request body over 16 MiB\n");
+            r.headers_mut()
+                .insert(CONNECTION, HeaderValue::from_static("close"));
+            r
+        }
+    }
+}
+
+fn ok() -> Response<ResponseBody> {
+    text(StatusCode::OK, "OK")
+}
+
 fn text(status: StatusCode, body: &'static str) -> Response<ResponseBody> {
-    let mut r = Response::new(ResponseBody::full(Bytes::from_static(body.as_bytes())));
+    let mut r = with_type(
+        Response::new(ResponseBody::full(Bytes::from_static(body.as_bytes()))),
+        "text/plain",
+    );
     *r.status_mut() = status;
+    r
+}
+
+fn with_type(mut r: Response<ResponseBody>, content_type: &'static str) -> Response<ResponseBody> {
     r.headers_mut()
-        .insert(CONTENT_TYPE, HeaderValue::from_static("text/plain"));
+        .insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
     r
 }
 
@@ -34,95 +128,108 @@ fn bad_request(why: &'static str) -> Response<ResponseBody> {
     text(StatusCode::BAD_REQUEST, why)
 }
 
-fn number<T: std::str::FromStr>(text: &str) -> Option<T> {
-    text.parse().ok()
+fn size(n: &str) -> Option<usize> {
+    n.parse().ok().filter(|&n| n <= MAX_BODY_BYTES)
 }
 
-pub async fn handle(
-    req: Request<Incoming>,
-    counters: Arc<Counters>,
-) -> Result<Response<ResponseBody>, std::convert::Infallible> {
-    let response = route(req).await;
-    counters.requests.fetch_add(1, Ordering::Relaxed);
-    Ok(response)
+/// A status a server may end a request with. 1xx is excluded: hyper cannot send an
+/// informational status as the final response (it would turn it into a 500).
+fn final_status(code: u16) -> Option<StatusCode> {
+    (200..=599)
+        .contains(&code)
+        .then(|| StatusCode::from_u16(code).ok())
+        .flatten()
 }
 
-async fn route(req: Request<Incoming>) -> Response<ResponseBody> {
-    let path = req.uri().path();
-    let mut parts = path.trim_start_matches('/').splitn(2, '/');
-    let first = parts.next().unwrap_or("");
-    let arg = parts.next();
-    match (first, arg) {
-        ("status", None) => text(StatusCode::OK, "OK"),
-        ("json", None) => {
-            let mut r = Response::new(ResponseBody::full(Bytes::from_static(JSON)));
-            r.headers_mut()
-                .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-            r
+/// The status with its reason phrase as body, except where HTTP forbids a body (204, 304).
+fn status_response(status: StatusCode) -> Response<ResponseBody> {
+    if status == StatusCode::NO_CONTENT || status == StatusCode::NOT_MODIFIED {
+        let mut r = Response::new(ResponseBody::empty());
+        *r.status_mut() = status;
+        return r;
+    }
+    text(status, status.canonical_reason().unwrap_or("status"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hyper::body::Body;
+
+    fn routed(path: &str) -> Routed<()> {
+        route(Request::get(path).body(()).unwrap())
+    }
+
+    fn ready(path: &str) -> Response<ResponseBody> {
+        match routed(path) {
+            Routed::Ready(r) => r,
+            _ => panic!("{path} should answer at once"),
         }
-        ("bytes", Some(n)) => match number::<usize>(n).filter(|&n| n <= MAX_BODY_BYTES) {
-            Some(n) => Response::new(ResponseBody::Filler {
-                remaining: n,
-                chunked: false,
-            }),
-            None => bad_request("N must be a number of bytes up to 104857600"),
-        },
-        ("chunked", Some(n)) => match number::<usize>(n).filter(|&n| n <= MAX_BODY_BYTES) {
-            Some(n) => Response::new(ResponseBody::Filler {
-                remaining: n,
-                chunked: true,
-            }),
-            None => bad_request("N must be a number of bytes up to 104857600"),
-        },
-        ("delay", Some(ms)) => match number::<u64>(ms).filter(|&ms| ms <= MAX_DELAY_MS) {
-            Some(ms) => {
-                tokio::time::sleep(Duration::from_millis(ms)).await;
-                text(StatusCode::OK, "OK")
-            }
-            None => bad_request("MS must be milliseconds up to 60000"),
-        },
-        ("status", Some(code)) => match number::<u16>(code)
-            .filter(|c| (200..=599).contains(c))
-            .and_then(|c| StatusCode::from_u16(c).ok())
-        {
-            Some(status) => {
-                let body = if status == StatusCode::NO_CONTENT || status == StatusCode::NOT_MODIFIED {
-                    ResponseBody::empty()
-                } else {
-                    ResponseBody::full(Bytes::from_static(
-                        status.canonical_reason().unwrap_or("status").as_bytes(),
-                    ))
-                };
-                let mut r = Response::new(body);
-                *r.status_mut() = status;
-                r
-            }
-            None => bad_request("CODE must be a status from 200 to 599"),
-        },
-        ("echo", None) => {
-            let content_type = req.headers().get(CONTENT_TYPE).cloned();
-            match Limited::new(req.into_body(), MAX_ECHO_BYTES).collect().await {
-                Ok(body) => {
-                    let mut r = Response::new(ResponseBody::full(body.to_bytes()));
-                    if let Some(ct) = content_type {
-                        r.headers_mut().insert(CONTENT_TYPE, ct);
-                    }
-                    r
-                }
-                Err(_) => {
-                    let mut r = text(StatusCode::PAYLOAD_TOO_LARGE, "request body over 16 MiB");
-                    r.headers_mut()
-                        .insert(CONNECTION, HeaderValue::from_static("close"));
-                    r
-                }
-            }
+    }
+
+    fn length(r: &Response<ResponseBody>) -> Option<u64> {
+        r.body().size_hint().exact()
+    }
+
+    #[test]
+    fn sizes_are_bounded_at_100_mib() {
+        let r = ready("/bytes/104857600");
+        assert_eq!(
+            (r.status(), length(&r)),
+            (StatusCode::OK, Some(104_857_600))
+        );
+        assert_eq!(ready("/bytes/104857601").status(), StatusCode::BAD_REQUEST);
+        assert_eq!(
+            ready("/chunked/104857601").status(),
+            StatusCode::BAD_REQUEST
+        );
+        assert_eq!(ready("/bytes/-1").status(), StatusCode::BAD_REQUEST);
+        assert_eq!(ready("/bytes/").status(), StatusCode::BAD_REQUEST);
+    }
+
+    #[test]
+    fn chunked_hides_its_length_so_hyper_chunks_it() {
+        assert_eq!(length(&ready("/chunked/10")), None);
+        assert_eq!(length(&ready("/bytes/10")), Some(10));
+    }
+
+    #[test]
+    fn delay_is_capped_at_a_minute() {
+        assert!(matches!(routed("/delay/60000"), Routed::Delay(d) if d == MAX_DELAY));
+        assert!(matches!(routed("/delay/0"), Routed::Delay(d) if d.is_zero()));
+        assert_eq!(ready("/delay/60001").status(), StatusCode::BAD_REQUEST);
+        assert_eq!(ready("/delay/soon").status(), StatusCode::BAD_REQUEST);
+    }
+
+    #[test]
+    fn status_codes_outside_200_to_599_are_refused() {
+        for code in ["100", "101", "199", "600", "999", "70000", "abc"] {
+            let r = ready(&format!("/status/{code}"));
+            assert_eq!(r.status(), StatusCode::BAD_REQUEST, "{code}");
         }
-        ("close", None) => {
-            let mut r = text(StatusCode::OK, "OK");
-            r.headers_mut()
-                .insert(CONNECTION, HeaderValue::from_static("close"));
-            r
+        for code in [200u16, 299, 418, 599] {
+            let r = ready(&format!("/status/{code}"));
+            assert_eq!(r.status().as_u16(), code);
+            assert!(length(&r).unwrap() > 0, "{code} carries its reason");
         }
-        _ => text(StatusCode::NOT_FOUND, "not found: try /status, /bytes/N, /json, /delay/MS, /status/CODE, /echo, /chunked/N, /close"),
+        for code in [204, 304] {
+            assert_eq!(length(&ready(&format!("/status/{code}"))), Some(0));
+        }
+    }
+
+    #[test]
+    fn unknown_and_malformed_paths_are_404() {
+        for path in [
+            "/",
+            "/nope",
+            "/statusx",
+            "/json/1",
+            "/close/now",
+            "/echo/x",
+            "/bytes",
+        ] {
+            assert_eq!(ready(path).status(), StatusCode::NOT_FOUND, "{path}");
+        }
+        assert!(matches!(routed("/echo"), Routed::Echo(_)));
     }
 }

@@ -1,0 +1,230 @@
+//! The server thread: its runtime, its listener, the accept loop and the hyper service.
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::io;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{mpsc, Arc};
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use hyper::body::Incoming;
+use hyper::server::conn::http1;
+use hyper::service::Service;
+use hyper::{Request, Response};
+use hyper_util::rt::TokioIo;
+use tokio::net::{TcpListener, TcpSocket};
+use tokio::sync::oneshot;
+
+use crate::body::ResponseBody;
+use crate::routes::{self, Routed};
+use crate::{ServeError, ServerConfig, Stall};
+
+/// Pending connections the kernel may queue (it caps this at `net.core.somaxconn`). std's
+/// default of 128 makes a benchmark that opens a thousand connections at once see SYN
+/// retries, which show up as one-second connect latencies that are not the target's fault.
+const BACKLOG: u32 = 1024;
+
+/// How long to wait before accepting again after an error such as EMFILE, which would
+/// otherwise spin the accept loop at full CPU until a descriptor frees up.
+const ACCEPT_BACKOFF: Duration = Duration::from_millis(10);
+
+/// Exact counts, shared by every connection task.
+#[derive(Debug, Default)]
+pub(crate) struct Counters {
+    pub requests: AtomicU64,
+    pub accepts: AtomicU64,
+}
+
+/// Body of the server thread: builds the runtime, binds, reports the bound address (or why
+/// it failed) on `ready`, then serves until `shutdown` fires or its sender is dropped.
+/// Returning drops the runtime, which cancels every connection task and closes the listener.
+pub(crate) fn run(
+    config: ServerConfig,
+    counters: Arc<Counters>,
+    ready: mpsc::Sender<Result<SocketAddr, ServeError>>,
+    shutdown: oneshot::Receiver<()>,
+) {
+    let addr = config.addr;
+    let runtime = match runtime(config.threads) {
+        Ok(rt) => rt,
+        Err(e) => {
+            let _ = ready.send(Err(ServeError::Runtime(e)));
+            return;
+        }
+    };
+    runtime.block_on(async move {
+        let listener = match listen(addr) {
+            Ok(l) => l,
+            Err(e) => {
+                let _ = ready.send(Err(e));
+                return;
+            }
+        };
+        let local = listener.local_addr();
+        let _ = ready.send(local.map_err(|source| ServeError::Bind { addr, source }));
+        // A stall schedule counts from the moment the server can be reached.
+        let stall = config.stall.map(|stall| (stall, Instant::now()));
+        // Spawned rather than awaited here so that, on a multi-thread runtime, the accept
+        // loop runs on a worker and new connections land on workers' local queues.
+        tokio::spawn(accept_loop(listener, counters, stall));
+        let _ = shutdown.await;
+    });
+}
+
+/// One thread: a current-thread runtime, no cross-thread wakeups or work stealing, which is
+/// what makes the one-core number competitive. More: tokio's work-stealing runtime, which
+/// keeps long keep-alive connections spread over the workers.
+fn runtime(threads: usize) -> io::Result<tokio::runtime::Runtime> {
+    if threads == 1 {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+    } else {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(threads)
+            .thread_name("loadmark-target-worker")
+            .enable_all()
+            .build()
+    }
+}
+
+fn listen(addr: SocketAddr) -> Result<TcpListener, ServeError> {
+    let bind_error = |source| ServeError::Bind { addr, source };
+    let socket = match addr {
+        SocketAddr::V4(_) => TcpSocket::new_v4(),
+        SocketAddr::V6(_) => TcpSocket::new_v6(),
+    }
+    .map_err(bind_error)?;
+    // Lets a restarted target take its port back while old connections sit in TIME_WAIT.
+    // On Unix this never lets two listeners share a port; Windows semantics differ.
+    #[cfg(unix)]
+    socket.set_reuseaddr(true).map_err(bind_error)?;
+    socket.bind(addr).map_err(bind_error)?;
+    socket.listen(BACKLOG).map_err(bind_error)
+}
+
+async fn accept_loop(
+    listener: TcpListener,
+    counters: Arc<Counters>,
+    stall: Option<(Stall, Instant)>,
+) {
+    let mut http = http1::Builder::new();
+    http.keep_alive(true)
+        // Pipelined requests get their responses in one write instead of one each.
+        .pipeline_flush(true);
+    loop {
+        let stream = match listener.accept().await {
+            Ok((stream, _)) => stream,
+            Err(e) if is_per_connection(&e) => continue,
+            Err(_) => {
+                tokio::time::sleep(ACCEPT_BACKOFF).await;
+                continue;
+            }
+        };
+        counters.accepts.fetch_add(1, Ordering::Relaxed);
+        // Small responses must leave at once, not wait for Nagle to coalesce them.
+        let _ = stream.set_nodelay(true);
+        let connection = http.serve_connection(
+            TokioIo::new(stream),
+            Target {
+                counters: counters.clone(),
+                stall,
+            },
+        );
+        // A connection's errors (resets, malformed requests) concern its client only.
+        tokio::spawn(async move {
+            let _ = connection.await;
+        });
+    }
+}
+
+/// Errors that concern one connection that went away before we accepted it.
+fn is_per_connection(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::ConnectionAborted
+            | io::ErrorKind::ConnectionReset
+            | io::ErrorKind::Interrupted
+    )
+}
+
+/// The hyper service of one connection.
+struct Target {
+    counters: Arc<Counters>,
+    /// The schedule and the instant it counts from.
+    stall: Option<(Stall, Instant)>,
+}
+
+impl Service<Request<Incoming>> for Target {
+    type Response = Response<ResponseBody>;
+    type Error = Infallible;
+    type Future = Reply;
+
+    fn call(&self, req: Request<Incoming>) -> Reply {
+        // Checked only when a stall is configured: no clock read per request otherwise.
+        if let Some(wait) = self
+            .stall
+            .and_then(|(stall, started)| stall.wait(started.elapsed()))
+        {
+            return Reply::Later(counted(self.counters.clone(), async move {
+                tokio::time::sleep(wait).await;
+                answer(req).await
+            }));
+        }
+        let later = match routes::route(req) {
+            Routed::Ready(response) => {
+                self.counters.requests.fetch_add(1, Ordering::Relaxed);
+                return Reply::Ready(Some(response));
+            }
+            Routed::Delay(d) => counted(self.counters.clone(), routes::delay(d)),
+            Routed::Echo(req) => counted(self.counters.clone(), routes::echo(req)),
+        };
+        Reply::Later(later)
+    }
+}
+
+/// The answer to any request, waiting if its endpoint waits.
+async fn answer(req: Request<Incoming>) -> Response<ResponseBody> {
+    match routes::route(req) {
+        Routed::Ready(response) => response,
+        Routed::Delay(d) => routes::delay(d).await,
+        Routed::Echo(req) => routes::echo(req).await,
+    }
+}
+
+type Pending = Pin<Box<dyn Future<Output = Response<ResponseBody>> + Send>>;
+
+/// Counts the response once it exists, so a cancelled `/delay` is not counted as served.
+fn counted(
+    counters: Arc<Counters>,
+    response: impl Future<Output = Response<ResponseBody>> + Send + 'static,
+) -> Pending {
+    Box::pin(async move {
+        let response = response.await;
+        counters.requests.fetch_add(1, Ordering::Relaxed);
+        response
+    })
+}
+
+/// The service's future. Most endpoints answer at once: `Ready` carries that answer without
+/// a box; only the endpoints that wait pay for one.
+pub(crate) enum Reply {
+    Ready(Option<Response<ResponseBody>>),
+    Later(Pending),
+}
+
+impl Future for Reply {
+    type Output = Result<Response<ResponseBody>, Infallible>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        match self.get_mut() {
+            Reply::Ready(response) => {
+                Poll::Ready(Ok(response.take().expect("Reply polled after completion")))
+            }
+            Reply::Later(pending) => pending.as_mut().poll(cx).map(Ok),
+        }
+    }
+}
