@@ -5,8 +5,8 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use loadmark_plan::{
-    parse_duration, parse_header, Load, Plan, PlanError, RequestSpec, Stop, Target, Timeouts,
-    TlsPolicy, DEFAULT_TIMEOUT,
+    parse_duration, parse_header, Load, Plan, PlanError, Profile, RequestSpec, Stop, Target,
+    Timeouts, TlsPolicy, DEFAULT_TIMEOUT,
 };
 
 #[derive(Parser, Debug)]
@@ -17,7 +17,7 @@ use loadmark_plan::{
     long_about = "A fast, truthful HTTP load generator and benchmark-report tool.\n\n\
         Latency is recorded in HDR histograms, every request is accounted for (response, \
         classified error, or in flight at the end), and reports come as text or JSON.",
-    after_help = "Exit codes: 0 ok, 1 run error, 2 usage or plan error, 130 interrupted (report still written).\n\
+    after_help = "Exit codes: 0 ok, 1 run error, 2 usage or plan error, 4 run not clean under --strict, 130 interrupted (report still written).\n\
         Examples:\n  loadmark quickstart\n  loadmark run http://127.0.0.1:8080/status -c 100 -d 30s\n  loadmark run URL -n 2000 -c 20 -o result.json"
 )]
 pub struct Cli {
@@ -27,8 +27,9 @@ pub struct Cli {
 
 #[derive(Subcommand, Debug)]
 pub enum Command {
-    /// Load a URL (closed loop: each connection sends its next request when the last ended).
-    Run(RunArgs),
+    /// Load a URL: closed loop (-c: each connection sends its next request when the last
+    /// ended) or open loop (-R/--stages: requests arrive on a schedule).
+    Run(Box<RunArgs>),
     /// Serve the built-in target (/status, /bytes/N, /json, /delay/MS, /status/CODE, /echo,
     /// /chunked/N, /close) until Ctrl-C.
     Serve(ServeArgs),
@@ -49,9 +50,29 @@ pub struct RunArgs {
     /// The URL to load (http:// or https://)
     pub url: String,
 
-    /// Concurrent connections (each runs one request at a time)
-    #[arg(short = 'c', long = "connections", default_value_t = 50)]
-    pub connections: usize,
+    /// Concurrent connections, closed loop (each runs one request at a time) [default: 50]
+    #[arg(short = 'c', long = "connections")]
+    pub connections: Option<usize>,
+
+    /// Open loop: send this many requests per second, whatever the responses do (wrk2 -R)
+    #[arg(short = 'R', long = "rate", conflicts_with_all = ["connections", "requests"])]
+    pub rate: Option<f64>,
+
+    /// A schedule: request rates (open loop), e.g. '10s:0->5000,40s:5000,10s:5000->0', or,
+    /// with -c, connection counts (closed loop), e.g. -c 1 --stages '30s:200'. DURATION:TO
+    /// ramps from the previous value (the first from -R, -c, or 0)
+    #[arg(long = "stages", conflicts_with_all = ["duration", "requests"])]
+    pub stages: Option<String>,
+
+    /// Open loop: the connection pool grows on demand up to this cap; requests due when all
+    /// are busy are dropped and counted
+    #[arg(long = "max-connections", default_value_t = 1000)]
+    pub max_connections: usize,
+
+    /// Exit with code 4 when the run was not clean: the client saturated, requests dropped,
+    /// or requests left late
+    #[arg(long = "strict")]
+    pub strict: bool,
 
     /// Worker threads, each with its own event loop [default: CPU cores, at most -c]
     #[arg(short = 't', long = "threads")]
@@ -129,6 +150,12 @@ pub struct ServeArgs {
     /// Server threads
     #[arg(short = 't', long = "threads", default_value_t = 1)]
     pub threads: usize,
+    /// Freeze for this long in every period (--every): shows coordinated omission
+    #[arg(long = "stall", value_parser = duration_arg, requires = "every")]
+    pub stall: Option<Duration>,
+    /// The period of --stall, e.g. --stall 1s --every 5s
+    #[arg(long = "every", value_parser = duration_arg, requires = "stall")]
+    pub every: Option<Duration>,
 }
 
 #[derive(Args, Debug)]
@@ -183,14 +210,86 @@ impl RunArgs {
             .unwrap_or_else(|| if has_body { "POST" } else { "GET" }.to_string())
             .to_ascii_uppercase();
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        let threads = self
-            .threads
-            .unwrap_or_else(|| cores.min(self.connections.max(1)));
-        let stop = match (self.duration, self.requests) {
-            (_, Some(n)) => Stop::Requests(n),
-            (Some(d), None) => Stop::Duration(d),
-            (None, None) => Stop::Duration(Duration::from_secs(10)),
+        let default_duration = Duration::from_secs(10);
+        if let (Some(text), Some(start)) = (&self.stages, self.connections) {
+            // -c with --stages: the stages are connection counts, starting from -c.
+            let connections = Profile::parse(text, start as f64, "--stages")?;
+            let threads = self
+                .threads
+                .unwrap_or_else(|| cores.min((connections.peak().ceil() as usize).max(1)));
+            return self.finish_plan(
+                url,
+                method,
+                body,
+                Stop::Duration(connections.duration()),
+                Load::Ramp {
+                    connections,
+                    threads,
+                },
+            );
+        }
+        let rate_profile = match (&self.stages, self.rate) {
+            (Some(text), start) => Some(Profile::parse(text, start.unwrap_or(0.0), "--stages")?),
+            (None, Some(rate)) => {
+                if !(rate.is_finite() && rate > 0.0) {
+                    return Err(PlanError::invalid(
+                        "--rate",
+                        rate.to_string(),
+                        "requests per second above zero, e.g. 1000 or 2.5",
+                    ));
+                }
+                Some(Profile::constant(
+                    rate,
+                    self.duration.unwrap_or(default_duration),
+                ))
+            }
+            (None, None) => None,
         };
+        let (load, stop) = match rate_profile {
+            Some(rate) => {
+                let threads = self
+                    .threads
+                    .unwrap_or_else(|| cores.min(self.max_connections.max(1)));
+                let stop = Stop::Duration(rate.duration());
+                (
+                    Load::Open {
+                        rate,
+                        max_connections: self.max_connections,
+                        threads,
+                    },
+                    stop,
+                )
+            }
+            None => {
+                let connections = self.connections.unwrap_or(50);
+                let threads = self
+                    .threads
+                    .unwrap_or_else(|| cores.min(connections.max(1)));
+                let stop = match (self.duration, self.requests) {
+                    (_, Some(n)) => Stop::Requests(n),
+                    (Some(d), None) => Stop::Duration(d),
+                    (None, None) => Stop::Duration(default_duration),
+                };
+                (
+                    Load::Closed {
+                        connections,
+                        threads,
+                    },
+                    stop,
+                )
+            }
+        };
+        self.finish_plan(url, method, body, stop, load)
+    }
+
+    fn finish_plan(
+        &self,
+        url: Target,
+        method: String,
+        body: Vec<u8>,
+        stop: Stop,
+        load: Load,
+    ) -> Result<Plan, PlanError> {
         let plan = Plan {
             request: RequestSpec {
                 method,
@@ -199,10 +298,7 @@ impl RunArgs {
                 body,
                 keep_alive: !self.no_keepalive,
             },
-            load: Load::Closed {
-                connections: self.connections,
-                threads,
-            },
+            load,
             stop,
             timeouts: Timeouts {
                 request: self.timeout,
@@ -264,6 +360,32 @@ mod tests {
             }
         );
         assert_eq!(p.stop, Stop::Duration(Duration::from_secs(30)));
+        let open = plan(&["run", "http://h/", "-R", "2000", "-d", "5s", "-t", "2"]).unwrap();
+        match open.load {
+            Load::Open {
+                rate,
+                max_connections,
+                threads,
+            } => {
+                assert_eq!(rate.total_requests(), 10_000);
+                assert_eq!((max_connections, threads), (1000, 2));
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(open.stop, Stop::Duration(Duration::from_secs(5)));
+        let conns = plan(&["run", "http://h/", "-c", "50", "--stages", "30s:1->200"]).unwrap();
+        match conns.load {
+            Load::Ramp { connections, .. } => assert_eq!(connections.peak(), 200.0),
+            other => panic!("{other:?}"),
+        }
+        let ramp = plan(&[
+            "run",
+            "http://h/",
+            "--stages",
+            "10s:0->5000,40s:5000,10s:5000->0",
+        ])
+        .unwrap();
+        assert_eq!(ramp.stop, Stop::Duration(Duration::from_secs(60)));
         assert_eq!(
             p.request.headers,
             vec![("Client-Id".to_string(), "x".to_string())]
@@ -291,6 +413,14 @@ mod tests {
         assert!(e.to_string().contains("'Name: value'"), "{e}");
         let e = plan(&["run", "not a url"]).unwrap_err();
         assert!(e.to_string().starts_with("URL: invalid value"), "{e}");
+        let e = parse(&["run", "http://h/", "-R", "10", "-c", "5"]).unwrap_err();
+        assert!(e.to_string().contains("--connections"), "{e}");
+        let e = parse(&["run", "http://h/", "-R", "10", "-n", "5"]).unwrap_err();
+        assert!(e.to_string().contains("--requests"), "{e}");
+        let e = plan(&["run", "http://h/", "-R", "0"]).unwrap_err();
+        assert!(e.to_string().starts_with("--rate"), "{e}");
+        let e = plan(&["run", "http://h/", "--stages", "10s:fast"]).unwrap_err();
+        assert!(e.to_string().starts_with("--stages"), "{e}");
         let e = plan(&["run", "http://h/", "-c", "2", "-t", "4"]).unwrap_err();
         assert!(e.to_string().contains("--threads"), "{e}");
     }

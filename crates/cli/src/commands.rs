@@ -88,6 +88,10 @@ fn run(args: &RunArgs) -> Result<ExitCode> {
         write_atomic(&path, &render(&report, format))?;
         eprintln!("loadmark: report written to {}", path.display());
     }
+    if args.strict && (report.run.health.client_saturated || report.run.health.overloaded) {
+        eprintln!("loadmark: the run was not clean (--strict): see the warnings above");
+        return Ok(ExitCode::from(crate::EXIT_NOT_CLEAN));
+    }
     Ok(exit_code(&result))
 }
 
@@ -110,6 +114,7 @@ fn build_report(plan: &Plan, result: &RunResult) -> Report {
         interrupted: result.interrupted,
         client_cpu_user: result.client_cpu.user,
         client_cpu_system: result.client_cpu.system,
+        busiest_worker: result.busiest_worker,
         target_addr: result.addr.to_string(),
     };
     Report::new(plan, &facts, result.totals.clone(), Environment::detect())
@@ -127,13 +132,26 @@ fn serve(args: &ServeArgs) -> Result<ExitCode> {
     let server = loadmark_target::start(loadmark_target::ServerConfig {
         addr: (args.host, args.port).into(),
         threads: args.threads.max(1),
+        stall: match (args.stall, args.every) {
+            (Some(duration), Some(every)) if duration < every => {
+                Some(loadmark_target::Stall { duration, every })
+            }
+            (Some(_), Some(_)) => {
+                return Err(UsageError("--stall must be shorter than --every".into()).into())
+            }
+            _ => None,
+        },
     })?;
     let signals = signals();
     println!(
-        "loadmark target listening on http://{} ({} thread{}); Ctrl-C stops it",
+        "loadmark target listening on http://{} ({} thread{}{}); Ctrl-C stops it",
         server.local_addr(),
         args.threads,
-        if args.threads == 1 { "" } else { "s" }
+        if args.threads == 1 { "" } else { "s" },
+        match (args.stall, args.every) {
+            (Some(s), Some(e)) => format!(", freezing {s:?} every {e:?}"),
+            _ => String::new(),
+        }
     );
     let _ = signals.lock().expect("signal state").received.recv();
     let served = server.requests_served();
@@ -155,6 +173,7 @@ fn quickstart(args: &QuickstartArgs) -> Result<ExitCode> {
     let server = loadmark_target::start(loadmark_target::ServerConfig {
         addr: ([127, 0, 0, 1], 0).into(),
         threads: 1,
+        ..Default::default()
     })
     .context("starting the built-in target")?;
     let url = format!("http://{}{}", server.local_addr(), args.path);

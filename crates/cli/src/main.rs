@@ -1,6 +1,7 @@
 //! The `loadmark` binary: flags in, plan through the engine, report out.
 //!
-//! Exit codes: 0 ok, 1 run error, 2 usage or plan error, 130 interrupted (the report for the
+//! Exit codes: 0 ok, 1 run error, 2 usage or plan error, 4 not clean under `--strict`,
+//! 130 interrupted (the report for the
 //! time that ran is still printed and written).
 
 mod args;
@@ -14,6 +15,9 @@ use clap::Parser;
 
 /// Exit code of a usage or plan error (clap uses the same).
 pub const EXIT_USAGE: u8 = 2;
+/// Exit code of a run that finished but was not clean under `--strict` (client saturated,
+/// requests dropped or left late).
+pub const EXIT_NOT_CLEAN: u8 = 4;
 /// Exit code of a run stopped by a signal (its report was still written).
 pub const EXIT_INTERRUPTED: u8 = 130;
 

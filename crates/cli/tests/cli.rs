@@ -15,6 +15,7 @@ fn target() -> RunningServer {
     start(ServerConfig {
         addr: ([127, 0, 0, 1], 0).into(),
         threads: 1,
+        ..Default::default()
     })
     .unwrap()
 }
@@ -197,4 +198,44 @@ fn help_names_the_familiar_flags() {
     ] {
         assert!(help.contains(flag), "{flag} missing from --help");
     }
+}
+
+#[test]
+fn strict_fails_an_overloaded_open_loop_run_and_the_report_says_why() {
+    let server = target();
+    let dir = temp_dir("strict");
+    let out = dir.join("overload.json");
+    // 2 connections of 100 ms each hold at most 20 req/s; 200 req/s are asked for.
+    let url = format!("http://{}/delay/100", server.local_addr());
+    let run = loadmark()
+        .args([
+            "run",
+            &url,
+            "-R",
+            "200",
+            "-d",
+            "1s",
+            "--max-connections",
+            "2",
+            "-t",
+            "1",
+            "--strict",
+            "-o",
+        ])
+        .arg(&out)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    assert_eq!(run.status.code(), Some(4), "{stdout}");
+    assert!(stdout.contains("requests were dropped"), "{stdout}");
+    assert!(stdout.contains("open loop, 200 req/s"), "{stdout}");
+    let report = Report::from_json(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    assert!(report.run.health.overloaded);
+    assert!(report.summary.dropped >= 150, "{}", report.summary.dropped);
+    let r = &report.summary.requests;
+    assert_eq!(
+        r.responses + r.errors + r.in_flight_at_end + report.summary.dropped,
+        200
+    );
+    std::fs::remove_dir_all(dir).unwrap();
 }

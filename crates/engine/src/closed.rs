@@ -2,13 +2,21 @@
 //! ended (wrk, ab, bombardier). One of these loops runs per connection, as a task on its
 //! worker thread's event loop; everything it touches is that thread's own.
 
+use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
+
+use loadmark_plan::Profile;
+use tokio::task::JoinSet;
 
 use crate::connection::{perform, Connection, Shared};
+use crate::open::Share;
 use crate::transport::Transport;
+
+/// How often a ramp adjusts its connection count.
+const RAMP_STEP: Duration = Duration::from_millis(100);
 
 /// How many requests may still start: unlimited (a duration run) or a count shared by every
 /// connection of every thread, so `-n N` sends exactly N.
@@ -44,4 +52,55 @@ pub(crate) async fn connection_loop<T: Transport>(
     while deadline.is_none_or(|d| now < d) && budget.claim() {
         now = perform(&shared, &mut conn, None).await;
     }
+}
+
+/// Follows a connection-count profile: every [`RAMP_STEP`] this worker's share of the count is
+/// recomputed; missing connections start, surplus ones retire after their current request.
+pub(crate) async fn ramp_loop<T: Transport>(
+    shared: Rc<Shared<T>>,
+    budget: Arc<Budget>,
+    profile: Arc<Profile>,
+    origin: Instant,
+    share: Share,
+) {
+    let end = origin + profile.duration();
+    let wanted = Rc::new(Cell::new(0usize));
+    let alive: Rc<RefCell<Vec<bool>>> = Rc::new(RefCell::new(Vec::new()));
+    let mut connections = JoinSet::new();
+    let mut step = tokio::time::interval_at(origin.into(), RAMP_STEP);
+    loop {
+        step.tick().await;
+        let Some(total) = profile.value_at(origin.elapsed()) else {
+            break;
+        };
+        let total = total.round() as u64;
+        let mine = (total / share.of + u64::from(share.index < total % share.of)) as usize;
+        wanted.set(mine);
+        let mut alive_now = alive.borrow_mut();
+        if alive_now.len() < mine {
+            alive_now.resize(mine, false);
+        }
+        for id in 0..mine {
+            if !alive_now[id] {
+                alive_now[id] = true;
+                let (shared, budget, wanted, alive) = (
+                    shared.clone(),
+                    budget.clone(),
+                    wanted.clone(),
+                    alive.clone(),
+                );
+                connections.spawn_local(async move {
+                    let mut conn = Connection::new();
+                    let mut now = Instant::now();
+                    while id < wanted.get() && now < end && budget.claim() {
+                        now = perform(&shared, &mut conn, None).await;
+                    }
+                    alive.borrow_mut()[id] = false;
+                });
+            }
+        }
+        drop(alive_now);
+        while connections.try_join_next().is_some() {}
+    }
+    while connections.join_next().await.is_some() {}
 }

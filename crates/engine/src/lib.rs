@@ -25,6 +25,7 @@ mod closed;
 mod connection;
 mod error;
 pub mod http1;
+mod open;
 mod runner;
 mod sys;
 pub mod transport;

@@ -8,13 +8,14 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use loadmark_metrics::{Aggregate, Recorder, SeriesPoint, Totals, WorkerReport};
-use loadmark_plan::{Load, Plan, Scheme, Stop};
+use loadmark_plan::{Load, Plan, Profile, Scheme, Stop};
 use tokio::sync::watch;
 
-use crate::closed::{connection_loop, Budget};
+use crate::closed::{connection_loop, ramp_loop, Budget};
 use crate::connection::Shared;
 use crate::error::EngineError;
 use crate::http1::encode_request;
+use crate::open::{schedule_loop, Share};
 use crate::sys::{raise_file_limit, thread_cpu_time, CpuTime};
 use crate::transport::{Tcp, Tls, Transport};
 
@@ -66,6 +67,8 @@ pub struct RunResult {
     pub interrupted: bool,
     /// CPU time used by the load-generating threads (user, system).
     pub client_cpu: CpuTime,
+    /// The busiest worker thread's CPU time over its wall time (1.0 is a whole core).
+    pub busiest_worker: f64,
     /// The address the target resolved to.
     pub addr: SocketAddr,
 }
@@ -77,11 +80,7 @@ pub fn run(
     mut on_progress: impl FnMut(&Progress),
 ) -> Result<RunResult, EngineError> {
     plan.validate()?;
-    let Load::Closed {
-        connections,
-        threads,
-    } = plan.load;
-    raise_file_limit(connections)?;
+    raise_file_limit(plan.load.max_connections())?;
     let url = &plan.request.url;
     let addr = resolve(url.host(), url.port())?;
     let tcp = Tcp {
@@ -89,27 +88,11 @@ pub fn run(
         connect_timeout: plan.timeouts.connect,
     };
     match url.scheme() {
-        Scheme::Http => run_with(
-            plan,
-            addr,
-            tcp,
-            stop,
-            &mut on_progress,
-            threads,
-            connections,
-        ),
+        Scheme::Http => run_with(plan, addr, tcp, stop, &mut on_progress),
         Scheme::Https => {
             let tls =
                 Tls::new(tcp, url.host(), plan.tls).map_err(|e| EngineError::Tls(e.message))?;
-            run_with(
-                plan,
-                addr,
-                tls,
-                stop,
-                &mut on_progress,
-                threads,
-                connections,
-            )
+            run_with(plan, addr, tls, stop, &mut on_progress)
         }
     }
 }
@@ -129,7 +112,8 @@ fn resolve(host: &str, port: u16) -> Result<SocketAddr, EngineError> {
 
 enum Message {
     Tick(usize, WorkerReport),
-    Done(usize, WorkerReport, CpuTime),
+    /// A worker's last report, its CPU time, and its share of a core over its life.
+    Done(usize, WorkerReport, CpuTime, f64),
 }
 
 fn run_with<T: Transport>(
@@ -138,35 +122,72 @@ fn run_with<T: Transport>(
     transport: T,
     stop: &StopHandle,
     on_progress: &mut dyn FnMut(&Progress),
-    threads: usize,
-    connections: usize,
 ) -> Result<RunResult, EngineError> {
+    let threads = plan.load.threads();
     let request: Arc<[u8]> = encode_request(&plan.request).into();
+    let started_at = SystemTime::now();
+    let origin = Instant::now();
+    // When the load itself ends: no request starts after it.
+    let load_end = match plan.stop {
+        Stop::Duration(d) => Some(origin + d),
+        Stop::Requests(_) => None,
+    };
     let budget = Arc::new(Budget::new(match plan.stop {
         Stop::Requests(n) => Some(n),
         Stop::Duration(_) => None,
     }));
-    let started_at = SystemTime::now();
-    let origin = Instant::now();
-    let deadline = match plan.stop {
-        Stop::Duration(d) => Some(origin + d),
-        Stop::Requests(_) => None,
-    };
     let (tx, rx) = mpsc::channel();
     let mut handles = Vec::with_capacity(threads);
     for index in 0..threads {
         // Spread connections as evenly as possible; the first threads take the remainder.
-        let conns = connections / threads + usize::from(index < connections % threads);
+        let spread = |n: usize| n / threads + usize::from(index < n % threads);
+        let (executor, hard_stop) = match &plan.load {
+            Load::Closed { connections, .. } => (
+                Executor::Closed {
+                    connections: spread(*connections),
+                    budget: budget.clone(),
+                },
+                load_end,
+            ),
+            Load::Ramp { connections, .. } => (
+                Executor::Ramp {
+                    profile: Arc::new(connections.clone()),
+                    share: Share {
+                        index: index as u64,
+                        of: threads as u64,
+                    },
+                    budget: budget.clone(),
+                },
+                load_end,
+            ),
+            // Open-loop requests sent before the end may finish after it, each within its
+            // timeout: the worker waits for them (plus a margin) instead of cutting them off.
+            Load::Open {
+                rate,
+                max_connections,
+                ..
+            } => (
+                Executor::Open {
+                    profile: Arc::new(rate.clone()),
+                    share: Share {
+                        index: index as u64,
+                        of: threads as u64,
+                    },
+                    max_connections: spread(*max_connections),
+                },
+                load_end.map(|end| end + plan.timeouts.request + Duration::from_millis(500)),
+            ),
+        };
         let worker = Worker {
             index,
-            conns,
+            executor,
             origin,
-            deadline,
+            load_end,
+            hard_stop,
             transport: transport.clone(),
             request: request.clone(),
             head_request: plan.request.method == "HEAD",
             timeout: plan.timeouts.request,
-            budget: budget.clone(),
             stop: stop.0.subscribe(),
             tx: tx.clone(),
         };
@@ -180,14 +201,16 @@ fn run_with<T: Transport>(
 
     let mut aggregate = Aggregate::new(threads, plan.warmup.as_secs());
     let mut client_cpu = CpuTime::default();
+    let mut busiest_worker = 0.0f64;
     let mut done = 0;
     let mut last_progress = Instant::now();
     while done < threads {
         match rx.recv_timeout(Duration::from_millis(500)) {
             Ok(Message::Tick(i, report)) => aggregate.add_from(i, report),
-            Ok(Message::Done(i, report, cpu)) => {
+            Ok(Message::Done(i, report, cpu, busy)) => {
                 aggregate.add_from(i, report);
                 client_cpu += cpu;
+                busiest_worker = busiest_worker.max(busy);
                 done += 1;
             }
             Err(mpsc::RecvTimeoutError::Timeout) => {}
@@ -217,8 +240,8 @@ fn run_with<T: Transport>(
     let totals = aggregate.finish();
     Ok(RunResult {
         // Joining the workers takes a moment past the deadline; no request starts then.
-        measured: match deadline {
-            Some(d) => elapsed.min(d - origin),
+        measured: match load_end {
+            Some(end) => elapsed.min(end - origin),
             None => elapsed,
         }
         .saturating_sub(plan.warmup),
@@ -227,20 +250,41 @@ fn run_with<T: Transport>(
         elapsed,
         interrupted,
         client_cpu,
+        busiest_worker,
         addr,
     })
 }
 
+/// What a worker runs.
+enum Executor {
+    Closed {
+        connections: usize,
+        budget: Arc<Budget>,
+    },
+    Ramp {
+        profile: Arc<Profile>,
+        share: Share,
+        budget: Arc<Budget>,
+    },
+    Open {
+        profile: Arc<Profile>,
+        share: Share,
+        max_connections: usize,
+    },
+}
+
 struct Worker<T: Transport> {
     index: usize,
-    conns: usize,
+    executor: Executor,
     origin: Instant,
-    deadline: Option<Instant>,
+    /// No request starts after this.
+    load_end: Option<Instant>,
+    /// Whatever is still running then is abandoned and reported in flight.
+    hard_stop: Option<Instant>,
     transport: T,
     request: Arc<[u8]>,
     head_request: bool,
     timeout: Duration,
-    budget: Arc<Budget>,
     stop: watch::Receiver<bool>,
     tx: mpsc::Sender<Message>,
 }
@@ -265,12 +309,45 @@ impl<T: Transport> Worker<T> {
         });
         local.block_on(&runtime, async {
             let mut tasks = tokio::task::JoinSet::new();
-            for _ in 0..self.conns {
-                tasks.spawn_local(connection_loop(
-                    ctx.clone(),
-                    self.budget.clone(),
-                    self.deadline,
-                ));
+            match &self.executor {
+                Executor::Closed {
+                    connections,
+                    budget,
+                } => {
+                    for _ in 0..*connections {
+                        tasks.spawn_local(connection_loop(
+                            ctx.clone(),
+                            budget.clone(),
+                            self.load_end,
+                        ));
+                    }
+                }
+                Executor::Ramp {
+                    profile,
+                    share,
+                    budget,
+                } => {
+                    tasks.spawn_local(ramp_loop(
+                        ctx.clone(),
+                        budget.clone(),
+                        profile.clone(),
+                        self.origin,
+                        *share,
+                    ));
+                }
+                Executor::Open {
+                    profile,
+                    share,
+                    max_connections,
+                } => {
+                    tasks.spawn_local(schedule_loop(
+                        ctx.clone(),
+                        profile.clone(),
+                        self.origin,
+                        *share,
+                        *max_connections,
+                    ));
+                }
             }
             // Hand over each second shortly after it ends.
             let mut tick = tokio::time::interval_at(
@@ -278,7 +355,7 @@ impl<T: Transport> Worker<T> {
                 Duration::from_secs(1),
             );
             let far = self.origin + Duration::from_secs(100 * 365 * 24 * 3600);
-            let deadline = tokio::time::sleep_until(self.deadline.unwrap_or(far).into());
+            let deadline = tokio::time::sleep_until(self.hard_stop.unwrap_or(far).into());
             tokio::pin!(deadline);
             let stopped = self.stop.wait_for(|s| *s);
             tokio::pin!(stopped);
@@ -304,6 +381,8 @@ impl<T: Transport> Worker<T> {
         let mut report = recorder.finish();
         report.in_flight = ctx.in_flight.get();
         let cpu = thread_cpu_time() - cpu_start;
-        let _ = self.tx.send(Message::Done(self.index, report, cpu));
+        let wall = self.origin.elapsed().as_secs_f64().max(1e-9);
+        let busy = cpu.total().as_secs_f64() / wall;
+        let _ = self.tx.send(Message::Done(self.index, report, cpu, busy));
     }
 }

@@ -195,3 +195,32 @@ fn status_codes_are_counted_not_hidden() {
     assert_eq!(s.failed(), 5);
     assert_eq!(s.errors.total(), 0);
 }
+
+#[test]
+fn ramping_connections_follow_the_stages() {
+    use loadmark_plan::{Load, Profile};
+    let server = RawServer::start(|_| Reply::Bytes(ok_response(b"ok")));
+    let stages = Profile::parse("500ms:2->2,500ms:6->6,500ms:1->1", 0.0, "--stages").unwrap();
+    let mut p = plan(&server.url("/"), 1, 2, Stop::Duration(stages.duration()));
+    p.load = Load::Ramp {
+        connections: stages,
+        threads: 2,
+    };
+    let t0 = Instant::now();
+    let r = run(&p, &StopHandle::new(), |_| {}).unwrap();
+    assert!(
+        t0.elapsed() < Duration::from_millis(2500),
+        "{:?}",
+        t0.elapsed()
+    );
+    let s = &r.totals.snapshot;
+    assert_eq!(s.errors.total(), 0, "{:?}", s.errors);
+    assert_eq!(
+        s.connections_opened, 6,
+        "2, then 4 more; none reopened when shrinking"
+    );
+    assert_eq!(server.accepts(), 6);
+    assert!(s.responses > 100);
+    // Every stage ran: requests ended in each of the three half-seconds.
+    assert!(r.totals.series[0].responses > 0);
+}

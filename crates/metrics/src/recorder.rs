@@ -103,11 +103,20 @@ impl Recorder {
         snap.status.record(s.status);
         snap.bytes_read += s.bytes_read;
         snap.bytes_written += s.bytes_written;
-        snap.latency
-            .saturating_record(saturating_us(s.ended.saturating_duration_since(s.started)));
+        let service = s.ended.saturating_duration_since(s.started);
         snap.ttfb.saturating_record(saturating_us(
             s.first_byte.saturating_duration_since(s.started),
         ));
+        match s.scheduled {
+            None => snap.latency.saturating_record(saturating_us(service)),
+            Some(scheduled) => {
+                let latency = s.ended.saturating_duration_since(scheduled);
+                let lag = s.started.saturating_duration_since(scheduled);
+                snap.latency.saturating_record(saturating_us(latency));
+                snap.service.saturating_record(saturating_us(service));
+                snap.lag.saturating_record(saturating_us(lag));
+            }
+        }
     }
 
     /// Records a failed request.
@@ -194,6 +203,29 @@ mod tests {
         let one = &report.intervals[0].snapshot;
         assert_eq!((one.responses, one.errors.total()), (1, 1));
         assert!(r.finish().intervals.is_empty(), "nothing left open");
+    }
+
+    #[test]
+    fn open_loop_latency_starts_at_the_intended_time() {
+        let origin = Instant::now();
+        let mut r = Recorder::new(origin);
+        let scheduled = origin + Duration::from_millis(10);
+        let started = scheduled + Duration::from_micros(300); // sent 300 µs late
+        r.record(&Sample {
+            scheduled: Some(scheduled),
+            started,
+            first_byte: started + Duration::from_micros(50),
+            ended: started + Duration::from_micros(100),
+            status: 200,
+            bytes_read: 1,
+            bytes_written: 1,
+        });
+        r.record_dropped(origin + Duration::from_millis(20), 3);
+        let s = r.finish().intervals.remove(0).snapshot;
+        assert_eq!(s.latency.max(), 400, "from intended send time");
+        assert_eq!(s.service.max(), 100, "from actual send");
+        assert_eq!(s.lag.max(), 300);
+        assert_eq!(s.dropped, 3);
     }
 
     #[test]

@@ -177,14 +177,17 @@ impl Snapshot {
         self.bytes_written += other.bytes_written;
         self.connections_opened += other.connections_opened;
         self.dropped += other.dropped;
-        // Same bounds on both sides, so addition cannot fail.
-        self.latency
-            .add(&other.latency)
-            .expect("same histogram bounds");
-        self.ttfb.add(&other.ttfb).expect("same histogram bounds");
-        self.connect
-            .add(&other.connect)
-            .expect("same histogram bounds");
+        let pairs = [
+            (&mut self.latency, &other.latency),
+            (&mut self.ttfb, &other.ttfb),
+            (&mut self.connect, &other.connect),
+            (&mut self.service, &other.service),
+            (&mut self.lag, &other.lag),
+        ];
+        for (mine, theirs) in pairs {
+            // Same bounds on both sides, so addition cannot fail.
+            mine.add(theirs).expect("same histogram bounds");
+        }
     }
 }
 
@@ -242,7 +245,16 @@ mod tests {
     fn snapshot_with(values: &[u64], status: u16) -> Snapshot {
         let mut s = Snapshot::default();
         for &v in values {
-            s.latency.record(v).unwrap();
+            for h in [
+                &mut s.latency,
+                &mut s.ttfb,
+                &mut s.connect,
+                &mut s.service,
+                &mut s.lag,
+            ] {
+                h.record(v).unwrap();
+            }
+            s.dropped += 1;
             s.responses += 1;
             s.status.record(status);
         }
@@ -265,6 +277,16 @@ mod tests {
                 all.latency.value_at_quantile(q)
             );
         }
+        for (merged, single) in [
+            (&ab.ttfb, &all.ttfb),
+            (&ab.connect, &all.connect),
+            (&ab.service, &all.service),
+            (&ab.lag, &all.lag),
+        ] {
+            assert_eq!(merged.len(), single.len(), "every histogram is merged");
+            assert_eq!(merged.max(), single.max());
+        }
+        assert_eq!(ab.dropped, 7);
         assert_eq!(ab.responses, 7);
         assert_eq!(ab.status.class(5), 3);
         assert_eq!(ab.status.not_success(), 3);

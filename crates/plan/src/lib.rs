@@ -19,9 +19,11 @@
 //! - Secrets never leave through a report: [`Plan::redacted`] masks sensitive header values.
 
 mod plan;
+mod schedule;
 mod target;
 mod text;
 
 pub use plan::{Load, Plan, RequestSpec, Stop, Timeouts, TlsPolicy, DEFAULT_TIMEOUT};
+pub use schedule::{Pace, Profile, Stage};
 pub use target::{Scheme, Target};
 pub use text::{format_duration, parse_duration, parse_header, redact_header_value, PlanError};

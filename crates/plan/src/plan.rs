@@ -3,6 +3,7 @@
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
+use crate::schedule::Profile;
 use crate::target::Target;
 use crate::text::{format_duration, parse_duration, redact_header_value, PlanError};
 
@@ -36,17 +37,46 @@ pub enum Stop {
 }
 
 /// How load is generated.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Load {
     /// Closed loop: each connection sends its next request when the previous one ended.
     Closed { connections: usize, threads: usize },
+    /// Closed loop whose connection count follows a profile over time (k6's ramping VUs).
+    Ramp {
+        connections: Profile,
+        threads: usize,
+    },
+    /// Open loop: requests arrive on a fixed schedule (requests per second over time),
+    /// whatever the responses do; latency is measured from each request's intended time.
+    Open {
+        rate: Profile,
+        /// The connection pool grows on demand up to this cap; a request due when every
+        /// connection is busy and the cap is reached is dropped (and counted).
+        max_connections: usize,
+        threads: usize,
+    },
 }
 
 impl Load {
     pub fn threads(&self) -> usize {
         match *self {
-            Load::Closed { threads, .. } => threads,
+            Load::Closed { threads, .. }
+            | Load::Ramp { threads, .. }
+            | Load::Open { threads, .. } => threads,
+        }
+    }
+
+    /// Connections this load may hold open at once.
+    pub fn max_connections(&self) -> usize {
+        match *self {
+            Load::Closed { connections, .. } => connections,
+            Load::Ramp {
+                ref connections, ..
+            } => connections.peak().ceil() as usize,
+            Load::Open {
+                max_connections, ..
+            } => max_connections,
         }
     }
 }
@@ -98,13 +128,14 @@ pub struct Plan {
 impl Plan {
     /// Checks what the type system cannot. Every error names the setting.
     pub fn validate(&self) -> Result<(), PlanError> {
-        let Load::Closed {
-            connections,
-            threads,
-        } = self.load;
+        let (connections, threads) = (self.load.max_connections(), self.load.threads());
+        let connections_flag = match self.load {
+            Load::Closed { .. } | Load::Ramp { .. } => "--connections",
+            Load::Open { .. } => "--max-connections",
+        };
         if connections == 0 {
             return Err(PlanError::invalid(
-                "--connections",
+                connections_flag,
                 "0",
                 "at least 1 connection",
             ));
@@ -115,9 +146,34 @@ impl Plan {
         if threads > connections {
             return Err(PlanError::Conflict {
                 first: "--threads",
-                second: "--connections",
-                why: "every thread needs at least one connection; use -t <= -c",
+                second: connections_flag,
+                why: "every thread needs at least one connection; use fewer threads",
             });
+        }
+        if let Load::Ramp { connections, .. } = &self.load {
+            if self.stop != Stop::Duration(connections.duration()) {
+                return Err(PlanError::Conflict {
+                    first: "--stages",
+                    second: "--requests/--duration",
+                    why: "a ramping run lasts as long as its stages",
+                });
+            }
+        }
+        if let Load::Open { rate, .. } = &self.load {
+            if rate.peak() <= 0.0 {
+                return Err(PlanError::invalid(
+                    "--rate",
+                    rate.to_text(),
+                    "a rate above zero requests per second",
+                ));
+            }
+            if self.stop != Stop::Duration(rate.duration()) {
+                return Err(PlanError::Conflict {
+                    first: "--rate/--stages",
+                    second: "--requests/--duration",
+                    why: "an open-loop run lasts as long as its rate schedule",
+                });
+            }
         }
         let token = |b: u8| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b);
         if self.request.method.is_empty() || !self.request.method.bytes().all(token) {
@@ -181,7 +237,7 @@ impl Plan {
     }
 }
 
-mod duration_text {
+pub(crate) mod duration_text {
     use super::*;
 
     pub fn serialize<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {

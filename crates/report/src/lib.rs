@@ -27,8 +27,8 @@ mod text;
 pub use environment::Environment;
 pub use format::{format_bytes, format_us};
 pub use model::{
-    ClientCpu, ReadError, Report, RequestCounts, RpsStats, RunFacts, RunInfo, Summary,
-    LATENCY_DEFINITION, SCHEMA_VERSION,
+    ClientCpu, Health, ReadError, Report, RequestCounts, RpsStats, RunFacts, RunInfo, Summary,
+    LATENCY_DEFINITION, LATE_LAG_P99_US, OPEN_LATENCY_DEFINITION, SATURATED_BUSY, SCHEMA_VERSION,
 };
 pub use text::render_text;
 

@@ -4,7 +4,7 @@ use serde::{Deserialize, Serialize};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use loadmark_metrics::{Distribution, ErrorCounts, SeriesPoint, Snapshot, StatusCounts, Totals};
-use loadmark_plan::Plan;
+use loadmark_plan::{Load, Plan};
 
 use crate::environment::Environment;
 
@@ -13,6 +13,15 @@ pub const SCHEMA_VERSION: u32 = 1;
 
 /// What the latency figures of a closed-loop run include, stated in every report.
 pub const LATENCY_DEFINITION: &str = "from the first byte of the request written to the last byte of the response read; excludes connecting (see connect) and any wait before sending (closed loop)";
+
+/// What the latency figures of an open-loop run include.
+pub const OPEN_LATENCY_DEFINITION: &str = "from the request's intended send time on the rate schedule to the last byte of the response read; includes waiting for a free connection, connecting and any schedule lag (open loop, no coordinated omission); service_time starts at the first byte written";
+
+/// Above this share of one core, a worker thread was the bottleneck.
+pub const SATURATED_BUSY: f64 = 0.9;
+
+/// Above this p99 schedule lag, requests did not leave on time.
+pub const LATE_LAG_P99_US: u64 = 5_000;
 
 /// Facts about the run that the engine measured, in plain types.
 #[derive(Debug, Clone)]
@@ -23,6 +32,8 @@ pub struct RunFacts {
     pub interrupted: bool,
     pub client_cpu_user: Duration,
     pub client_cpu_system: Duration,
+    /// The busiest load thread's CPU time over the wall time (1.0 is a whole core).
+    pub busiest_worker: f64,
     pub target_addr: String,
 }
 
@@ -32,6 +43,19 @@ pub struct ClientCpu {
     pub system_s: f64,
     /// CPU time of the load-generating threads per completed request, µs.
     pub per_request_us: f64,
+    /// The busiest load thread's share of one core over the run.
+    pub busiest_worker: f64,
+}
+
+/// Whether the numbers measure the server, or the client (or the pool) got in the way.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Health {
+    /// loadmark itself was the bottleneck: the figures understate what the server can do.
+    pub client_saturated: bool,
+    /// Open loop: the target (or the connection cap) did not keep up with the schedule.
+    pub overloaded: bool,
+    /// Plain-words explanations, one per finding.
+    pub findings: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -47,6 +71,7 @@ pub struct RunInfo {
     pub target_addr: String,
     pub client_cpu: ClientCpu,
     pub latency_definition: String,
+    pub health: Health,
 }
 
 /// Where every request ended. `completed + in_flight_at_end + warmup_completed` is every
@@ -88,9 +113,17 @@ pub struct Summary {
     pub read_bytes_per_s: f64,
     pub written_bytes_per_s: f64,
     pub connections_opened: u64,
+    /// Open loop: requests due when no connection was free and the cap was reached.
+    pub dropped: u64,
     pub latency: Distribution,
     pub ttfb: Distribution,
     pub connect: Distribution,
+    /// Open loop only: from the first byte written to the last byte read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub service_time: Option<Distribution>,
+    /// Open loop only: actual minus intended send time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schedule_lag: Option<Distribution>,
     pub status: StatusCounts,
     pub errors: ErrorCounts,
 }
@@ -135,6 +168,7 @@ impl Report {
         };
         let completed = snap.completed();
         let cpu_s = (facts.client_cpu_user + facts.client_cpu_system).as_secs_f64();
+        let open = matches!(plan.load, Load::Open { .. });
         let summary = Summary {
             requests: RequestCounts {
                 completed,
@@ -151,9 +185,12 @@ impl Report {
             read_bytes_per_s: per_s(snap.bytes_read),
             written_bytes_per_s: per_s(snap.bytes_written),
             connections_opened: snap.connections_opened,
+            dropped: snap.dropped,
             latency: Distribution::of(&snap.latency),
             ttfb: Distribution::of(&snap.ttfb),
             connect: Distribution::of(&snap.connect),
+            service_time: open.then(|| Distribution::of(&snap.service)),
+            schedule_lag: open.then(|| Distribution::of(&snap.lag)),
             status: snap.status.clone(),
             errors: snap.errors.clone(),
         };
@@ -177,8 +214,15 @@ impl Report {
                     } else {
                         0.0
                     },
+                    busiest_worker: facts.busiest_worker,
                 },
-                latency_definition: LATENCY_DEFINITION.to_string(),
+                latency_definition: if open {
+                    OPEN_LATENCY_DEFINITION
+                } else {
+                    LATENCY_DEFINITION
+                }
+                .to_string(),
+                health: assess(plan, facts, &summary),
             },
             summary,
             series: totals.series,
@@ -205,6 +249,52 @@ impl Report {
     pub fn failed(&self) -> u64 {
         self.summary.requests.errors + self.summary.requests.non_success_responses
     }
+}
+
+/// Says, in plain words, whether the client or the schedule got in the way of the numbers.
+fn assess(plan: &Plan, facts: &RunFacts, summary: &Summary) -> Health {
+    let mut health = Health {
+        client_saturated: false,
+        overloaded: false,
+        findings: Vec::new(),
+    };
+    if facts.busiest_worker >= SATURATED_BUSY {
+        health.client_saturated = true;
+        health.findings.push(format!(
+            "the client was saturated: its busiest load thread used {:.0}% of a core, so these figures may measure loadmark as much as the server; add threads (-t), or run loadmark on another machine",
+            facts.busiest_worker * 100.0
+        ));
+    }
+    if let Load::Open {
+        max_connections, ..
+    } = plan.load
+    {
+        if summary.dropped > 0 {
+            health.overloaded = true;
+            health.findings.push(format!(
+                "{} requests were dropped: they were due while all {max_connections} connections (--max-connections) were busy; the target did not keep up with the rate, or the cap is too low",
+                summary.dropped
+            ));
+        }
+        if let Some(lag) = &summary.schedule_lag {
+            let p99 = lag.percentile(99.0).unwrap_or(0);
+            if p99 > LATE_LAG_P99_US {
+                health.findings.push(format!(
+                    "requests left late: p99 schedule lag was {:.1}ms (actual minus intended send time){}",
+                    p99 as f64 / 1000.0,
+                    if health.client_saturated {
+                        ", because the client was saturated"
+                    } else {
+                        "; new connections had to be opened, or the client was busy"
+                    }
+                ));
+                if !health.client_saturated {
+                    health.overloaded = true;
+                }
+            }
+        }
+    }
+    health
 }
 
 /// Only whole measured seconds count: a partial last second would drag the mean down.
@@ -272,6 +362,60 @@ mod tests {
         assert_eq!(rfc3339(t), "2026-11-22T21:05:03Z");
         let leap = UNIX_EPOCH + Duration::from_secs(951_782_400); // 2000-02-29
         assert_eq!(rfc3339(leap), "2000-02-29T00:00:00Z");
+    }
+
+    fn facts(busiest_worker: f64) -> RunFacts {
+        RunFacts {
+            started_at: UNIX_EPOCH,
+            elapsed: Duration::from_secs(1),
+            measured: Duration::from_secs(1),
+            interrupted: false,
+            client_cpu_user: Duration::ZERO,
+            client_cpu_system: Duration::ZERO,
+            busiest_worker,
+            target_addr: String::new(),
+        }
+    }
+
+    fn open_plan() -> Plan {
+        let json = r#"{"request":{"method":"GET","url":"http://127.0.0.1:1/","keep_alive":true},
+            "load":{"kind":"open","rate":[{"duration":"1s","from":100.0,"to":100.0}],"max_connections":3,"threads":1},
+            "stop":{"duration":"1s"}}"#;
+        serde_json::from_str(json).unwrap()
+    }
+
+    fn totals_with(lag_us: u64, dropped: u64) -> Totals {
+        let mut snapshot = Snapshot::default();
+        snapshot.lag.record(lag_us).unwrap();
+        snapshot.dropped = dropped;
+        Totals {
+            snapshot,
+            warmup_completed: 0,
+            in_flight: 0,
+            series: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn health_names_saturation_drops_and_lag() {
+        let env = Environment::default;
+        let clean = Report::new(&open_plan(), &facts(0.3), totals_with(200, 0), env());
+        assert!(!clean.run.health.client_saturated && !clean.run.health.overloaded);
+        assert!(clean.run.health.findings.is_empty());
+
+        let busy = Report::new(&open_plan(), &facts(0.97), totals_with(20_000, 0), env());
+        assert!(busy.run.health.client_saturated);
+        assert!(
+            busy.run.health.findings[0].contains("97% of a core"),
+            "{:?}",
+            busy.run.health
+        );
+        assert!(busy.run.health.findings[1].contains("because the client was saturated"));
+
+        let dropped = Report::new(&open_plan(), &facts(0.2), totals_with(200, 40), env());
+        assert!(dropped.run.health.overloaded && !dropped.run.health.client_saturated);
+        assert!(dropped.run.health.findings[0].contains("40 requests were dropped"));
+        assert!(dropped.run.health.findings[0].contains("all 3 connections"));
     }
 
     #[test]

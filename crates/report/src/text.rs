@@ -3,7 +3,7 @@
 use std::fmt::Write;
 
 use loadmark_metrics::Distribution;
-use loadmark_plan::{format_duration, Load, Stop, TlsPolicy};
+use loadmark_plan::{format_duration, Load, Profile, Stop, TlsPolicy};
 
 use crate::format::{format_bytes, format_us};
 use crate::model::Report;
@@ -18,26 +18,52 @@ pub fn render_text(r: &Report) -> String {
         "loadmark {}: {} {}",
         r.loadmark_version, req.method, req.url
     );
-    let Load::Closed {
-        connections,
-        threads,
-    } = r.plan.load;
     let stop = match r.plan.stop {
         Stop::Duration(d) => format!("for {}", format_duration(d)),
         Stop::Requests(n) => format!("{n} requests"),
     };
-    let _ =
-        writeln!(
+    let load = match &r.plan.load {
+        Load::Closed {
+            connections,
+            threads,
+        } => format!(
+            "closed loop, {connections} connection{} on {threads} thread{}, {stop}",
+            plural(*connections as u64),
+            plural(*threads as u64),
+        ),
+        Load::Ramp {
+            connections,
+            threads,
+        } => format!(
+            "closed loop, connections ramping {} on {threads} thread{}",
+            connections.to_text(),
+            plural(*threads as u64),
+        ),
+        Load::Open {
+            rate,
+            max_connections,
+            threads,
+        } => format!(
+            "open loop, {} for {} (up to {max_connections} connection{} on {threads} thread{})",
+            describe_rate(rate),
+            format_duration(rate.duration()),
+            plural(*max_connections as u64),
+            plural(*threads as u64),
+        ),
+    };
+    let _ = writeln!(
         o,
-        "  closed loop, {connections} connection{} on {threads} thread{}, {stop}{}, {}, timeout {}",
-        plural(connections as u64),
-        plural(threads as u64),
+        "  {load}{}, {}, timeout {}",
         if r.plan.warmup.is_zero() {
             String::new()
         } else {
             format!(" (warm-up {})", format_duration(r.plan.warmup))
         },
-        if req.keep_alive { "keep-alive" } else { "Connection: close" },
+        if req.keep_alive {
+            "keep-alive"
+        } else {
+            "Connection: close"
+        },
         format_duration(r.plan.timeouts.request),
     );
     if r.plan.tls == TlsPolicy::Insecure {
@@ -49,6 +75,9 @@ pub fn render_text(r: &Report) -> String {
             "  INTERRUPTED after {:.2}s: figures cover the time that ran",
             r.run.elapsed_s
         );
+    }
+    if r.run.health.client_saturated {
+        let _ = writeln!(o, "  CLIENT SATURATED: see the warning at the end");
     }
     let _ = writeln!(o);
 
@@ -87,18 +116,56 @@ pub fn render_text(r: &Report) -> String {
     );
     let _ = writeln!(o);
 
-    let _ = writeln!(
-        o,
-        "  Latency       first byte written to last byte read; excludes connecting"
-    );
+    let open = matches!(r.plan.load, Load::Open { .. });
+    if open {
+        let _ = writeln!(
+            o,
+            "  Latency       from each request's intended send time: includes waiting and connecting"
+        );
+    } else {
+        let _ = writeln!(
+            o,
+            "  Latency       first byte written to last byte read; excludes connecting"
+        );
+        let _ = writeln!(
+            o,
+            "                (closed loop: a server stall delays one request per connection and the"
+        );
+        let _ = writeln!(
+            o,
+            "                 requests that would have arrived meanwhile are never sent; -R measures those)"
+        );
+    }
     distribution_block(&mut o, &s.latency);
-    let _ = writeln!(
-        o,
-        "  TTFB          p50 {}  p99 {}  max {}",
-        format_us(s.ttfb.percentile(50.0).unwrap_or(0) as f64),
-        format_us(s.ttfb.percentile(99.0).unwrap_or(0) as f64),
-        format_us(s.ttfb.max_us as f64),
-    );
+    if let Some(service) = &s.service_time {
+        short_line(
+            &mut o,
+            "Service time",
+            service,
+            "first byte written to last byte read",
+        );
+    }
+    if let Some(lag) = &s.schedule_lag {
+        short_line(
+            &mut o,
+            "Schedule lag",
+            lag,
+            "actual minus intended send time",
+        );
+    }
+    if open {
+        let _ = writeln!(
+            o,
+            "  Dropped       {}{}",
+            s.dropped,
+            if s.dropped > 0 {
+                " requests were due with every connection busy and the cap reached"
+            } else {
+                ""
+            }
+        );
+    }
+    short_line(&mut o, "TTFB", &s.ttfb, "");
     let _ = writeln!(
         o,
         "  Connect       {} connection{} opened: p50 {}  p99 {}  max {}",
@@ -147,6 +214,10 @@ pub fn render_text(r: &Report) -> String {
         "  Client CPU    {:.2}s user, {:.2}s system ({:.1}µs per request)",
         r.run.client_cpu.user_s, r.run.client_cpu.system_s, r.run.client_cpu.per_request_us
     );
+    for finding in &r.run.health.findings {
+        let _ = writeln!(o);
+        let _ = writeln!(o, "  WARNING: {finding}");
+    }
     let failed = r.failed();
     if failed > 0 {
         let _ = writeln!(o);
@@ -176,6 +247,29 @@ fn distribution_block(o: &mut String, d: &Distribution) {
         if (50.0..100.0).contains(&p) {
             let _ = writeln!(o, "    {:>7}  {}", format!("{p}%"), format_us(v as f64));
         }
+    }
+}
+
+fn short_line(o: &mut String, label: &str, d: &Distribution, what: &str) {
+    let _ = writeln!(
+        o,
+        "  {label:<13} p50 {}  p99 {}  max {}{}",
+        format_us(d.percentile(50.0).unwrap_or(0) as f64),
+        format_us(d.percentile(99.0).unwrap_or(0) as f64),
+        format_us(d.max_us as f64),
+        if what.is_empty() {
+            String::new()
+        } else {
+            format!("   ({what})")
+        }
+    );
+}
+
+/// `1000 req/s`, or the stages for a ramp.
+fn describe_rate(rate: &Profile) -> String {
+    match rate.stages.as_slice() {
+        [one] if one.from == one.to => format!("{} req/s", one.from),
+        _ => format!("rate stages {}", rate.to_text()),
     }
 }
 

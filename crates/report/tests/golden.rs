@@ -64,6 +64,7 @@ fn fixed_report() -> Report {
         interrupted: false,
         client_cpu_user: Duration::from_millis(40),
         client_cpu_system: Duration::from_millis(60),
+        busiest_worker: 0.35,
         target_addr: "127.0.0.1:8080".into(),
     };
     let env = Environment {

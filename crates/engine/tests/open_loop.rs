@@ -1,0 +1,187 @@
+//! The open-loop executor over loopback against the built-in target: exact schedules, rate
+//! held per second, drops counted, and a stalled server seen by every request that waited.
+
+use std::time::{Duration, Instant};
+
+use loadmark_engine::{run, RunResult, StopHandle};
+use loadmark_plan::{Load, Plan, Profile, RequestSpec, Stop, Target, Timeouts, TlsPolicy};
+use loadmark_target::{start, RunningServer, ServerConfig, Stall};
+
+fn target(stall: Option<Stall>) -> RunningServer {
+    start(ServerConfig {
+        addr: ([127, 0, 0, 1], 0).into(),
+        threads: 1,
+        stall,
+    })
+    .unwrap()
+}
+
+fn plan(url: &str, load: Load, stop: Stop) -> Plan {
+    Plan {
+        request: RequestSpec {
+            method: "GET".into(),
+            url: Target::parse(url).unwrap(),
+            headers: Vec::new(),
+            body: Vec::new(),
+            keep_alive: true,
+        },
+        load,
+        stop,
+        timeouts: Timeouts::default(),
+        warmup: Duration::ZERO,
+        tls: TlsPolicy::Verify,
+    }
+}
+
+fn open(url: &str, rate: Profile, max_connections: usize, threads: usize) -> Plan {
+    let stop = Stop::Duration(rate.duration());
+    plan(
+        url,
+        Load::Open {
+            rate,
+            max_connections,
+            threads,
+        },
+        stop,
+    )
+}
+
+/// Every scheduled request is a response, an error, a drop, or in flight.
+fn accounted(r: &RunResult) -> u64 {
+    let s = &r.totals.snapshot;
+    s.responses + s.errors.total() + s.dropped + r.totals.in_flight
+}
+
+#[test]
+fn constant_rate_sends_r_times_d_and_holds_each_second() {
+    let server = target(None);
+    let url = format!("http://{}/status", server.local_addr());
+    let p = open(
+        &url,
+        Profile::constant(2000.0, Duration::from_secs(3)),
+        100,
+        2,
+    );
+    let r = run(&p, &StopHandle::new(), |_| {}).unwrap();
+    let s = &r.totals.snapshot;
+    assert_eq!(accounted(&r), 6000, "exactly R x D scheduled");
+    assert!(s.responses >= 5970, "within 0.5%: {}", s.responses);
+    assert_eq!((s.errors.total(), s.dropped), (0, 0));
+    assert_eq!(server.requests_served(), s.responses + r.totals.in_flight);
+    for point in &r.totals.series[1..3] {
+        let off = (point.responses as f64 - 2000.0).abs() / 2000.0;
+        assert!(
+            off <= 0.01,
+            "second {} had {} responses",
+            point.second,
+            point.responses
+        );
+    }
+    assert_eq!(
+        s.service.len(),
+        s.responses,
+        "service time recorded in open loop"
+    );
+    assert_eq!(
+        s.lag.len(),
+        s.responses,
+        "schedule lag recorded in open loop"
+    );
+}
+
+#[test]
+fn a_ramp_sends_the_integral_of_its_profile() {
+    let server = target(None);
+    let url = format!("http://{}/status", server.local_addr());
+    let profile = Profile::parse("2s:0->1500,1s:1500->500", 0.0, "--stages").unwrap();
+    let expected = profile.total_requests();
+    assert_eq!(expected, 1500 + 1000);
+    let r = run(&open(&url, profile, 100, 1), &StopHandle::new(), |_| {}).unwrap();
+    assert_eq!(accounted(&r), expected);
+    let got = r.totals.snapshot.responses as f64;
+    assert!(
+        (got - expected as f64).abs() / expected as f64 <= 0.005,
+        "{got} of {expected}"
+    );
+}
+
+#[test]
+fn beyond_capacity_requests_are_dropped_counted_and_the_run_ends_on_time() {
+    let server = target(None);
+    // Each response takes 200 ms and only 4 connections may exist: at most 20 req/s.
+    let url = format!("http://{}/delay/200", server.local_addr());
+    let mut p = open(&url, Profile::constant(500.0, Duration::from_secs(2)), 4, 1);
+    p.timeouts.request = Duration::from_secs(1);
+    let t0 = Instant::now();
+    let r = run(&p, &StopHandle::new(), |_| {}).unwrap();
+    let took = t0.elapsed();
+    assert!(
+        took < Duration::from_secs(2 + 1 + 1),
+        "ended on time: {took:?}"
+    );
+    let s = &r.totals.snapshot;
+    assert_eq!(accounted(&r), 1000);
+    assert!(s.dropped >= 900, "dropped {}", s.dropped);
+    assert!(
+        s.responses >= 30 && s.responses <= 50,
+        "responses {}",
+        s.responses
+    );
+}
+
+#[test]
+fn a_stall_shows_in_open_loop_latency_but_hides_in_closed_loop() {
+    // The server freezes from 4 s to 5 s of its life; both runs cover that window.
+    let stall = Some(Stall {
+        duration: Duration::from_secs(1),
+        every: Duration::from_secs(5),
+    });
+    let (open_server, closed_server) = (target(stall), target(stall));
+    let open_url = format!("http://{}/status", open_server.local_addr());
+    let closed_url = format!("http://{}/status", closed_server.local_addr());
+    let (open_run, closed_run) = std::thread::scope(|scope| {
+        let o = scope.spawn(|| {
+            let p = open(
+                &open_url,
+                Profile::constant(200.0, Duration::from_millis(5_600)),
+                500,
+                1,
+            );
+            run(&p, &StopHandle::new(), |_| {}).unwrap()
+        });
+        let c = scope.spawn(|| {
+            let load = Load::Closed {
+                connections: 2,
+                threads: 1,
+            };
+            let p = plan(
+                &closed_url,
+                load,
+                Stop::Duration(Duration::from_millis(5_600)),
+            );
+            run(&p, &StopHandle::new(), |_| {}).unwrap()
+        });
+        (o.join().unwrap(), c.join().unwrap())
+    });
+    let open_p99 = open_run.totals.snapshot.latency.value_at_quantile(0.99);
+    let closed_p99 = closed_run.totals.snapshot.latency.value_at_quantile(0.99);
+    assert!(
+        open_p99 >= 900_000,
+        "open-loop p99 {open_p99} µs must show the 1 s stall"
+    );
+    assert!(
+        closed_p99 < 100_000,
+        "closed-loop p99 {closed_p99} µs hides it (coordinated omission)"
+    );
+    assert!(
+        closed_run.totals.snapshot.latency.max() >= 500_000,
+        "closed loop saw the stall once per connection"
+    );
+    // The requests that waited were sent late by the server, not by us: service time shows it,
+    // schedule lag does not.
+    let lag_p99 = open_run.totals.snapshot.lag.value_at_quantile(0.99);
+    assert!(
+        lag_p99 < 100_000,
+        "the client sent on time: lag p99 {lag_p99} µs"
+    );
+}
