@@ -5,8 +5,7 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use loadmark_plan::{
-    parse_duration, parse_header, Load, Plan, PlanError, Profile, RequestSpec, Stop, Target,
-    Timeouts, TlsPolicy, DEFAULT_TIMEOUT,
+    parse_duration, parse_header, Plan, PlanError, RequestSpec, Settings, Target, DEFAULT_TIMEOUT,
 };
 
 #[derive(Parser, Debug)]
@@ -65,9 +64,9 @@ pub struct RunArgs {
     pub stages: Option<String>,
 
     /// Open loop: the connection pool grows on demand up to this cap; requests due when all
-    /// are busy are dropped and counted
-    #[arg(long = "max-connections", default_value_t = 1000)]
-    pub max_connections: usize,
+    /// are busy are dropped and counted [default: 1000]
+    #[arg(long = "max-connections")]
+    pub max_connections: Option<usize>,
 
     /// Exit with code 4 when the run was not clean: the client saturated, requests dropped,
     /// or requests left late
@@ -197,122 +196,41 @@ fn header_arg(text: &str) -> Result<(String, String), String> {
 }
 
 impl RunArgs {
-    /// The one normalization from flags to a [`Plan`]: what every run goes through.
+    /// Flags into a [`Plan`], through the same [`Settings`] normalization as plan files.
     pub fn to_plan(&self, body_from_file: Option<Vec<u8>>) -> Result<Plan, PlanError> {
         let url = Target::parse(&self.url)?;
+        let has_body = self.body.is_some() || self.body_file.is_some();
         let body = body_from_file
             .or_else(|| self.body.as_ref().map(|b| b.as_bytes().to_vec()))
             .unwrap_or_default();
-        let has_body = self.body.is_some() || self.body_file.is_some();
         let method = self
             .method
             .clone()
             .unwrap_or_else(|| if has_body { "POST" } else { "GET" }.to_string())
             .to_ascii_uppercase();
+        let request = RequestSpec {
+            method,
+            url,
+            headers: self.headers.clone(),
+            body,
+            keep_alive: true,
+        };
+        let settings = Settings {
+            connections: self.connections,
+            rate: self.rate,
+            stages: self.stages.clone(),
+            max_connections: self.max_connections,
+            threads: self.threads,
+            duration: self.duration,
+            requests: self.requests,
+            keep_alive: Some(!self.no_keepalive),
+            timeout: Some(self.timeout),
+            connect_timeout: self.connect_timeout,
+            warmup: self.warmup,
+            insecure: self.insecure,
+        };
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        let default_duration = Duration::from_secs(10);
-        if let (Some(text), Some(start)) = (&self.stages, self.connections) {
-            // -c with --stages: the stages are connection counts, starting from -c.
-            let connections = Profile::parse(text, start as f64, "--stages")?;
-            let threads = self
-                .threads
-                .unwrap_or_else(|| cores.min((connections.peak().ceil() as usize).max(1)));
-            return self.finish_plan(
-                url,
-                method,
-                body,
-                Stop::Duration(connections.duration()),
-                Load::Ramp {
-                    connections,
-                    threads,
-                },
-            );
-        }
-        let rate_profile = match (&self.stages, self.rate) {
-            (Some(text), start) => Some(Profile::parse(text, start.unwrap_or(0.0), "--stages")?),
-            (None, Some(rate)) => {
-                if !(rate.is_finite() && rate > 0.0) {
-                    return Err(PlanError::invalid(
-                        "--rate",
-                        rate.to_string(),
-                        "requests per second above zero, e.g. 1000 or 2.5",
-                    ));
-                }
-                Some(Profile::constant(
-                    rate,
-                    self.duration.unwrap_or(default_duration),
-                ))
-            }
-            (None, None) => None,
-        };
-        let (load, stop) = match rate_profile {
-            Some(rate) => {
-                let threads = self
-                    .threads
-                    .unwrap_or_else(|| cores.min(self.max_connections.max(1)));
-                let stop = Stop::Duration(rate.duration());
-                (
-                    Load::Open {
-                        rate,
-                        max_connections: self.max_connections,
-                        threads,
-                    },
-                    stop,
-                )
-            }
-            None => {
-                let connections = self.connections.unwrap_or(50);
-                let threads = self
-                    .threads
-                    .unwrap_or_else(|| cores.min(connections.max(1)));
-                let stop = match (self.duration, self.requests) {
-                    (_, Some(n)) => Stop::Requests(n),
-                    (Some(d), None) => Stop::Duration(d),
-                    (None, None) => Stop::Duration(default_duration),
-                };
-                (
-                    Load::Closed {
-                        connections,
-                        threads,
-                    },
-                    stop,
-                )
-            }
-        };
-        self.finish_plan(url, method, body, stop, load)
-    }
-
-    fn finish_plan(
-        &self,
-        url: Target,
-        method: String,
-        body: Vec<u8>,
-        stop: Stop,
-        load: Load,
-    ) -> Result<Plan, PlanError> {
-        let plan = Plan {
-            request: RequestSpec {
-                method,
-                url,
-                headers: self.headers.clone(),
-                body,
-                keep_alive: !self.no_keepalive,
-            },
-            load,
-            stop,
-            timeouts: Timeouts {
-                request: self.timeout,
-                connect: self.connect_timeout.unwrap_or(self.timeout),
-            },
-            warmup: self.warmup.unwrap_or(Duration::ZERO),
-            tls: if self.insecure {
-                TlsPolicy::Insecure
-            } else {
-                TlsPolicy::Verify
-            },
-        };
-        plan.validate()?;
-        Ok(plan)
+        settings.to_plan(request, cores)
     }
 }
 
@@ -322,6 +240,7 @@ const _: () = assert!(DEFAULT_TIMEOUT.as_secs() == 10);
 #[cfg(test)]
 mod tests {
     use super::*;
+    use loadmark_plan::{Load, Stop};
 
     fn parse(args: &[&str]) -> Result<Cli, clap::Error> {
         Cli::try_parse_from(std::iter::once("loadmark").chain(args.iter().copied()))

@@ -18,12 +18,23 @@
 //! - Validation collects what is wrong in words a user can act on ([`PlanError`]).
 //! - Secrets never leave through a report: [`Plan::redacted`] masks sensitive header values.
 
+mod file;
+mod file_steps;
 mod plan;
 mod schedule;
+mod settings;
 mod target;
 mod text;
 
+pub use file::{
+    AttachFile, CompareFile, CompareMetric, LaunchFile, LoadFile, MonitorFile, PlanFile, ReadyFile,
+    RequestFile, SweepFile, TargetFile,
+};
+pub use file_steps::{
+    load_plan_file, load_plan_text, Launch, LoadedPlan, PlanFileError, Ready, Step,
+};
 pub use plan::{Load, Plan, RequestSpec, Stop, Timeouts, TlsPolicy, DEFAULT_TIMEOUT};
 pub use schedule::{Pace, Profile, Stage};
+pub use settings::{Settings, DEFAULT_CONNECTIONS, DEFAULT_DURATION, DEFAULT_MAX_CONNECTIONS};
 pub use target::{Scheme, Target};
 pub use text::{format_duration, parse_duration, parse_header, redact_header_value, PlanError};

@@ -1,0 +1,240 @@
+//! The plan file: one YAML document that reproduces a whole benchmark (targets, what to send,
+//! how hard, sweeps, comparisons, server launch and monitoring).
+//!
+//! These types mirror the YAML one to one (unknown keys are refused), hold durations and
+//! rates as the text the user wrote, and are turned into validated [`crate::Plan`]s, one per
+//! step, by [`crate::PlanFile::steps`]. `loadmark schema` prints their JSON Schema.
+
+use indexmap::IndexMap;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// A benchmark plan file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PlanFile {
+    /// Title of the benchmark document.
+    #[serde(default)]
+    pub name: Option<String>,
+    /// A paragraph for the top of the report.
+    #[serde(default)]
+    pub description: Option<String>,
+    /// The systems under test, by name, in the order they appear in tables.
+    pub targets: IndexMap<String, TargetFile>,
+    /// What each request sends.
+    #[serde(default)]
+    pub request: RequestFile,
+    /// How hard, and for how long, each step loads its target.
+    #[serde(default)]
+    pub load: LoadFile,
+    /// Parameters to vary: one run per combination, in order.
+    #[serde(default)]
+    pub sweep: SweepFile,
+    /// Pause between two steps, e.g. `2s`, so the target settles.
+    #[serde(default)]
+    pub pause: Option<String>,
+    /// Side-by-side tables built from the steps' results.
+    #[serde(default)]
+    pub compare: Vec<CompareFile>,
+    /// Sample launched or attached servers' CPU, memory, threads and fds.
+    #[serde(default)]
+    pub monitor: Option<MonitorFile>,
+}
+
+/// A system under test.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TargetFile {
+    /// Base URL, e.g. `http://127.0.0.1:8080`; the request path is appended.
+    pub url: String,
+    /// Headers sent to this target on every request (added to the request's own).
+    #[serde(default)]
+    pub headers: IndexMap<String, String>,
+    /// Free labels used by comparisons, e.g. `{system: A, cache: redis}`.
+    #[serde(default)]
+    pub labels: IndexMap<String, String>,
+    /// Start the server before its steps and stop it after.
+    #[serde(default)]
+    pub launch: Option<LaunchFile>,
+    /// Monitor a server that is already running.
+    #[serde(default)]
+    pub attach: Option<AttachFile>,
+}
+
+/// How to start a server under test.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LaunchFile {
+    /// Shell command (run with `sh -c`).
+    pub command: String,
+    #[serde(default)]
+    pub env: IndexMap<String, String>,
+    /// Working directory, relative to the plan file.
+    #[serde(default)]
+    pub cwd: Option<String>,
+    /// How to know it is ready.
+    #[serde(default)]
+    pub ready: ReadyFile,
+    /// How long readiness may take [default: 30s].
+    #[serde(default)]
+    pub ready_timeout: Option<String>,
+    /// Time between SIGTERM and SIGKILL when stopping [default: 5s].
+    #[serde(default)]
+    pub stop_grace: Option<String>,
+}
+
+/// Readiness: a TCP port that accepts, an http:// URL answering 2xx, or a fixed delay.
+/// Without any, the target URL's port must accept.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReadyFile {
+    #[serde(default)]
+    pub port: Option<String>,
+    #[serde(default)]
+    pub http: Option<String>,
+    #[serde(default)]
+    pub delay: Option<String>,
+}
+
+/// A server already running, found by PID or by process name.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AttachFile {
+    #[serde(default)]
+    pub pid: Option<u32>,
+    #[serde(default)]
+    pub process: Option<String>,
+}
+
+/// What to send.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RequestFile {
+    #[serde(default = "default_method")]
+    pub method: String,
+    /// Path and query appended to the target URL, e.g. `/api/features?x=1`.
+    #[serde(default = "default_path")]
+    pub path: String,
+    #[serde(default)]
+    pub headers: IndexMap<String, String>,
+    #[serde(default)]
+    pub body: Option<String>,
+    /// A file whose bytes are the body, relative to the plan file.
+    #[serde(default)]
+    pub body_file: Option<String>,
+}
+
+fn default_method() -> String {
+    "GET".into()
+}
+
+fn default_path() -> String {
+    "/".into()
+}
+
+impl Default for RequestFile {
+    fn default() -> Self {
+        RequestFile {
+            method: default_method(),
+            path: default_path(),
+            headers: IndexMap::new(),
+            body: None,
+            body_file: None,
+        }
+    }
+}
+
+/// Load settings; the same words as `loadmark run`'s flags.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LoadFile {
+    /// Closed loop: concurrent connections [default: 50].
+    #[serde(default)]
+    pub connections: Option<usize>,
+    /// Open loop: requests per second.
+    #[serde(default)]
+    pub rate: Option<f64>,
+    /// Rate stages (open loop), or connection stages with `connections` (closed loop).
+    #[serde(default)]
+    pub stages: Option<String>,
+    /// Open loop: connection cap [default: 1000].
+    #[serde(default)]
+    pub max_connections: Option<usize>,
+    /// Worker threads [default: CPU cores, at most the connections].
+    #[serde(default)]
+    pub threads: Option<usize>,
+    /// How long each step runs, e.g. `30s` [default: 10s unless `requests`].
+    #[serde(default)]
+    pub duration: Option<String>,
+    /// Exactly this many requests per step (closed loop).
+    #[serde(default)]
+    pub requests: Option<u64>,
+    /// False sends `Connection: close` [default: true].
+    #[serde(default)]
+    pub keepalive: Option<bool>,
+    #[serde(default)]
+    pub timeout: Option<String>,
+    #[serde(default)]
+    pub connect_timeout: Option<String>,
+    /// Whole seconds of load left out of the figures.
+    #[serde(default)]
+    pub warmup: Option<String>,
+    /// Accept any TLS certificate.
+    #[serde(default)]
+    pub insecure: Option<bool>,
+}
+
+/// Values to sweep; several keys make a matrix (targets outermost, then in this order).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SweepFile {
+    /// Which targets, in order [default: all].
+    #[serde(default)]
+    pub targets: Option<Vec<String>>,
+    #[serde(default)]
+    pub connections: Option<Vec<usize>>,
+    #[serde(default)]
+    pub rate: Option<Vec<f64>>,
+    #[serde(default)]
+    pub keepalive: Option<Vec<bool>>,
+    #[serde(default)]
+    pub threads: Option<Vec<usize>>,
+}
+
+/// The figure a comparison shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum CompareMetric {
+    Rps,
+    P50,
+    P90,
+    P99,
+    Errors,
+}
+
+/// A side-by-side table: rows and columns are target labels (or `target` for the name).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CompareFile {
+    #[serde(default)]
+    pub title: Option<String>,
+    /// Label whose values name the rows, e.g. `cache`.
+    pub rows: String,
+    /// Label whose values name the columns, e.g. `system`.
+    pub columns: String,
+    #[serde(default = "default_metric")]
+    pub metric: CompareMetric,
+}
+
+fn default_metric() -> CompareMetric {
+    CompareMetric::Rps
+}
+
+/// Server monitoring.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MonitorFile {
+    /// Sampling interval [default: 1s].
+    #[serde(default)]
+    pub interval: Option<String>,
+}

@@ -1,0 +1,460 @@
+//! Reading a plan file: YAML errors with file, line and column (and a did-you-mean for
+//! misspelt keys), then validation and expansion into one [`Plan`] per step.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use crate::file::{PlanFile, ReadyFile};
+use crate::plan::{Plan, RequestSpec};
+use crate::settings::Settings;
+use crate::target::Target;
+use crate::text::parse_duration;
+
+/// Something wrong in a plan file, located as precisely as the file allows.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{file}:{line}:{column}: {message}")]
+pub struct PlanFileError {
+    pub file: String,
+    pub line: usize,
+    pub column: usize,
+    pub message: String,
+}
+
+/// One run of a plan file: a target, the swept values, and the normalized plan.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Step {
+    /// Position in the plan, from 1.
+    pub number: usize,
+    pub target: String,
+    /// The swept parameters and their values for this step, in sweep order.
+    pub params: Vec<(String, String)>,
+    pub plan: Plan,
+}
+
+/// Readiness, resolved: what the launcher waits for.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Ready {
+    Port(String),
+    Http(String),
+    Delay(Duration),
+}
+
+/// A launch block with its durations and paths resolved.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Launch {
+    pub command: String,
+    pub env: Vec<(String, String)>,
+    pub cwd: Option<PathBuf>,
+    pub ready: Ready,
+    pub ready_timeout: Duration,
+    pub stop_grace: Duration,
+}
+
+/// A plan file, read and checked.
+#[derive(Debug, Clone)]
+pub struct LoadedPlan {
+    pub path: PathBuf,
+    pub text: String,
+    pub file: PlanFile,
+    pub steps: Vec<Step>,
+    /// Launch blocks by target name (only targets that have one).
+    pub launches: Vec<(String, Launch)>,
+    pub pause: Duration,
+    pub monitor_interval: Option<Duration>,
+}
+
+/// Finds where `keys` (a path of mapping keys) sits in the YAML text, for error messages:
+/// each key is looked for on a later line, indented deeper than the one before.
+fn locate(text: &str, keys: &[&str]) -> (usize, usize) {
+    let mut found = (1, 1);
+    let mut min_line = 0;
+    let mut min_indent: isize = -1;
+    for key in keys {
+        let hit = text
+            .lines()
+            .enumerate()
+            .skip(min_line)
+            .find_map(|(i, line)| {
+                let indent = line.len() - line.trim_start().len();
+                let rest = line.trim_start().trim_start_matches("- ");
+                let is_key =
+                    rest.starts_with(key) && rest[key.len()..].trim_start().starts_with(':');
+                (is_key && indent as isize > min_indent).then_some((i, indent))
+            });
+        match hit {
+            Some((i, indent)) => {
+                found = (i + 1, indent + 1);
+                min_line = i + 1;
+                min_indent = indent as isize;
+            }
+            None => break,
+        }
+    }
+    found
+}
+
+/// Edit distance, for did-you-mean suggestions.
+fn distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut prev = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let cur = row[j + 1];
+            row[j + 1] = (prev + usize::from(ca != *cb)).min(row[j] + 1).min(cur + 1);
+            prev = cur;
+        }
+    }
+    row[b.len()]
+}
+
+/// Turns serde's "unknown field `x`, expected one of `a`, `b`" into a did-you-mean.
+fn suggest(message: &str) -> Option<String> {
+    let unknown = message.split('`').nth(1)?;
+    let expected: Vec<&str> = message
+        .split("expected")
+        .nth(1)?
+        .split('`')
+        .skip(1)
+        .step_by(2)
+        .collect();
+    expected
+        .iter()
+        .map(|e| (distance(unknown, e), *e))
+        .filter(|(d, e)| *d <= 2.max(e.len() / 3))
+        .min()
+        .map(|(_, e)| format!("did you mean `{e}`?"))
+}
+
+impl PlanFile {
+    /// Parses YAML text; `file` names it in errors.
+    pub fn parse(text: &str, file: &str) -> Result<PlanFile, PlanFileError> {
+        serde_norway::from_str(text).map_err(|e| {
+            let (line, column) = e.location().map_or((1, 1), |l| (l.line(), l.column()));
+            let mut message = e.to_string();
+            // The location is already in front; serde_norway repeats it at the end.
+            if let Some(i) = message.find(" at line ") {
+                message.truncate(i);
+            }
+            if message.contains("unknown field") {
+                if let Some(s) = suggest(&message) {
+                    message = format!("{message}; {s}");
+                }
+            }
+            PlanFileError {
+                file: file.to_string(),
+                line,
+                column,
+                message,
+            }
+        })
+    }
+
+    /// The JSON Schema of plan files, for editors.
+    pub fn json_schema() -> String {
+        let schema = schemars::schema_for!(PlanFile);
+        serde_json::to_string_pretty(&schema).expect("a schema always serializes")
+    }
+}
+
+/// Reads, parses and checks a plan file; every error names the file, line and column.
+pub fn load_plan_file(path: &Path, cores: usize) -> Result<LoadedPlan, PlanFileError> {
+    let name = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|e| PlanFileError {
+        file: name.clone(),
+        line: 1,
+        column: 1,
+        message: format!("cannot read the plan file: {e}"),
+    })?;
+    let file = PlanFile::parse(&text, &name)?;
+    let base = path.parent().unwrap_or(Path::new("."));
+    expand(file, text, path.to_path_buf(), base, cores)
+}
+
+fn expand(
+    file: PlanFile,
+    text: String,
+    path: PathBuf,
+    base: &Path,
+    cores: usize,
+) -> Result<LoadedPlan, PlanFileError> {
+    let err = |keys: &[&str], message: String| {
+        let (line, column) = locate(&text, keys);
+        PlanFileError {
+            file: path.display().to_string(),
+            line,
+            column,
+            message,
+        }
+    };
+    let duration =
+        |keys: &[&str], value: &Option<String>| -> Result<Option<Duration>, PlanFileError> {
+            value
+                .as_deref()
+                .map(|v| {
+                    parse_duration(v).map_err(|_| {
+                        err(
+                            keys,
+                            format!(
+                                "{}: {v:?} is not a duration; expected e.g. 500ms, 30s, 2m",
+                                keys.join(".")
+                            ),
+                        )
+                    })
+                })
+                .transpose()
+        };
+    if file.targets.is_empty() {
+        return Err(err(
+            &["targets"],
+            "targets: at least one target is needed".into(),
+        ));
+    }
+    let load = &file.load;
+    let base_settings = Settings {
+        connections: load.connections,
+        rate: load.rate,
+        stages: load.stages.clone(),
+        max_connections: load.max_connections,
+        threads: load.threads,
+        duration: duration(&["load", "duration"], &load.duration)?,
+        requests: load.requests,
+        keep_alive: load.keepalive,
+        timeout: duration(&["load", "timeout"], &load.timeout)?,
+        connect_timeout: duration(&["load", "connect_timeout"], &load.connect_timeout)?,
+        warmup: duration(&["load", "warmup"], &load.warmup)?,
+        insecure: load.insecure.unwrap_or(false),
+    };
+    let body = match (&file.request.body, &file.request.body_file) {
+        (Some(_), Some(_)) => {
+            return Err(err(
+                &["request", "body_file"],
+                "request: give body or body_file, not both".into(),
+            ))
+        }
+        (Some(b), None) => b.clone().into_bytes(),
+        (None, Some(f)) => std::fs::read(base.join(f)).map_err(|e| {
+            err(
+                &["request", "body_file"],
+                format!("request.body_file {f:?}: cannot read it: {e}"),
+            )
+        })?,
+        (None, None) => Vec::new(),
+    };
+    let names: Vec<String> = match &file.sweep.targets {
+        Some(list) => {
+            for name in list {
+                if !file.targets.contains_key(name) {
+                    let known: Vec<&str> = file.targets.keys().map(String::as_str).collect();
+                    return Err(err(
+                        &["sweep", "targets"],
+                        format!(
+                            "sweep.targets: no target named {name:?}; the targets are {}",
+                            known.join(", ")
+                        ),
+                    ));
+                }
+            }
+            list.clone()
+        }
+        None => file.targets.keys().cloned().collect(),
+    };
+    // The matrix of swept values, in a fixed order: connections, rate, keepalive, threads.
+    let mut combos: Vec<Vec<(String, String)>> = vec![Vec::new()];
+    let mut add_axis = |name: &str, values: Option<Vec<String>>| {
+        if let Some(values) = values {
+            combos = combos
+                .iter()
+                .flat_map(|c| {
+                    values.iter().map(move |v| {
+                        let mut c = c.clone();
+                        c.push((name.to_string(), v.clone()));
+                        c
+                    })
+                })
+                .collect();
+        }
+    };
+    fn texts<T: ToString>(values: &Option<Vec<T>>) -> Option<Vec<String>> {
+        values
+            .as_ref()
+            .map(|v| v.iter().map(T::to_string).collect())
+    }
+    let sw = &file.sweep;
+    add_axis("connections", texts(&sw.connections));
+    add_axis("rate", texts(&sw.rate));
+    add_axis("keepalive", texts(&sw.keepalive));
+    add_axis("threads", texts(&sw.threads));
+    let mut steps = Vec::new();
+    for name in &names {
+        let target = &file.targets[name];
+        let url_text = format!("{}{}", target.url.trim_end_matches('/'), file.request.path);
+        let url = Target::parse(&url_text).map_err(|e| {
+            err(
+                &["targets", name, "url"],
+                format!("targets.{name}.url: {e}"),
+            )
+        })?;
+        let mut headers: Vec<(String, String)> = target
+            .headers
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        headers.extend(
+            file.request
+                .headers
+                .iter()
+                .map(|(k, v)| (k.clone(), v.clone())),
+        );
+        for combo in &combos {
+            let mut s = base_settings.clone();
+            for (key, value) in combo {
+                match key.as_str() {
+                    "connections" => s.connections = value.parse().ok(),
+                    "rate" => s.rate = value.parse().ok(),
+                    "keepalive" => s.keep_alive = value.parse().ok(),
+                    _ => s.threads = value.parse().ok(),
+                }
+            }
+            let request = RequestSpec {
+                method: file.request.method.to_ascii_uppercase(),
+                url: url.clone(),
+                headers: headers.clone(),
+                body: body.clone(),
+                keep_alive: true,
+            };
+            let plan = s.to_plan(request, cores).map_err(|e| {
+                let key = combo.last().map_or("load", |(k, _)| k.as_str());
+                let section = if combo.is_empty() { "load" } else { "sweep" };
+                err(
+                    &[section, key],
+                    format!("step {} ({name}): {e}", steps.len() + 1),
+                )
+            })?;
+            let mut params = Vec::new();
+            if names.len() > 1 {
+                params.push(("target".to_string(), name.clone()));
+            }
+            params.extend(combo.iter().cloned());
+            steps.push(Step {
+                number: steps.len() + 1,
+                target: name.clone(),
+                params,
+                plan,
+            });
+        }
+        if let (Some(_), Some(_)) = (&target.launch, &target.attach) {
+            return Err(err(
+                &["targets", name, "attach"],
+                format!("targets.{name}: launch or attach, not both"),
+            ));
+        }
+        if let Some(a) = &target.attach {
+            if a.pid.is_some() == a.process.is_some() {
+                return Err(err(
+                    &["targets", name, "attach"],
+                    format!("targets.{name}.attach: give exactly one of pid or process"),
+                ));
+            }
+        }
+    }
+    for (i, c) in file.compare.iter().enumerate() {
+        for label in [&c.rows, &c.columns] {
+            let known =
+                label == "target" || file.targets.values().any(|t| t.labels.contains_key(label));
+            if !known {
+                return Err(err(
+                    &["compare"],
+                    format!("compare[{i}]: no target has a label {label:?} (use `target` for target names)"),
+                ));
+            }
+        }
+    }
+    let mut launches = Vec::new();
+    for (name, target) in &file.targets {
+        let Some(l) = &target.launch else { continue };
+        let keys = |k: &'static str| ["targets", name.as_str(), "launch", k];
+        let ready = match &l.ready {
+            ReadyFile {
+                port: Some(p),
+                http: None,
+                delay: None,
+            } => Ready::Port(p.clone()),
+            ReadyFile {
+                port: None,
+                http: Some(h),
+                delay: None,
+            } => Ready::Http(h.clone()),
+            ReadyFile {
+                port: None,
+                http: None,
+                delay: Some(d),
+            } => Ready::Delay(duration(&keys("ready"), &Some(d.clone()))?.unwrap_or_default()),
+            ReadyFile {
+                port: None,
+                http: None,
+                delay: None,
+            } => {
+                let t = Target::parse(&target.url).map_err(|e| {
+                    err(
+                        &["targets", name, "url"],
+                        format!("targets.{name}.url: {e}"),
+                    )
+                })?;
+                Ready::Port(format!("{}:{}", t.host(), t.port()))
+            }
+            _ => {
+                return Err(err(
+                    &keys("ready"),
+                    format!("targets.{name}.launch.ready: give one of port, http or delay"),
+                ))
+            }
+        };
+        launches.push((
+            name.clone(),
+            Launch {
+                command: l.command.clone(),
+                env: l.env.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+                cwd: l.cwd.as_ref().map(|c| base.join(c)),
+                ready,
+                ready_timeout: duration(&keys("ready_timeout"), &l.ready_timeout)?
+                    .unwrap_or(Duration::from_secs(30)),
+                stop_grace: duration(&keys("stop_grace"), &l.stop_grace)?
+                    .unwrap_or(Duration::from_secs(5)),
+            },
+        ));
+    }
+    let pause = duration(&["pause"], &file.pause)?.unwrap_or_default();
+    let monitor_interval = match &file.monitor {
+        Some(m) => {
+            Some(duration(&["monitor", "interval"], &m.interval)?.unwrap_or(Duration::from_secs(1)))
+        }
+        None => None,
+    };
+    Ok(LoadedPlan {
+        path,
+        text,
+        file,
+        steps,
+        launches,
+        pause,
+        monitor_interval,
+    })
+}
+
+/// Expands plan text without reading files from disk for bodies (tests, `--check` of text).
+pub fn load_plan_text(text: &str, name: &str, cores: usize) -> Result<LoadedPlan, PlanFileError> {
+    let file = PlanFile::parse(text, name)?;
+    expand(
+        file,
+        text.to_string(),
+        PathBuf::from(name),
+        Path::new("."),
+        cores,
+    )
+}
+
+#[cfg(test)]
+#[path = "file_tests.rs"]
+mod tests;

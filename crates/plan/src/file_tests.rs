@@ -1,0 +1,155 @@
+use super::*;
+use crate::{Load, Stop};
+
+const SWEEP: &str = r#"
+name: Concurrency sweep
+targets:
+  api:
+    url: http://127.0.0.1:8080
+    headers:
+      Client-Id: bench
+request:
+  path: /api/features?x=1
+load:
+  requests: 2000
+sweep:
+  connections: [1, 2, 3, 4, 5, 10, 20]
+pause: 1s
+"#;
+
+#[test]
+fn a_sweep_becomes_one_plan_per_value() {
+    let p = load_plan_text(SWEEP, "sweep.yaml", 2).unwrap();
+    assert_eq!(p.steps.len(), 7);
+    let last = &p.steps[6];
+    assert_eq!(
+        last.params,
+        vec![("connections".to_string(), "20".to_string())]
+    );
+    assert_eq!(
+        last.plan.load,
+        Load::Closed {
+            connections: 20,
+            threads: 2
+        }
+    );
+    assert_eq!(last.plan.stop, Stop::Requests(2000));
+    assert_eq!(last.plan.request.url.path_and_query(), "/api/features?x=1");
+    assert_eq!(last.plan.request.headers[0].0, "Client-Id");
+    assert_eq!(
+        p.steps[0].plan.load,
+        Load::Closed {
+            connections: 1,
+            threads: 1
+        }
+    );
+    assert_eq!(p.pause, Duration::from_secs(1));
+}
+
+#[test]
+fn targets_times_values_with_labels_for_comparisons() {
+    let text = r#"
+targets:
+  a-nocache: {url: "http://127.0.0.1:1", labels: {system: A, cache: none}}
+  b-nocache: {url: "http://127.0.0.1:2", labels: {system: B, cache: none}}
+load: {duration: 2s, keepalive: false}
+sweep: {connections: [1, 100]}
+compare:
+  - {rows: cache, columns: system, metric: rps}
+"#;
+    let p = load_plan_text(text, "cmp.yaml", 2).unwrap();
+    assert_eq!(p.steps.len(), 4);
+    assert_eq!(p.steps[1].target, "a-nocache");
+    assert_eq!(
+        p.steps[2].params[0],
+        ("target".to_string(), "b-nocache".to_string())
+    );
+    assert!(!p.steps[0].plan.request.keep_alive);
+}
+
+#[test]
+fn unknown_keys_name_the_place_and_suggest() {
+    let text = "targets:\n  api:\n    url: http://127.0.0.1:1\nload:\n  conections: 5\n";
+    let e = PlanFile::parse(text, "p.yaml").unwrap_err();
+    assert_eq!((e.line, e.file.as_str()), (5, "p.yaml"));
+    assert!(e.message.contains("unknown field `conections`"), "{e}");
+    assert!(e.message.contains("did you mean `connections`?"), "{e}");
+    assert!(e.to_string().starts_with("p.yaml:5:"), "{e}");
+}
+
+#[test]
+fn semantic_errors_are_located_too() {
+    let cases = [
+        ("targets:\n  api:\n    url: http://127.0.0.1:1\nload:\n  duration: soon\n", 5, "not a duration"),
+        ("targets:\n  api:\n    url: ftp://x\n", 3, "targets.api.url"),
+        ("targets:\n  api:\n    url: http://h:1\nsweep:\n  targets: [web]\n", 5, "no target named \"web\""),
+        ("targets:\n  api:\n    url: http://h:1\nload:\n  rate: 10\n  connections: 5\n", 4, "cannot be used together"),
+        ("targets:\n  api:\n    url: http://h:1\ncompare:\n  - {rows: cache, columns: target}\n", 4, "no target has a label \"cache\""),
+        ("targets: {}\n", 1, "at least one target"),
+        ("targets:\n  api:\n    url: http://h:1\n    launch:\n      command: x\n      ready: {port: 'a:1', http: 'http://b'}\n", 6, "one of port, http or delay"),
+    ];
+    for (text, line, expected) in cases {
+        let e = load_plan_text(text, "p.yaml", 2).unwrap_err();
+        assert!(e.message.contains(expected), "{text}: {e}");
+        assert_eq!(e.line, line, "{text}: {e}");
+    }
+}
+
+#[test]
+fn launch_blocks_resolve_readiness_and_defaults() {
+    let text = r#"
+targets:
+  srv:
+    url: http://127.0.0.1:18080
+    launch:
+      command: ./server --port 18080
+      env: {RUST_LOG: warn}
+      ready_timeout: 5s
+  other:
+    url: http://127.0.0.1:18081
+    launch: {command: x, ready: {http: "http://127.0.0.1:18081/health"}}
+"#;
+    let p = load_plan_text(text, "l.yaml", 2).unwrap();
+    let (name, l) = &p.launches[0];
+    assert_eq!(name, "srv");
+    assert_eq!(l.ready, Ready::Port("127.0.0.1:18080".into()));
+    assert_eq!(
+        (l.ready_timeout, l.stop_grace),
+        (Duration::from_secs(5), Duration::from_secs(5))
+    );
+    assert_eq!(l.env, vec![("RUST_LOG".to_string(), "warn".to_string())]);
+    assert_eq!(
+        p.launches[1].1.ready,
+        Ready::Http("http://127.0.0.1:18081/health".into())
+    );
+}
+
+#[test]
+fn the_schema_lists_every_section() {
+    let schema = PlanFile::json_schema();
+    for key in [
+        "targets",
+        "request",
+        "load",
+        "sweep",
+        "compare",
+        "monitor",
+        "launch",
+        "additionalProperties",
+    ] {
+        assert!(schema.contains(key), "{key} missing from the schema");
+    }
+}
+
+#[test]
+fn distance_and_suggestions() {
+    assert_eq!(distance("conections", "connections"), 1);
+    assert_eq!(
+        suggest("unknown field `duraton`, expected one of `duration`, `rate`").as_deref(),
+        Some("did you mean `duration`?")
+    );
+    assert_eq!(
+        suggest("unknown field `zzz`, expected one of `duration`, `rate`"),
+        None
+    );
+}

@@ -1,0 +1,231 @@
+//! [`Settings`]: the load settings a user can state, by flag or in a plan file, and the one
+//! normalization from them to a validated [`Plan`].
+
+use std::time::Duration;
+
+use crate::plan::{Load, Plan, RequestSpec, Stop, Timeouts, TlsPolicy, DEFAULT_TIMEOUT};
+use crate::schedule::Profile;
+use crate::text::PlanError;
+
+/// Run length when neither a duration nor a count is given.
+pub const DEFAULT_DURATION: Duration = Duration::from_secs(10);
+/// Closed-loop connections when none are given.
+pub const DEFAULT_CONNECTIONS: usize = 50;
+/// Open-loop connection cap when none is given.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 1000;
+
+/// What a user may say about load; `None` means "the default".
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Settings {
+    pub connections: Option<usize>,
+    pub rate: Option<f64>,
+    pub stages: Option<String>,
+    pub max_connections: Option<usize>,
+    pub threads: Option<usize>,
+    pub duration: Option<Duration>,
+    pub requests: Option<u64>,
+    pub keep_alive: Option<bool>,
+    pub timeout: Option<Duration>,
+    pub connect_timeout: Option<Duration>,
+    pub warmup: Option<Duration>,
+    pub insecure: bool,
+}
+
+fn conflict(first: &'static str, second: &'static str, why: &'static str) -> PlanError {
+    PlanError::Conflict { first, second, why }
+}
+
+impl Settings {
+    /// Builds and validates the plan for `request` (its `keep_alive` is set from here).
+    /// `cores` is the default thread count.
+    pub fn to_plan(&self, mut request: RequestSpec, cores: usize) -> Result<Plan, PlanError> {
+        let open = self.rate.is_some() || (self.stages.is_some() && self.connections.is_none());
+        if self.duration.is_some() && self.requests.is_some() {
+            return Err(conflict(
+                "--requests",
+                "--duration",
+                "a run stops after a count or after a time; give one",
+            ));
+        }
+        if self.stages.is_some() && self.duration.is_some() {
+            return Err(conflict(
+                "--stages",
+                "--duration",
+                "the stages set how long the run lasts",
+            ));
+        }
+        if open && self.connections.is_some() {
+            return Err(conflict(
+                "--rate",
+                "--connections",
+                "an open-loop run grows its own pool; cap it with --max-connections",
+            ));
+        }
+        if open && self.requests.is_some() {
+            return Err(conflict(
+                "--rate/--stages",
+                "--requests",
+                "an open-loop run lasts as long as its rate schedule",
+            ));
+        }
+        let threads_for =
+            |connections: usize| self.threads.unwrap_or(cores.min(connections.max(1)));
+        let (load, stop) =
+            if let (Some(text), Some(start), false) = (&self.stages, self.connections, open) {
+                // Connections with stages: the stages are connection counts, starting from them.
+                let connections = Profile::parse(text, start as f64, "--stages")?;
+                let threads = threads_for(connections.peak().ceil() as usize);
+                let stop = Stop::Duration(connections.duration());
+                (
+                    Load::Ramp {
+                        connections,
+                        threads,
+                    },
+                    stop,
+                )
+            } else if open {
+                let rate = match (&self.stages, self.rate) {
+                    (Some(text), start) => Profile::parse(text, start.unwrap_or(0.0), "--stages")?,
+                    (None, Some(rate)) if rate.is_finite() && rate > 0.0 => {
+                        Profile::constant(rate, self.duration.unwrap_or(DEFAULT_DURATION))
+                    }
+                    (None, rate) => {
+                        return Err(PlanError::invalid(
+                            "--rate",
+                            format!("{}", rate.unwrap_or(0.0)),
+                            "requests per second above zero, e.g. 1000 or 2.5",
+                        ))
+                    }
+                };
+                let max_connections = self.max_connections.unwrap_or(DEFAULT_MAX_CONNECTIONS);
+                let stop = Stop::Duration(rate.duration());
+                let threads = threads_for(max_connections);
+                (
+                    Load::Open {
+                        rate,
+                        max_connections,
+                        threads,
+                    },
+                    stop,
+                )
+            } else {
+                let connections = self.connections.unwrap_or(DEFAULT_CONNECTIONS);
+                let stop = match (self.duration, self.requests) {
+                    (_, Some(n)) => Stop::Requests(n),
+                    (Some(d), None) => Stop::Duration(d),
+                    (None, None) => Stop::Duration(DEFAULT_DURATION),
+                };
+                let threads = threads_for(connections);
+                (
+                    Load::Closed {
+                        connections,
+                        threads,
+                    },
+                    stop,
+                )
+            };
+        request.keep_alive = self.keep_alive.unwrap_or(true);
+        let timeout = self.timeout.unwrap_or(DEFAULT_TIMEOUT);
+        let plan = Plan {
+            request,
+            load,
+            stop,
+            timeouts: Timeouts {
+                request: timeout,
+                connect: self.connect_timeout.unwrap_or(timeout),
+            },
+            warmup: self.warmup.unwrap_or(Duration::ZERO),
+            tls: if self.insecure {
+                TlsPolicy::Insecure
+            } else {
+                TlsPolicy::Verify
+            },
+        };
+        plan.validate()?;
+        Ok(plan)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Target;
+
+    fn request() -> RequestSpec {
+        RequestSpec {
+            method: "GET".into(),
+            url: Target::parse("http://127.0.0.1:8080/").unwrap(),
+            headers: Vec::new(),
+            body: Vec::new(),
+            keep_alive: true,
+        }
+    }
+
+    #[test]
+    fn defaults_are_a_closed_loop_of_50_for_10s() {
+        let p = Settings::default().to_plan(request(), 2).unwrap();
+        assert_eq!(
+            p.load,
+            Load::Closed {
+                connections: 50,
+                threads: 2
+            }
+        );
+        assert_eq!(p.stop, Stop::Duration(DEFAULT_DURATION));
+    }
+
+    #[test]
+    fn rate_stages_and_connection_stages() {
+        let open = Settings {
+            rate: Some(100.0),
+            duration: Some(Duration::from_secs(3)),
+            ..Default::default()
+        };
+        let p = open.to_plan(request(), 2).unwrap();
+        assert!(matches!(
+            p.load,
+            Load::Open {
+                max_connections: 1000,
+                ..
+            }
+        ));
+        let ramp = Settings {
+            connections: Some(1),
+            stages: Some("30s:200".into()),
+            ..Default::default()
+        };
+        let p = ramp.to_plan(request(), 2).unwrap();
+        assert!(matches!(p.load, Load::Ramp { .. }));
+        assert_eq!(p.stop, Stop::Duration(Duration::from_secs(30)));
+    }
+
+    #[test]
+    fn conflicts_are_named() {
+        let cases = [
+            Settings {
+                rate: Some(5.0),
+                connections: Some(3),
+                ..Default::default()
+            },
+            Settings {
+                rate: Some(5.0),
+                requests: Some(3),
+                ..Default::default()
+            },
+            Settings {
+                requests: Some(3),
+                duration: Some(Duration::from_secs(1)),
+                ..Default::default()
+            },
+            Settings {
+                stages: Some("1s:5".into()),
+                duration: Some(Duration::from_secs(1)),
+                ..Default::default()
+            },
+        ];
+        for s in cases {
+            let err = s.to_plan(request(), 1).unwrap_err();
+            assert!(matches!(err, PlanError::Conflict { .. }), "{s:?}: {err}");
+        }
+    }
+}
