@@ -34,14 +34,25 @@ pub enum Command {
     Serve(ServeArgs),
     /// Start the built-in target in this process and benchmark it: the whole tool in one go.
     Quickstart(QuickstartArgs),
-    /// Render a saved JSON report again (text or JSON).
+    /// Run a plan file: every step, servers launched and monitored, and the benchmark
+    /// document (Markdown) and its JSON bundle written to --out.
+    Bench(BenchArgs),
+    /// Render a saved JSON report or plan bundle again (text, Markdown or JSON).
     Report(ReportArgs),
+    /// Print the JSON Schema of plan files (for editor completion).
+    Schema,
+    /// Add saved JSON reports (e.g. one per client machine, run side by side) into one:
+    /// histograms and counters add exactly, percentiles are never averaged.
+    Merge(MergeArgs),
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Format {
     Text,
     Json,
+    /// Markdown, ready to commit
+    #[value(alias = "markdown")]
+    Md,
 }
 
 #[derive(Args, Debug)]
@@ -117,7 +128,7 @@ pub struct RunArgs {
     #[arg(long = "warmup", value_parser = duration_arg)]
     pub warmup: Option<Duration>,
 
-    /// Write the report to this file (format from the extension: .json, .txt)
+    /// Write the report to this file (format from the extension: .json, .txt, .md)
     #[arg(short = 'o', long = "output")]
     pub output: Option<PathBuf>,
 
@@ -174,12 +185,37 @@ pub struct QuickstartArgs {
 }
 
 #[derive(Args, Debug)]
+pub struct BenchArgs {
+    /// The plan file (YAML); `loadmark schema` prints its JSON Schema
+    pub plan: PathBuf,
+    /// Check the plan and list its steps without running anything
+    #[arg(long = "check")]
+    pub check: bool,
+    /// Directory for BENCHMARKS.md, bundle.json and the servers' logs
+    #[arg(short = 'o', long = "out", default_value = "loadmark-results")]
+    pub out: PathBuf,
+    /// No live progress line
+    #[arg(short = 'q', long = "quiet")]
+    pub quiet: bool,
+}
+
+#[derive(Args, Debug)]
 pub struct ReportArgs {
-    /// A JSON report written by `loadmark run -o FILE.json`
+    /// A JSON report (`loadmark run -o FILE.json`) or bundle (`loadmark bench`)
     pub file: PathBuf,
     /// Output format
     #[arg(long = "format", value_enum, default_value = "text")]
     pub format: Format,
+}
+
+#[derive(Args, Debug)]
+pub struct MergeArgs {
+    /// JSON reports to add (`loadmark run -o FILE.json`)
+    #[arg(required = true)]
+    pub files: Vec<PathBuf>,
+    /// Write the merged JSON report here [default: standard output]
+    #[arg(short = 'o', long = "output")]
+    pub output: Option<PathBuf>,
 }
 
 fn duration_arg(text: &str) -> Result<Duration, String> {

@@ -20,7 +20,14 @@ pub fn dispatch(command: Command) -> Result<ExitCode> {
         Command::Run(args) => run(&args),
         Command::Serve(args) => serve(&args),
         Command::Quickstart(args) => quickstart(&args),
+        Command::Bench(args) => crate::bench::bench(&args),
         Command::Report(args) => report(&args),
+        Command::Merge(args) => crate::gate::merge(&args),
+        Command::Schema => {
+            print!("{}", loadmark_plan::PlanFile::json_schema());
+            println!();
+            Ok(ExitCode::SUCCESS)
+        }
     }
 }
 
@@ -41,6 +48,7 @@ fn signals() -> &'static std::sync::Mutex<Signals> {
         let installed = ctrlc::set_handler(move || {
             if COUNT.fetch_add(1, Ordering::SeqCst) > 0 {
                 eprintln!("\nloadmark: second signal, exiting now");
+                loadmark_launch::kill_all_launched();
                 std::process::exit(EXIT_INTERRUPTED as i32);
             }
             eprintln!("\nloadmark: stopping; the report follows (signal again to exit at once)");
@@ -54,7 +62,7 @@ fn signals() -> &'static std::sync::Mutex<Signals> {
     })
 }
 
-fn stop_handle() -> StopHandle {
+pub(crate) fn stop_handle() -> StopHandle {
     signals().lock().expect("signal state").stop.clone()
 }
 
@@ -95,7 +103,7 @@ fn run(args: &RunArgs) -> Result<ExitCode> {
     Ok(exit_code(&result))
 }
 
-fn execute(plan: &Plan, quiet: bool) -> Result<RunResult> {
+pub(crate) fn execute(plan: &Plan, quiet: bool) -> Result<RunResult> {
     let stop = stop_handle();
     let mut progress = ProgressLine::new(plan, quiet);
     let result = loadmark_engine::run(plan, &stop, |p| progress.update(p));
@@ -106,7 +114,7 @@ fn execute(plan: &Plan, quiet: bool) -> Result<RunResult> {
     })
 }
 
-fn build_report(plan: &Plan, result: &RunResult) -> Report {
+pub(crate) fn build_report(plan: &Plan, result: &RunResult) -> Report {
     let facts = RunFacts {
         started_at: result.started_at,
         elapsed: result.elapsed,
@@ -224,8 +232,23 @@ fn quickstart(args: &QuickstartArgs) -> Result<ExitCode> {
 fn report(args: &ReportArgs) -> Result<ExitCode> {
     let text = std::fs::read_to_string(&args.file)
         .map_err(|e| UsageError(format!("{}: cannot read it: {e}", args.file.display())))?;
-    let report = Report::from_json(&text)
-        .map_err(|e| UsageError(format!("{}: {e}", args.file.display())))?;
+    let bad = |e: loadmark_report::ReadError| UsageError(format!("{}: {e}", args.file.display()));
+    if text.contains("\"steps\"") && text.contains("\"plan_text\"") {
+        let bundle = loadmark_report::Bundle::from_json(&text).map_err(bad)?;
+        match args.format {
+            Format::Md => print!("{}", loadmark_report::render_markdown(&bundle)),
+            Format::Json => print!("{}", bundle.to_json()),
+            Format::Text => {
+                for step in &bundle.steps {
+                    println!("== step {}: {}", step.number, step.command);
+                    print!("{}", render(&step.report, Format::Text));
+                    println!();
+                }
+            }
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    let report = Report::from_json(&text).map_err(bad)?;
     print!("{}", render(&report, args.format));
     Ok(ExitCode::SUCCESS)
 }

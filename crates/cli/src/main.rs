@@ -5,7 +5,9 @@
 //! time that ran is still printed and written).
 
 mod args;
+mod bench;
 mod commands;
+mod gate;
 mod output;
 mod progress;
 

@@ -17,8 +17,9 @@ pub fn format_for(path: &Path, flag: Option<Format>) -> Result<Format> {
     match path.extension().and_then(|e| e.to_str()) {
         Some("json") => Ok(Format::Json),
         Some("txt") | Some("text") => Ok(Format::Text),
+        Some("md") | Some("markdown") => Ok(Format::Md),
         _ => bail!(
-            "--output {}: cannot tell the format from the extension: use .json or .txt, or add --format json|text",
+            "--output {}: cannot tell the format from the extension: use .json, .txt or .md, or add --format json|text|md",
             path.display()
         ),
     }
@@ -62,6 +63,9 @@ pub fn render(report: &Report, format: Format) -> String {
     match format {
         Format::Text => render_text(report),
         Format::Json => render_json(report),
+        Format::Md => {
+            loadmark_report::render_markdown(&loadmark_report::Bundle::of_report(report.clone()))
+        }
     }
 }
 

@@ -112,7 +112,8 @@ pub struct AttachFile {
 pub struct RequestFile {
     #[serde(default = "default_method")]
     pub method: String,
-    /// Path and query appended to the target URL, e.g. `/api/features?x=1`.
+    /// Path and query appended to the target URL, e.g. `/api/features?x=1` [default: none,
+    /// the target URL as written].
     #[serde(default = "default_path")]
     pub path: String,
     #[serde(default)]
@@ -129,7 +130,7 @@ fn default_method() -> String {
 }
 
 fn default_path() -> String {
-    "/".into()
+    String::new()
 }
 
 impl Default for RequestFile {

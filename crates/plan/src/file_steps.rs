@@ -361,12 +361,16 @@ fn expand(
     }
     for (i, c) in file.compare.iter().enumerate() {
         for label in [&c.rows, &c.columns] {
-            let known =
-                label == "target" || file.targets.values().any(|t| t.labels.contains_key(label));
+            let swept = steps
+                .iter()
+                .any(|s: &Step| s.params.iter().any(|(k, _)| k == label));
+            let known = label == "target"
+                || swept
+                || file.targets.values().any(|t| t.labels.contains_key(label));
             if !known {
                 return Err(err(
                     &["compare"],
-                    format!("compare[{i}]: no target has a label {label:?} (use `target` for target names)"),
+                    format!("compare[{i}]: {label:?} is neither a target label nor a swept parameter (use `target` for target names)"),
                 ));
             }
         }

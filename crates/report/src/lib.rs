@@ -19,18 +19,29 @@
 //!   machines reading JSON need no HDR decoder; the histograms stay the truth.
 //! - `schema_version` changes whenever a field changes meaning; readers refuse newer versions.
 
+mod bundle;
 mod environment;
 mod format;
+mod markdown;
+mod merge;
 mod model;
 mod text;
+mod threshold;
 
+pub use bundle::{equivalent_command, Bundle, BundleStep, BundleTarget, ServerUsage, UsageSample};
 pub use environment::Environment;
 pub use format::{format_bytes, format_us};
+pub use markdown::render_markdown;
+pub use merge::{merge_reports, MergeError};
 pub use model::{
     ClientCpu, Health, ReadError, Report, RequestCounts, RpsStats, RunFacts, RunInfo, Summary,
     LATENCY_DEFINITION, LATE_LAG_P99_US, OPEN_LATENCY_DEFINITION, SATURATED_BUSY, SCHEMA_VERSION,
 };
 pub use text::render_text;
+pub use threshold::{
+    check_thresholds, parse_thresholds, render_thresholds_text, Metric, Op, Threshold,
+    ThresholdError, ThresholdResult, Unit, THRESHOLD_METRICS,
+};
 
 /// The report as pretty JSON (its complete form).
 pub fn render_json(report: &Report) -> String {

@@ -1,0 +1,240 @@
+//! `loadmark bench plan.yaml`: runs every step of a plan file (launching, monitoring and
+//! stopping servers as it says) and writes the benchmark document and its JSON bundle.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+use loadmark_launch::{launch, LaunchSpec, Launched, Readiness};
+use loadmark_monitor::{find_pid_by_name, Monitor, ProcessSeries};
+use loadmark_plan::{load_plan_file, Launch, LoadedPlan, Ready};
+use loadmark_report::{
+    equivalent_command, render_markdown, Bundle, BundleStep, BundleTarget, Environment,
+    ServerUsage, UsageSample, SCHEMA_VERSION,
+};
+
+use crate::args::BenchArgs;
+use crate::commands::{build_report, execute, stop_handle};
+use crate::output::write_atomic;
+use crate::UsageError;
+
+pub fn bench(args: &BenchArgs) -> Result<ExitCode> {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let plan = load_plan_file(&args.plan, cores).map_err(|e| UsageError(e.to_string()))?;
+    if args.check {
+        println!(
+            "{}: OK, {} step{}",
+            args.plan.display(),
+            plan.steps.len(),
+            if plan.steps.len() == 1 { "" } else { "s" }
+        );
+        for step in &plan.steps {
+            println!("  {}. {}", step.number, equivalent_command(&step.plan));
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    let out = &args.out;
+    std::fs::create_dir_all(out.join("logs"))
+        .map_err(|e| UsageError(format!("--out {}: cannot create it: {e}", out.display())))?;
+    crate::output::check_writable(&out.join("bundle.json"))
+        .map_err(|e| UsageError(format!("{e:#}")))?;
+    let bundle = run_steps(&plan, args)?;
+    let md = render_markdown(&bundle);
+    write_atomic(&out.join("bundle.json"), &bundle.to_json())?;
+    write_atomic(&out.join("BENCHMARKS.md"), &md)?;
+    eprintln!(
+        "loadmark: {} of {} steps ran; wrote {} and {}",
+        bundle.steps.len(),
+        plan.steps.len(),
+        out.join("BENCHMARKS.md").display(),
+        out.join("bundle.json").display()
+    );
+    Ok(if bundle.interrupted {
+        ExitCode::from(crate::EXIT_INTERRUPTED)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+fn launch_spec(name: &str, l: &Launch, log_dir: &Path) -> Result<LaunchSpec> {
+    let ready = match &l.ready {
+        Ready::Port(addr) => Readiness::Port(
+            std::net::ToSocketAddrs::to_socket_addrs(addr)
+                .ok()
+                .and_then(|mut a| a.next())
+                .ok_or_else(|| {
+                    UsageError(format!(
+                        "targets.{name}.launch.ready.port: {addr:?} is not host:port"
+                    ))
+                })?,
+        ),
+        Ready::Http(url) => Readiness::Http(url.clone()),
+        Ready::Delay(d) => Readiness::Delay(*d),
+    };
+    Ok(LaunchSpec {
+        name: name.to_string(),
+        command: l.command.clone(),
+        env: l.env.clone(),
+        cwd: l.cwd.clone(),
+        ready,
+        ready_timeout: l.ready_timeout,
+        stop_grace: l.stop_grace,
+        log_path: log_dir.join(format!("{name}.log")),
+    })
+}
+
+fn usage(series: &ProcessSeries) -> Option<ServerUsage> {
+    let s = series.summary()?;
+    Some(ServerUsage {
+        pid: series.pid,
+        rss_start_bytes: s.rss_start_bytes,
+        rss_peak_bytes: s.rss_peak_bytes,
+        rss_end_bytes: s.rss_end_bytes,
+        cpu_mean_percent: s.cpu_mean_percent,
+        cpu_peak_percent: s.cpu_peak_percent,
+        threads_peak: s.threads_peak,
+        fds_peak: s.fds_peak,
+        samples: series
+            .samples
+            .iter()
+            .map(|x| UsageSample {
+                at_ms: x.at_ms,
+                cpu_percent: x.cpu_percent,
+                rss_bytes: x.rss_bytes,
+            })
+            .collect(),
+    })
+}
+
+/// Sleeps `d`, waking early when a stop was asked for.
+fn pause(d: Duration) {
+    let stop = stop_handle();
+    let end = Instant::now() + d;
+    while Instant::now() < end && !stop.is_stopped() {
+        std::thread::sleep(Duration::from_millis(20).min(end - Instant::now()));
+    }
+}
+
+fn run_steps(plan: &LoadedPlan, args: &BenchArgs) -> Result<Bundle> {
+    let stop = stop_handle();
+    let file = &plan.file;
+    let targets = file
+        .targets
+        .iter()
+        .map(|(name, t)| BundleTarget {
+            name: name.clone(),
+            url: t.url.clone(),
+            labels: t
+                .labels
+                .iter()
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
+            launch: t.launch.as_ref().map(|l| l.command.clone()),
+            attach: t.attach.as_ref().map(|a| match (&a.pid, &a.process) {
+                (Some(pid), _) => format!("pid {pid}"),
+                (None, Some(name)) => format!("process {name}"),
+                _ => String::new(),
+            }),
+        })
+        .collect();
+    let mut bundle = Bundle {
+        schema_version: SCHEMA_VERSION,
+        loadmark_version: env!("CARGO_PKG_VERSION").to_string(),
+        name: file.name.clone(),
+        description: file.description.clone(),
+        plan_file: args.plan.display().to_string(),
+        plan_text: plan.text.clone(),
+        environment: Environment::detect(),
+        targets,
+        steps: Vec::new(),
+        compare: file.compare.clone(),
+        interrupted: false,
+    };
+    let log_dir: PathBuf = args.out.join("logs");
+    // Targets are outermost in the step order: launch each before its first step, stop it
+    // after its last.
+    let mut running: Option<(String, Launched)> = None;
+    for (i, step) in plan.steps.iter().enumerate() {
+        if stop.is_stopped() {
+            bundle.interrupted = true;
+            break;
+        }
+        if running
+            .as_ref()
+            .is_some_and(|(name, _)| *name != step.target)
+        {
+            let (name, server) = running.take().expect("checked");
+            server
+                .stop()
+                .with_context(|| format!("stopping target {name}"))?;
+        }
+        if running.is_none() {
+            if let Some((_, l)) = plan.launches.iter().find(|(n, _)| *n == step.target) {
+                eprintln!("loadmark: starting target {}: {}", step.target, l.command);
+                let spec = launch_spec(&step.target, l, &log_dir)?;
+                let server = launch(&spec).with_context(|| {
+                    format!("step {} needs target {} running", step.number, step.target)
+                })?;
+                running = Some((step.target.clone(), server));
+            }
+        }
+        let pid = match (&running, &file.targets[&step.target].attach) {
+            (Some((_, server)), _) => Some(server.pid()),
+            (None, Some(a)) => match (a.pid, &a.process) {
+                (Some(pid), _) => Some(pid),
+                (None, Some(name)) => Some(
+                    find_pid_by_name(name)
+                        .with_context(|| format!("targets.{}.attach.process", step.target))?,
+                ),
+                _ => None,
+            },
+            _ => None,
+        };
+        let monitor = match (pid, plan.monitor_interval) {
+            (Some(pid), Some(interval)) => Some(
+                Monitor::start(pid, interval)
+                    .with_context(|| format!("monitoring target {} (pid {pid})", step.target))?,
+            ),
+            _ => None,
+        };
+        let command = equivalent_command(&step.plan);
+        eprintln!(
+            "loadmark: step {}/{}: {command}",
+            step.number,
+            plan.steps.len()
+        );
+        let result = execute(&step.plan, args.quiet)?;
+        let server = monitor.map(Monitor::stop).as_ref().and_then(usage);
+        let report = build_report(&step.plan, &result);
+        eprintln!(
+            "loadmark: step {}: {:.0} req/s, p99 {}, {} failed",
+            step.number,
+            report.summary.rps,
+            loadmark_report::format_us(report.summary.latency.percentile(99.0).unwrap_or(0) as f64),
+            report.failed()
+        );
+        let interrupted = result.interrupted;
+        bundle.steps.push(BundleStep {
+            number: step.number,
+            target: step.target.clone(),
+            params: step.params.clone(),
+            command,
+            report,
+            server,
+        });
+        if interrupted {
+            bundle.interrupted = true;
+            break;
+        }
+        if i + 1 < plan.steps.len() && !plan.pause.is_zero() {
+            pause(plan.pause);
+        }
+    }
+    if let Some((name, server)) = running {
+        server
+            .stop()
+            .with_context(|| format!("stopping target {name}"))?;
+    }
+    Ok(bundle)
+}

@@ -1,0 +1,247 @@
+//! `loadmark bench` end to end: real servers launched as subprocesses (the built-in target,
+//! nginx), sweeps and comparisons, the document and bundle checked against what happened.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use loadmark_report::Bundle;
+
+fn loadmark_dir() -> PathBuf {
+    Path::new(env!("CARGO_BIN_EXE_loadmark"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
+}
+
+/// Runs `loadmark ARGS` with loadmark itself on PATH, so plans can launch `loadmark serve`.
+fn loadmark(args: &[&str], dir: &Path) -> Output {
+    let path = format!(
+        "{}:{}",
+        loadmark_dir().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    Command::new(env!("CARGO_BIN_EXE_loadmark"))
+        .args(args)
+        .current_dir(dir)
+        .env("PATH", path)
+        .output()
+        .unwrap()
+}
+
+fn temp_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("loadmark-bench-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn pid_alive(pid: u32) -> bool {
+    Path::new(&format!("/proc/{pid}")).exists()
+        && !std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .unwrap_or_default()
+            .contains(") Z ")
+}
+
+fn run_plan(dir: &Path, plan: &str) -> (Output, Option<Bundle>, String) {
+    std::fs::write(dir.join("plan.yaml"), plan).unwrap();
+    let out = loadmark(&["bench", "plan.yaml", "-o", "out", "-q"], dir);
+    let bundle = std::fs::read_to_string(dir.join("out/bundle.json"))
+        .ok()
+        .map(|t| Bundle::from_json(&t).unwrap());
+    let md = std::fs::read_to_string(dir.join("out/BENCHMARKS.md")).unwrap_or_default();
+    (out, bundle, md)
+}
+
+#[test]
+fn a_sweep_runs_every_step_and_the_totals_match_the_servers_own_count() {
+    let dir = temp_dir("sweep");
+    let port = free_port();
+    let plan = format!(
+        "name: sweep\ntargets:\n  api:\n    url: http://127.0.0.1:{port}/json\n    launch: {{command: loadmark serve --port {port}}}\nload: {{requests: 200}}\nsweep: {{connections: [1, 2, 5]}}\nmonitor: {{interval: 200ms}}\n"
+    );
+    let (out, bundle, md) = run_plan(&dir, &plan);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let bundle = bundle.unwrap();
+    assert_eq!(bundle.steps.len(), 3);
+    for (step, conns) in bundle.steps.iter().zip([1, 2, 5]) {
+        assert_eq!(step.report.summary.requests.responses, 200);
+        assert_eq!(
+            step.params,
+            vec![("connections".to_string(), conns.to_string())]
+        );
+        assert!(step.command.contains(&format!("-c {conns}")) && step.command.contains("-n 200"));
+        let usage = step
+            .server
+            .as_ref()
+            .expect("the launched server was monitored");
+        assert!(
+            usage.rss_peak_bytes > 1 << 20 && usage.rss_peak_bytes < 1 << 30,
+            "{usage:?}"
+        );
+        assert!(!usage.samples.is_empty());
+        assert!(!pid_alive(usage.pid), "the launched server was stopped");
+    }
+    // The server logs its own count when it stops: it must equal loadmark's total.
+    let log = std::fs::read_to_string(dir.join("out/logs/api.log")).unwrap();
+    assert!(log.contains("served 600 requests"), "{log}");
+    assert!(md.contains("| 3 | connections=5 |"), "{md}");
+    assert!(md.contains("## Environment") && md.contains("## Server resources"));
+    assert!(md.contains("launched: `loadmark serve --port"));
+    // The saved bundle renders the same document again.
+    let again = loadmark(&["report", "out/bundle.json", "--format", "md"], &dir);
+    assert_eq!(String::from_utf8_lossy(&again.stdout), md);
+}
+
+#[test]
+fn a_comparison_table_puts_systems_side_by_side() {
+    let dir = temp_dir("compare");
+    let (a, b) = (free_port(), free_port());
+    let plan = format!(
+        r#"targets:
+  a: {{url: "http://127.0.0.1:{a}/status", labels: {{system: A, cache: memory}}, launch: {{command: loadmark serve --port {a}}}}}
+  b: {{url: "http://127.0.0.1:{b}/status", labels: {{system: B, cache: memory}}, launch: {{command: loadmark serve --port {b}}}}}
+load: {{duration: 1s, keepalive: false, connections: 4}}
+compare:
+  - {{rows: cache, columns: system, metric: rps}}
+"#
+    );
+    let (out, bundle, md) = run_plan(&dir, &plan);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let bundle = bundle.unwrap();
+    assert_eq!(bundle.steps.len(), 2);
+    assert!(md.contains("| cache \\ system | A | B |"), "{md}");
+    let row = md
+        .lines()
+        .find(|l| l.starts_with("| memory |"))
+        .expect("a row for memory");
+    assert!(!row.contains('—'), "both cells filled: {row}");
+    for step in &bundle.steps {
+        assert!(!step.report.plan.request.keep_alive);
+        // One connection per request; a request still connecting at the end has none yet.
+        let r = &step.report.summary.requests;
+        let opened = step.report.summary.connections_opened;
+        assert!(
+            opened >= r.completed && opened <= r.completed + r.in_flight_at_end,
+            "{opened} {r:?}"
+        );
+    }
+}
+
+#[test]
+fn check_lists_steps_and_bad_plans_name_file_line_and_column() {
+    let dir = temp_dir("check");
+    std::fs::write(
+        dir.join("ok.yaml"),
+        "targets:\n  api: {url: 'http://127.0.0.1:1/'}\nsweep: {connections: [1, 2]}\n",
+    )
+    .unwrap();
+    let out = loadmark(&["bench", "--check", "ok.yaml"], &dir);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    assert!(
+        stdout.contains("OK, 2 steps") && stdout.contains("loadmark run http://127.0.0.1:1/ -c 2"),
+        "{stdout}"
+    );
+    std::fs::write(
+        dir.join("bad.yaml"),
+        "targets:\n  api:\n    url: http://127.0.0.1:1/\n    lables: {a: b}\n",
+    )
+    .unwrap();
+    let out = loadmark(&["bench", "bad.yaml"], &dir);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("bad.yaml:4:"), "{stderr}");
+    assert!(stderr.contains("did you mean `labels`?"), "{stderr}");
+    let schema = loadmark(&["schema"], &dir);
+    let schema: serde_json::Value = serde_json::from_slice(&schema.stdout).unwrap();
+    assert!(schema["properties"]["targets"].is_object());
+}
+
+#[test]
+fn a_server_that_fails_to_start_is_a_clear_error_with_its_last_lines() {
+    let dir = temp_dir("fail");
+    let port = free_port();
+    let plan = format!(
+        "targets:\n  broken:\n    url: http://127.0.0.1:{port}/\n    launch: {{command: \"echo 'config error: no such database' >&2; exit 3\"}}\n"
+    );
+    let (out, _, _) = run_plan(&dir, &plan);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("step 1") && stderr.contains("broken"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("config error: no such database"),
+        "{stderr}"
+    );
+}
+
+/// Every example plan is valid, and runs, shortened, against the built-in target and nginx.
+#[test]
+fn the_example_plans_run_shortened() {
+    let examples = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../examples")
+        .canonicalize()
+        .unwrap();
+    for name in [
+        "feature-flags",
+        "concurrency-sweep",
+        "stack-comparison",
+        "cache-comparison",
+    ] {
+        let text = std::fs::read_to_string(examples.join(format!("{name}.yaml"))).unwrap();
+        let short = text
+            .replace("duration: 30s", "duration: 1s")
+            .replace("duration: 20s", "duration: 1s")
+            .replace("duration: 10s", "duration: 1s")
+            .replace("  warmup: 2s\n", "")
+            .replace("requests: 2000", "requests: 50")
+            .replace("connections: 1000", "connections: 20")
+            .replace("connections: [1, 100, 600]", "connections: [1, 20]")
+            .replace("pause: 2s", "pause: 0s")
+            .replace("cwd: .", &format!("cwd: {}", examples.display()));
+        let dir = temp_dir(name);
+        let (out, bundle, md) = run_plan(&dir, &short);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{name}: {stderr}");
+        let bundle = bundle.unwrap();
+        assert!(!bundle.steps.is_empty());
+        for step in &bundle.steps {
+            let s = &step.report.summary;
+            assert!(
+                s.requests.responses > 0,
+                "{name} step {}: no responses",
+                step.number
+            );
+            assert_eq!(
+                s.requests.errors, 0,
+                "{name} step {}: {:?}",
+                step.number, s.errors
+            );
+        }
+        assert!(md.contains("## Results"), "{name}");
+        if name == "stack-comparison" {
+            assert!(md.contains("| stack \\ connections | 1 | 20 |"), "{md}");
+            let nginx = bundle.steps.iter().find(|s| s.target == "nginx").unwrap();
+            assert!(nginx.server.as_ref().unwrap().rss_peak_bytes > 0);
+        }
+    }
+    let _ = std::fs::remove_file(examples.join("nginx/nginx.pid"));
+}

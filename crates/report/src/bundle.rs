@@ -1,0 +1,217 @@
+//! [`Bundle`]: the result of a whole plan file, every step's full [`Report`] included, so the
+//! document can be rendered again, or compared, without rerunning anything.
+
+use serde::{Deserialize, Serialize};
+
+use loadmark_plan::{CompareFile, Load, Plan, Stop, TlsPolicy};
+
+use crate::environment::Environment;
+use crate::model::{ReadError, Report, SCHEMA_VERSION};
+
+/// A target as the document describes it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BundleTarget {
+    pub name: String,
+    pub url: String,
+    #[serde(default)]
+    pub labels: Vec<(String, String)>,
+    /// The command loadmark started it with, if it did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub launch: Option<String>,
+    /// The process loadmark monitored, if attached.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attach: Option<String>,
+}
+
+/// One sample of the server's resources.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct UsageSample {
+    pub at_ms: u64,
+    pub cpu_percent: f64,
+    pub rss_bytes: u64,
+}
+
+/// What the server under test used during one step (sampled from /proc).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ServerUsage {
+    pub pid: u32,
+    pub rss_start_bytes: u64,
+    pub rss_peak_bytes: u64,
+    pub rss_end_bytes: u64,
+    /// 100 is one core.
+    pub cpu_mean_percent: f64,
+    pub cpu_peak_percent: f64,
+    pub threads_peak: u64,
+    pub fds_peak: u64,
+    pub samples: Vec<UsageSample>,
+}
+
+/// One step of the plan and its outcome.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BundleStep {
+    pub number: usize,
+    pub target: String,
+    pub params: Vec<(String, String)>,
+    /// The `loadmark run` command that repeats this step alone.
+    pub command: String,
+    pub report: Report,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<ServerUsage>,
+}
+
+/// A whole benchmark document's data.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Bundle {
+    pub schema_version: u32,
+    pub loadmark_version: String,
+    #[serde(default)]
+    pub name: Option<String>,
+    #[serde(default)]
+    pub description: Option<String>,
+    pub plan_file: String,
+    /// The plan file as it was run.
+    pub plan_text: String,
+    pub environment: Environment,
+    pub targets: Vec<BundleTarget>,
+    pub steps: Vec<BundleStep>,
+    #[serde(default)]
+    pub compare: Vec<CompareFile>,
+    /// Stopped by a signal: the steps that ran are all here.
+    #[serde(default)]
+    pub interrupted: bool,
+}
+
+impl Bundle {
+    /// A one-step bundle around a single run, so one report renders as a document too.
+    pub fn of_report(report: Report) -> Bundle {
+        let url = report.plan.request.url.to_string();
+        let command = equivalent_command(&report.plan);
+        Bundle {
+            schema_version: SCHEMA_VERSION,
+            loadmark_version: report.loadmark_version.clone(),
+            name: None,
+            description: None,
+            plan_file: "(command line)".into(),
+            plan_text: command.clone(),
+            environment: report.environment.clone(),
+            targets: vec![BundleTarget {
+                name: "target".into(),
+                url,
+                labels: Vec::new(),
+                launch: None,
+                attach: None,
+            }],
+            steps: vec![BundleStep {
+                number: 1,
+                target: "target".into(),
+                params: Vec::new(),
+                command,
+                report,
+                server: None,
+            }],
+            compare: Vec::new(),
+            interrupted: false,
+        }
+    }
+
+    pub fn to_json(&self) -> String {
+        let mut out = serde_json::to_string_pretty(self).expect("a Bundle always serializes");
+        out.push('\n');
+        out
+    }
+
+    pub fn from_json(text: &str) -> Result<Bundle, ReadError> {
+        #[derive(Deserialize)]
+        struct Version {
+            schema_version: u32,
+        }
+        let v: Version = serde_json::from_str(text)?;
+        if v.schema_version > SCHEMA_VERSION {
+            return Err(ReadError::TooNew {
+                found: v.schema_version,
+            });
+        }
+        Ok(serde_json::from_str(text)?)
+    }
+}
+
+fn quote(text: &str) -> String {
+    if text
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || b"-_./:=@,".contains(&b))
+    {
+        text.to_string()
+    } else {
+        format!("'{}'", text.replace('\'', r"'\''"))
+    }
+}
+
+/// The `loadmark run` command line that runs `plan` (secrets as the plan holds them).
+pub fn equivalent_command(plan: &Plan) -> String {
+    use loadmark_plan::format_duration as d;
+    let mut args = vec![
+        "loadmark".to_string(),
+        "run".to_string(),
+        quote(plan.request.url.as_str()),
+    ];
+    match &plan.load {
+        Load::Closed {
+            connections,
+            threads,
+        } => args.extend([format!("-c {connections}"), format!("-t {threads}")]),
+        Load::Ramp {
+            connections,
+            threads,
+        } => args.extend([
+            format!("-c {}", connections.stages.first().map_or(0.0, |s| s.from)),
+            format!("--stages {}", quote(&connections.to_text())),
+            format!("-t {threads}"),
+        ]),
+        Load::Open {
+            rate,
+            max_connections,
+            threads,
+        } => {
+            match rate.stages.as_slice() {
+                [one] if one.from == one.to => {
+                    args.push(format!("-R {}", one.from));
+                    args.push(format!("-d {}", d(one.duration)));
+                }
+                _ => args.push(format!("--stages {}", quote(&rate.to_text()))),
+            }
+            args.extend([
+                format!("--max-connections {max_connections}"),
+                format!("-t {threads}"),
+            ]);
+        }
+    }
+    if matches!(plan.load, Load::Closed { .. }) {
+        match plan.stop {
+            Stop::Duration(x) => args.push(format!("-d {}", d(x))),
+            Stop::Requests(n) => args.push(format!("-n {n}")),
+        }
+    }
+    if plan.request.method != "GET" {
+        args.push(format!("-m {}", plan.request.method));
+    }
+    for (name, value) in &plan.request.headers {
+        args.push(format!("-H {}", quote(&format!("{name}: {value}"))));
+    }
+    if !plan.request.body.is_empty() {
+        args.push(format!(
+            "-b {}",
+            quote(&String::from_utf8_lossy(&plan.request.body))
+        ));
+    }
+    if !plan.request.keep_alive {
+        args.push("--no-keepalive".into());
+    }
+    args.push(format!("--timeout {}", d(plan.timeouts.request)));
+    if !plan.warmup.is_zero() {
+        args.push(format!("--warmup {}", d(plan.warmup)));
+    }
+    if plan.tls == TlsPolicy::Insecure {
+        args.push("--insecure".into());
+    }
+    args.join(" ")
+}

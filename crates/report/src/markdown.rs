@@ -1,0 +1,329 @@
+//! The benchmark document: a [`Bundle`] as Markdown, ready to commit as BENCHMARKS.md.
+
+use std::collections::BTreeSet;
+use std::fmt::Write;
+
+use loadmark_plan::CompareMetric;
+
+use crate::bundle::{Bundle, BundleStep};
+use crate::format::{format_bytes, format_us};
+
+fn cell(text: &str) -> String {
+    text.replace('|', "\\|").replace('\n', " ")
+}
+
+/// `12.3k` style for large counts, exact below 10 000.
+fn rate(v: f64) -> String {
+    if v >= 10_000.0 {
+        format!("{:.1}k", v / 1000.0)
+    } else {
+        format!("{v:.0}")
+    }
+}
+
+fn params(step: &BundleStep) -> String {
+    if step.params.is_empty() {
+        step.target.clone()
+    } else {
+        step.params
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
+fn metric_value(step: &BundleStep, metric: CompareMetric) -> String {
+    let s = &step.report.summary;
+    let pct = |p: f64| format_us(s.latency.percentile(p).unwrap_or(0) as f64);
+    match metric {
+        CompareMetric::Rps => rate(s.rps),
+        CompareMetric::P50 => pct(50.0),
+        CompareMetric::P90 => pct(90.0),
+        CompareMetric::P99 => pct(99.0),
+        CompareMetric::Errors => {
+            let failed = step.report.failed();
+            format!(
+                "{:.2}%",
+                failed as f64 * 100.0 / s.requests.completed.max(1) as f64
+            )
+        }
+    }
+}
+
+fn metric_name(metric: CompareMetric) -> &'static str {
+    match metric {
+        CompareMetric::Rps => "req/s",
+        CompareMetric::P50 => "latency p50",
+        CompareMetric::P90 => "latency p90",
+        CompareMetric::P99 => "latency p99",
+        CompareMetric::Errors => "failed requests",
+    }
+}
+
+/// Renders the document.
+pub fn render_markdown(b: &Bundle) -> String {
+    let mut o = String::new();
+    let _ = writeln!(o, "# {}\n", b.name.as_deref().unwrap_or("Benchmark"));
+    if let Some(d) = &b.description {
+        let _ = writeln!(o, "{}\n", d.trim());
+    }
+    if b.interrupted {
+        let _ = writeln!(o, "> **Interrupted**: only the steps below ran.\n");
+    }
+    let e = &b.environment;
+    let started = b
+        .steps
+        .first()
+        .map_or("", |s| s.report.run.started_at.as_str());
+    let _ = writeln!(o, "## Environment\n");
+    let _ = writeln!(o, "| | |\n|---|---|");
+    for (k, v) in [
+        ("CPU", e.cpu_model.clone()),
+        ("Cores", e.cores.to_string()),
+        ("Memory", format_bytes(e.memory_bytes as f64)),
+        ("OS", e.os.clone()),
+        ("Kernel", e.kernel.clone()),
+        ("loadmark", b.loadmark_version.clone()),
+        ("Date", started.to_string()),
+        ("Plan", format!("`{}`", b.plan_file)),
+    ] {
+        let _ = writeln!(o, "| {k} | {} |", cell(&v));
+    }
+    let _ = writeln!(o, "\n## Targets\n");
+    let _ = writeln!(o, "| target | URL | labels | server |\n|---|---|---|---|");
+    for t in &b.targets {
+        let labels: Vec<String> = t.labels.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        let server = match (&t.launch, &t.attach) {
+            (Some(cmd), _) => format!("launched: `{}`", cell(cmd)),
+            (None, Some(a)) => format!("attached: {}", cell(a)),
+            _ => "not monitored".into(),
+        };
+        let _ = writeln!(
+            o,
+            "| {} | {} | {} | {} |",
+            cell(&t.name),
+            cell(&t.url),
+            cell(&labels.join(", ")),
+            server
+        );
+    }
+
+    let _ = writeln!(o, "\n## Results\n");
+    let _ = writeln!(
+        o,
+        "Latency is measured as each step's report states (closed loop: first byte written to last byte read; open loop: from the intended send time). Percentiles come from HDR histograms; failed = transport errors + non-2xx/3xx responses.\n"
+    );
+    let _ = writeln!(
+        o,
+        "| # | step | req/s | transfer/s | p50 | p90 | p99 | p99.9 | max | failed | errors by kind | status classes | server RSS peak | server CPU mean / peak |"
+    );
+    let _ = writeln!(
+        o,
+        "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---|---:|---:|"
+    );
+    for step in &b.steps {
+        let s = &step.report.summary;
+        let p = |q: f64| format_us(s.latency.percentile(q).unwrap_or(0) as f64);
+        let kinds: Vec<String> = s
+            .errors
+            .nonzero()
+            .map(|(k, st)| format!("{k}: {}", st.count))
+            .collect();
+        let classes: Vec<String> = (1..=5)
+            .filter(|&c| s.status.class(c) > 0)
+            .map(|c| format!("{c}xx: {}", s.status.class(c)))
+            .collect();
+        let (rss, cpu) = match &step.server {
+            Some(u) => (
+                format_bytes(u.rss_peak_bytes as f64),
+                format!("{:.0}% / {:.0}%", u.cpu_mean_percent, u.cpu_peak_percent),
+            ),
+            None => ("—".into(), "—".into()),
+        };
+        let _ = writeln!(
+            o,
+            "| {} | {} | {} | {}/s | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            step.number,
+            cell(&params(step)),
+            rate(s.rps),
+            format_bytes(s.read_bytes_per_s),
+            p(50.0),
+            p(90.0),
+            p(99.0),
+            p(99.9),
+            format_us(s.latency.max_us as f64),
+            step.report.failed(),
+            if kinds.is_empty() {
+                "—".into()
+            } else {
+                kinds.join(", ")
+            },
+            classes.join(", "),
+            rss,
+            cpu,
+        );
+    }
+
+    for c in &b.compare {
+        render_comparison(&mut o, b, c);
+    }
+
+    let servers: Vec<&BundleStep> = b.steps.iter().filter(|s| s.server.is_some()).collect();
+    if !servers.is_empty() {
+        let _ = writeln!(o, "\n## Server resources\n");
+        let _ = writeln!(o, "| # | step | RSS start | RSS peak | RSS end | growth | CPU mean | CPU peak | threads peak | fds peak |");
+        let _ = writeln!(o, "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|");
+        for step in servers {
+            let u = step.server.as_ref().expect("filtered");
+            let _ = writeln!(
+                o,
+                "| {} | {} | {} | {} | {} | {} | {:.0}% | {:.0}% | {} | {} |",
+                step.number,
+                cell(&params(step)),
+                format_bytes(u.rss_start_bytes as f64),
+                format_bytes(u.rss_peak_bytes as f64),
+                format_bytes(u.rss_end_bytes as f64),
+                format_bytes(u.rss_end_bytes.saturating_sub(u.rss_start_bytes) as f64),
+                u.cpu_mean_percent,
+                u.cpu_peak_percent,
+                u.threads_peak,
+                u.fds_peak,
+            );
+        }
+    }
+
+    let _ = writeln!(o, "\n## Notes\n");
+    let mut notes = 0;
+    for step in &b.steps {
+        let r = &step.report;
+        let s = &r.summary;
+        let mut say = |text: String| {
+            let _ = writeln!(o, "- Step {} ({}): {text}", step.number, params(step));
+            notes += 1;
+        };
+        for (kind, stat) in s.errors.nonzero() {
+            say(format!(
+                "{} {kind} errors; first: {}",
+                stat.count,
+                stat.first_example.as_deref().unwrap_or("")
+            ));
+        }
+        if s.requests.non_success_responses > 0 {
+            say(format!(
+                "{} responses were not 2xx/3xx",
+                s.requests.non_success_responses
+            ));
+        }
+        for finding in &r.run.health.findings {
+            say(finding.clone());
+        }
+        if r.run.interrupted {
+            say("interrupted: the figures cover the time that ran".into());
+        }
+    }
+    if notes == 0 {
+        let _ = writeln!(o, "Nothing suspicious: no errors, no non-2xx/3xx responses, the client was never the bottleneck.");
+    }
+
+    let _ = writeln!(o, "\n## How to reproduce\n");
+    let _ = writeln!(
+        o,
+        "All steps: `loadmark bench {}`. Each step alone:\n",
+        b.plan_file
+    );
+    for step in &b.steps {
+        let _ = writeln!(o, "{}. `{}`", step.number, step.command);
+    }
+    let _ = writeln!(
+        o,
+        "\n<details><summary>Plan file</summary>\n\n```yaml\n{}\n```\n</details>",
+        b.plan_text.trim_end()
+    );
+    o
+}
+
+fn render_comparison(o: &mut String, b: &Bundle, c: &loadmark_plan::CompareFile) {
+    let label_of = |step: &BundleStep, key: &str| -> Option<String> {
+        if key == "target" {
+            return Some(step.target.clone());
+        }
+        if let Some((_, v)) = step.params.iter().find(|(k, _)| k == key) {
+            return Some(v.clone());
+        }
+        b.targets
+            .iter()
+            .find(|t| t.name == step.target)
+            .and_then(|t| {
+                t.labels
+                    .iter()
+                    .find(|(k, _)| k == key)
+                    .map(|(_, v)| v.clone())
+            })
+    };
+    // One table per combination of the other swept values.
+    let rest = |s: &BundleStep| -> Vec<(String, String)> {
+        s.params
+            .iter()
+            .filter(|(k, _)| k != "target" && *k != c.rows && *k != c.columns)
+            .cloned()
+            .collect()
+    };
+    let groups: BTreeSet<Vec<(String, String)>> = b.steps.iter().map(rest).collect();
+    let ordered = |key: &str| {
+        let mut seen: Vec<String> = Vec::new();
+        for s in &b.steps {
+            if let Some(v) = label_of(s, key) {
+                if !seen.contains(&v) {
+                    seen.push(v);
+                }
+            }
+        }
+        seen
+    };
+    let rows = ordered(&c.rows);
+    let cols = ordered(&c.columns);
+    for group in groups {
+        let title = c
+            .title
+            .clone()
+            .unwrap_or_else(|| format!("{}: {} by {}", metric_name(c.metric), c.rows, c.columns));
+        let suffix = if group.is_empty() {
+            String::new()
+        } else {
+            format!(
+                " ({})",
+                group
+                    .iter()
+                    .map(|(k, v)| format!("{k}={v}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        };
+        let _ = writeln!(o, "\n### {}{}\n", cell(&title), cell(&suffix));
+        let _ = writeln!(
+            o,
+            "| {} \\ {} | {} |",
+            cell(&c.rows),
+            cell(&c.columns),
+            cols.iter().map(|c| cell(c)).collect::<Vec<_>>().join(" | ")
+        );
+        let _ = writeln!(o, "|---|{}", "---:|".repeat(cols.len()));
+        for r in &rows {
+            let cells: Vec<String> = cols
+                .iter()
+                .map(|col| {
+                    b.steps
+                        .iter()
+                        .find(|s| {
+                            label_of(s, &c.rows).as_ref() == Some(r)
+                                && label_of(s, &c.columns).as_ref() == Some(col)
+                                && rest(s) == group
+                        })
+                        .map_or("—".to_string(), |s| metric_value(s, c.metric))
+                })
+                .collect();
+            let _ = writeln!(o, "| {} | {} |", cell(r), cells.join(" | "));
+        }
+    }
+}

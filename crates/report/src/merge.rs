@@ -1,0 +1,127 @@
+//! [`merge_reports`]: several reports (e.g. one per load-generating machine, run at the same
+//! time against one target) added into one.
+//!
+//! Histograms and counters add exactly, so every percentile of the merged report is the
+//! percentile of all samples together; percentiles are never averaged. The series add per
+//! second index (seconds since each run's start). The result does not depend on the order of
+//! the inputs: they are put in a canonical order first.
+
+use std::time::{Duration, UNIX_EPOCH};
+
+use loadmark_metrics::{SeriesPoint, Snapshot, Totals};
+
+use crate::model::{Report, RunFacts};
+
+/// Reports could not be merged.
+#[derive(Debug, thiserror::Error)]
+pub enum MergeError {
+    /// Nothing to merge: pass at least one report.
+    #[error("no reports to merge")]
+    Empty,
+    /// One report is open loop and another closed loop: their latencies measure different
+    /// spans and must not be added. Merge runs of the same kind only.
+    #[error(
+        "cannot merge open-loop and closed-loop reports: their latencies measure different things"
+    )]
+    MixedLatency,
+}
+
+/// Adds `reports` into one report.
+///
+/// Counters, status codes, errors and the HDR histograms are summed. The runs are taken to
+/// have run side by side (several clients at once), so the measured time is the longest one
+/// and req/s is the sum of all responses over it. Per-second p50/p99 of the merged series
+/// cannot be exact (per-second histograms are not saved): they are the highest of the
+/// inputs' values, an upper bound; per-second maximum latency is exact.
+pub fn merge_reports(reports: &[Report]) -> Result<Report, MergeError> {
+    if reports.is_empty() {
+        return Err(MergeError::Empty);
+    }
+    let definition = &reports[0].run.latency_definition;
+    if reports
+        .iter()
+        .any(|r| &r.run.latency_definition != definition)
+    {
+        return Err(MergeError::MixedLatency);
+    }
+    // Canonical order, so plan, environment and addresses do not depend on argument order.
+    let mut sorted: Vec<(String, &Report)> = reports
+        .iter()
+        .map(|r| (serde_json::to_string(r).expect("a Report serializes"), r))
+        .collect();
+    sorted.sort_by(|a, b| a.0.cmp(&b.0));
+    let sorted: Vec<&Report> = sorted.into_iter().map(|(_, r)| r).collect();
+    let first = sorted[0];
+
+    let mut snapshot = Snapshot::default();
+    let mut series: Vec<SeriesPoint> = Vec::new();
+    let (mut warmup_completed, mut in_flight) = (0, 0);
+    for r in &sorted {
+        snapshot.merge(&r.totals);
+        warmup_completed += r.summary.requests.warmup_completed;
+        in_flight += r.summary.requests.in_flight_at_end;
+        for p in &r.series {
+            let i = p.second as usize;
+            while series.len() <= i {
+                series.push(empty_point(series.len() as u64, p.warmup));
+            }
+            add_point(&mut series[i], p);
+        }
+    }
+    let secs = |f: fn(&Report) -> f64| sorted.iter().map(|r| f(r)).fold(0.0, f64::max);
+    let sum = |f: fn(&Report) -> f64| sorted.iter().map(|r| f(r)).sum::<f64>();
+    let mut addrs: Vec<&str> = sorted.iter().map(|r| r.run.target_addr.as_str()).collect();
+    addrs.sort_unstable();
+    addrs.dedup();
+    let facts = RunFacts {
+        started_at: UNIX_EPOCH,
+        elapsed: Duration::from_secs_f64(secs(|r| r.run.elapsed_s)),
+        measured: Duration::from_secs_f64(secs(|r| r.run.measured_s)),
+        interrupted: sorted.iter().any(|r| r.run.interrupted),
+        client_cpu_user: Duration::from_secs_f64(sum(|r| r.run.client_cpu.user_s)),
+        client_cpu_system: Duration::from_secs_f64(sum(|r| r.run.client_cpu.system_s)),
+        busiest_worker: secs(|r| r.run.client_cpu.busiest_worker),
+        target_addr: addrs.join(","),
+    };
+    let totals = Totals {
+        snapshot,
+        warmup_completed,
+        in_flight,
+        series,
+    };
+    let mut merged = Report::new(&first.plan, &facts, totals, first.environment.clone());
+    merged.run.started_at = sorted
+        .iter()
+        .map(|r| r.run.started_at.clone())
+        .min()
+        .unwrap_or_default();
+    merged.loadmark_version = first.loadmark_version.clone();
+    Ok(merged)
+}
+
+fn empty_point(second: u64, warmup: bool) -> SeriesPoint {
+    SeriesPoint {
+        second,
+        warmup,
+        responses: 0,
+        errors: 0,
+        failed: 0,
+        bytes_read: 0,
+        connections_opened: 0,
+        latency_p50_us: 0,
+        latency_p99_us: 0,
+        latency_max_us: 0,
+    }
+}
+
+fn add_point(into: &mut SeriesPoint, p: &SeriesPoint) {
+    into.warmup |= p.warmup;
+    into.responses += p.responses;
+    into.errors += p.errors;
+    into.failed += p.failed;
+    into.bytes_read += p.bytes_read;
+    into.connections_opened += p.connections_opened;
+    into.latency_p50_us = into.latency_p50_us.max(p.latency_p50_us);
+    into.latency_p99_us = into.latency_p99_us.max(p.latency_p99_us);
+    into.latency_max_us = into.latency_max_us.max(p.latency_max_us);
+}
