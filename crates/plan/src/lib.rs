@@ -24,6 +24,7 @@ mod plan;
 mod schedule;
 mod settings;
 mod target;
+mod template;
 mod text;
 
 pub use file::{
@@ -37,4 +38,5 @@ pub use plan::{Load, Plan, RequestSpec, Stop, Timeouts, TlsPolicy, DEFAULT_TIMEO
 pub use schedule::{Pace, Profile, Stage};
 pub use settings::{Settings, DEFAULT_CONNECTIONS, DEFAULT_DURATION, DEFAULT_MAX_CONNECTIONS};
 pub use target::{Scheme, Target};
+pub use template::{next_random, parse_csv, Piece, RenderContext, Template};
 pub use text::{format_duration, parse_duration, parse_header, redact_header_value, PlanError};
