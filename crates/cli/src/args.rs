@@ -16,7 +16,7 @@ use loadmark_plan::{
     long_about = "A fast, truthful HTTP load generator and benchmark-report tool.\n\n\
         Latency is recorded in HDR histograms, every request is accounted for (response, \
         classified error, or in flight at the end), and reports come as text or JSON.",
-    after_help = "Exit codes: 0 ok, 1 run error, 2 usage or plan error, 4 run not clean under --strict, 130 interrupted (report still written).\n\
+    after_help = "Exit codes: 0 ok, 1 run error, 2 usage or plan error, 3 thresholds (--threshold, compare --fail-if) failed, 4 run not clean under --strict, 130 interrupted (report still written).\n\
         Examples:\n  loadmark quickstart\n  loadmark run http://127.0.0.1:8080/status -c 100 -d 30s\n  loadmark run URL -n 2000 -c 20 -o result.json"
 )]
 pub struct Cli {
@@ -44,6 +44,9 @@ pub enum Command {
     /// Add saved JSON reports (e.g. one per client machine, run side by side) into one:
     /// histograms and counters add exactly, percentiles are never averaged.
     Merge(MergeArgs),
+    /// Compare a candidate run with a baseline: per-metric deltas and a verdict that tells a
+    /// change from run-to-run noise (Mann-Whitney U test on the per-second values).
+    Compare(CompareArgs),
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -53,6 +56,12 @@ pub enum Format {
     /// Markdown, ready to commit
     #[value(alias = "markdown")]
     Md,
+    /// The per-second series as CSV (one row per second; bundles: per step and second)
+    Csv,
+    /// The summary as CSV (one row per run, or per step of a bundle)
+    CsvSummary,
+    /// One self-contained HTML page with charts (inline SVG, no JavaScript)
+    Html,
 }
 
 #[derive(Args, Debug)]
@@ -147,6 +156,16 @@ pub struct RunArgs {
     /// No live progress line
     #[arg(short = 'q', long = "quiet")]
     pub quiet: bool,
+
+    /// Pass/fail condition checked at the end, e.g. 'p99<50ms', 'errors<1%', 'rps>10000'
+    /// (repeatable); exit code 3 when one fails. Metrics: p50 p90 p95 p99 p99.9 (any pN),
+    /// min, max, mean, rps, errors, failed, dropped
+    #[arg(long = "threshold", value_name = "METRIC<VALUE")]
+    pub thresholds: Vec<String>,
+
+    /// Write the threshold results as JUnit XML to this file
+    #[arg(long = "junit", value_name = "FILE")]
+    pub junit: Option<PathBuf>,
 }
 
 #[derive(Args, Debug)]
@@ -203,9 +222,12 @@ pub struct BenchArgs {
 pub struct ReportArgs {
     /// A JSON report (`loadmark run -o FILE.json`) or bundle (`loadmark bench`)
     pub file: PathBuf,
-    /// Output format
-    #[arg(long = "format", value_enum, default_value = "text")]
-    pub format: Format,
+    /// Output format [default: from the --output extension, else text]
+    #[arg(long = "format", value_enum)]
+    pub format: Option<Format>,
+    /// Write to this file instead of standard output (.json, .txt, .md, .csv)
+    #[arg(short = 'o', long = "output")]
+    pub output: Option<PathBuf>,
 }
 
 #[derive(Args, Debug)]
@@ -216,6 +238,38 @@ pub struct MergeArgs {
     /// Write the merged JSON report here [default: standard output]
     #[arg(short = 'o', long = "output")]
     pub output: Option<PathBuf>,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CompareFormat {
+    Text,
+    Json,
+    /// Markdown, ready to paste into a pull request
+    #[value(alias = "markdown")]
+    Md,
+    /// A self-contained HTML page with bar charts
+    Html,
+}
+
+#[derive(Args, Debug)]
+pub struct CompareArgs {
+    /// The baseline JSON report
+    pub baseline: PathBuf,
+    /// The candidate JSON report
+    pub candidate: PathBuf,
+    /// Fail (exit 3) on a significant change beyond a limit, e.g. 'p99>+10%', 'rps<-5%',
+    /// 'errors>+0%' (repeatable); changes within noise never fail
+    #[arg(long = "fail-if", value_name = "METRIC>+N%")]
+    pub fail_if: Vec<String>,
+    /// Output format
+    #[arg(long = "format", value_enum, default_value = "text")]
+    pub format: CompareFormat,
+    /// Significance level of the test
+    #[arg(long = "alpha", default_value_t = 0.05)]
+    pub alpha: f64,
+    /// Smallest change, in percent, that counts as one
+    #[arg(long = "min-effect", default_value_t = 5.0)]
+    pub min_effect: f64,
 }
 
 fn duration_arg(text: &str) -> Result<Duration, String> {

@@ -22,6 +22,7 @@ use crate::UsageError;
 pub fn bench(args: &BenchArgs) -> Result<ExitCode> {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let plan = load_plan_file(&args.plan, cores).map_err(|e| UsageError(e.to_string()))?;
+    let thresholds = crate::gate::plan_thresholds(&plan.file.thresholds, &args.plan)?;
     if args.check {
         println!(
             "{}: OK, {} step{}",
@@ -39,7 +40,10 @@ pub fn bench(args: &BenchArgs) -> Result<ExitCode> {
         .map_err(|e| UsageError(format!("--out {}: cannot create it: {e}", out.display())))?;
     crate::output::check_writable(&out.join("bundle.json"))
         .map_err(|e| UsageError(format!("{e:#}")))?;
-    let bundle = run_steps(&plan, args)?;
+    let mut bundle = run_steps(&plan, args)?;
+    for step in &mut bundle.steps {
+        step.report.thresholds = loadmark_report::check_thresholds(&thresholds, &step.report);
+    }
     let md = render_markdown(&bundle);
     write_atomic(&out.join("bundle.json"), &bundle.to_json())?;
     write_atomic(&out.join("BENCHMARKS.md"), &md)?;
@@ -50,6 +54,9 @@ pub fn bench(args: &BenchArgs) -> Result<ExitCode> {
         out.join("BENCHMARKS.md").display(),
         out.join("bundle.json").display()
     );
+    if let Some(code) = crate::gate::bundle_thresholds_failed(&bundle) {
+        return Ok(code);
+    }
     Ok(if bundle.interrupted {
         ExitCode::from(crate::EXIT_INTERRUPTED)
     } else {

@@ -23,6 +23,7 @@ pub fn dispatch(command: Command) -> Result<ExitCode> {
         Command::Bench(args) => crate::bench::bench(&args),
         Command::Report(args) => report(&args),
         Command::Merge(args) => crate::gate::merge(&args),
+        Command::Compare(args) => crate::gate::compare(&args),
         Command::Schema => {
             print!("{}", loadmark_plan::PlanFile::json_schema());
             println!();
@@ -77,6 +78,7 @@ fn run(args: &RunArgs) -> Result<ExitCode> {
         None => None,
     };
     let plan = args.to_plan(body)?;
+    let thresholds = crate::gate::thresholds_before_run(args)?;
     let output = match &args.output {
         Some(path) => {
             let format = format_for(path, args.format).map_err(|e| UsageError(e.to_string()))?;
@@ -86,7 +88,8 @@ fn run(args: &RunArgs) -> Result<ExitCode> {
         None => None,
     };
     let result = execute(&plan, args.quiet)?;
-    let report = build_report(&plan, &result);
+    let mut report = build_report(&plan, &result);
+    report.thresholds = loadmark_report::check_thresholds(&thresholds, &report);
     let stdout_format = match (&output, args.format) {
         (None, Some(f)) => f,
         _ => Format::Text,
@@ -95,6 +98,9 @@ fn run(args: &RunArgs) -> Result<ExitCode> {
     if let Some((path, format)) = output {
         write_atomic(&path, &render(&report, format))?;
         eprintln!("loadmark: report written to {}", path.display());
+    }
+    if let Some(code) = crate::gate::thresholds_after_run(args, &report)? {
+        return Ok(code);
     }
     if args.strict && (report.run.health.client_saturated || report.run.health.overloaded) {
         eprintln!("loadmark: the run was not clean (--strict): see the warnings above");
@@ -233,22 +239,32 @@ fn report(args: &ReportArgs) -> Result<ExitCode> {
     let text = std::fs::read_to_string(&args.file)
         .map_err(|e| UsageError(format!("{}: cannot read it: {e}", args.file.display())))?;
     let bad = |e: loadmark_report::ReadError| UsageError(format!("{}: {e}", args.file.display()));
-    if text.contains("\"steps\"") && text.contains("\"plan_text\"") {
+    let format = match (&args.output, args.format) {
+        (_, Some(f)) => f,
+        (Some(path), None) => format_for(path, None).map_err(|e| UsageError(e.to_string()))?,
+        (None, None) => Format::Text,
+    };
+    let out = if text.contains("\"steps\"") && text.contains("\"plan_text\"") {
         let bundle = loadmark_report::Bundle::from_json(&text).map_err(bad)?;
-        match args.format {
-            Format::Md => print!("{}", loadmark_report::render_markdown(&bundle)),
-            Format::Json => print!("{}", bundle.to_json()),
+        match format {
+            Format::Md => loadmark_report::render_markdown(&bundle),
+            Format::Json => bundle.to_json(),
+            Format::Csv => loadmark_report::render_bundle_csv(&bundle),
+            Format::CsvSummary => loadmark_report::render_bundle_csv_summary(&bundle),
+            Format::Html => loadmark_report::render_html_bundle(&bundle),
             Format::Text => {
+                let mut o = String::new();
                 for step in &bundle.steps {
-                    println!("== step {}: {}", step.number, step.command);
-                    print!("{}", render(&step.report, Format::Text));
-                    println!();
+                    o.push_str(&format!("== step {}: {}\n", step.number, step.command));
+                    o.push_str(&render(&step.report, Format::Text));
+                    o.push('\n');
                 }
+                o
             }
         }
-        return Ok(ExitCode::SUCCESS);
-    }
-    let report = Report::from_json(&text).map_err(bad)?;
-    print!("{}", render(&report, args.format));
+    } else {
+        render(&Report::from_json(&text).map_err(bad)?, format)
+    };
+    crate::gate::write_or_print(args.output.as_deref(), &out)?;
     Ok(ExitCode::SUCCESS)
 }

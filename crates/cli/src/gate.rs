@@ -5,11 +5,14 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::Result;
-use loadmark_report::{render_json, Report};
+use loadmark_report::{
+    parse_thresholds, render_comparison_markdown, render_comparison_text, render_json,
+    render_junit, CompareSettings, FailIf, Report, Threshold,
+};
 
-use crate::args::MergeArgs;
-use crate::output::write_atomic;
-use crate::UsageError;
+use crate::args::{CompareArgs, CompareFormat, MergeArgs, RunArgs};
+use crate::output::{check_writable, write_atomic};
+use crate::{UsageError, EXIT_THRESHOLDS};
 
 /// Reads a saved run report; a missing or foreign file is a usage error.
 pub(crate) fn read_report(path: &Path) -> Result<Report> {
@@ -44,4 +47,118 @@ pub(crate) fn write_or_print(path: Option<&Path>, text: &str) -> Result<()> {
             Ok(())
         }
     }
+}
+
+/// Parses `--threshold`s and checks `--junit` is writable: before any load is sent, so a typo
+/// costs nothing and never passes silently.
+pub(crate) fn thresholds_before_run(args: &RunArgs) -> Result<Vec<Threshold>> {
+    let thresholds = parse_thresholds(&args.thresholds).map_err(|errors| {
+        UsageError(
+            errors
+                .iter()
+                .map(|e| format!("--threshold: {e}"))
+                .collect::<Vec<_>>()
+                .join("\n"),
+        )
+    })?;
+    if let Some(path) = &args.junit {
+        if thresholds.is_empty() {
+            return Err(UsageError("--junit needs at least one --threshold".into()).into());
+        }
+        check_writable(path).map_err(|e| UsageError(format!("--junit: {e:#}")))?;
+    }
+    Ok(thresholds)
+}
+
+/// Writes `--junit` and returns exit code 3 when a threshold failed.
+pub(crate) fn thresholds_after_run(args: &RunArgs, report: &Report) -> Result<Option<ExitCode>> {
+    if let Some(path) = &args.junit {
+        let suite = format!("{} {}", report.plan.request.method, report.plan.request.url);
+        write_atomic(path, &render_junit(&suite, &report.thresholds))?;
+        eprintln!("loadmark: JUnit XML written to {}", path.display());
+    }
+    let failed: Vec<&str> = report
+        .thresholds
+        .iter()
+        .filter(|t| !t.passed)
+        .map(|t| t.threshold.as_str())
+        .collect();
+    if failed.is_empty() {
+        return Ok(None);
+    }
+    eprintln!("loadmark: thresholds failed: {}", failed.join(", "));
+    Ok(Some(ExitCode::from(EXIT_THRESHOLDS)))
+}
+
+pub fn compare(args: &CompareArgs) -> Result<ExitCode> {
+    let gates = args
+        .fail_if
+        .iter()
+        .map(|t| FailIf::parse(t))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| UsageError(e.to_string()))?;
+    let valid = args.alpha > 0.0 && args.alpha < 1.0 && args.min_effect >= 0.0;
+    if !valid {
+        return Err(UsageError("--alpha must be in (0, 1) and --min-effect >= 0".into()).into());
+    }
+    let baseline = read_report(&args.baseline)?;
+    let candidate = read_report(&args.candidate)?;
+    let mut c = loadmark_report::compare(
+        &args.baseline.display().to_string(),
+        &baseline,
+        &args.candidate.display().to_string(),
+        &candidate,
+        CompareSettings {
+            alpha: args.alpha,
+            min_effect_percent: args.min_effect,
+        },
+    );
+    c.gates = gates.iter().map(|g| g.check(&c)).collect();
+    match args.format {
+        CompareFormat::Text => print!("{}", render_comparison_text(&c)),
+        CompareFormat::Md => print!("{}", render_comparison_markdown(&c)),
+        CompareFormat::Html => print!("{}", loadmark_report::render_comparison_html(&c)),
+        CompareFormat::Json => println!(
+            "{}",
+            serde_json::to_string_pretty(&c).expect("a Comparison serializes")
+        ),
+    }
+    if c.gates_failed() {
+        eprintln!("loadmark: --fail-if failed");
+        return Ok(ExitCode::from(EXIT_THRESHOLDS));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The plan file's `thresholds`, parsed before any server starts or load is sent.
+pub(crate) fn plan_thresholds(texts: &[String], plan: &Path) -> Result<Vec<Threshold>> {
+    parse_thresholds(texts).map_err(|errors| {
+        let lines: Vec<String> = errors
+            .iter()
+            .map(|e| format!("{}: thresholds: {e}", plan.display()))
+            .collect();
+        UsageError(lines.join("\n")).into()
+    })
+}
+
+/// Exit code 3 when a threshold failed on any step of a bundle (listed on stderr).
+pub(crate) fn bundle_thresholds_failed(bundle: &loadmark_report::Bundle) -> Option<ExitCode> {
+    let failed: Vec<String> = bundle
+        .steps
+        .iter()
+        .flat_map(|s| {
+            s.report
+                .thresholds
+                .iter()
+                .filter(|t| !t.passed)
+                .map(move |t| format!("step {}: {t}", s.number))
+        })
+        .collect();
+    if failed.is_empty() {
+        return None;
+    }
+    for f in &failed {
+        eprintln!("loadmark: threshold failed: {f}");
+    }
+    Some(ExitCode::from(EXIT_THRESHOLDS))
 }

@@ -1,6 +1,6 @@
 //! The `loadmark` binary: flags in, plan through the engine, report out.
 //!
-//! Exit codes: 0 ok, 1 run error, 2 usage or plan error, 4 not clean under `--strict`,
+//! Exit codes: 0 ok, 1 run error, 2 usage or plan error, 3 thresholds failed, 4 not clean under `--strict`,
 //! 130 interrupted (the report for the
 //! time that ran is still printed and written).
 
@@ -17,6 +17,8 @@ use clap::Parser;
 
 /// Exit code of a usage or plan error (clap uses the same).
 pub const EXIT_USAGE: u8 = 2;
+/// Exit code of a run (or `compare --fail-if`) whose thresholds failed.
+pub const EXIT_THRESHOLDS: u8 = 3;
 /// Exit code of a run that finished but was not clean under `--strict` (client saturated,
 /// requests dropped or left late).
 pub const EXIT_NOT_CLEAN: u8 = 4;

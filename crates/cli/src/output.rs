@@ -18,8 +18,10 @@ pub fn format_for(path: &Path, flag: Option<Format>) -> Result<Format> {
         Some("json") => Ok(Format::Json),
         Some("txt") | Some("text") => Ok(Format::Text),
         Some("md") | Some("markdown") => Ok(Format::Md),
+        Some("csv") => Ok(Format::Csv),
+        Some("html") | Some("htm") => Ok(Format::Html),
         _ => bail!(
-            "--output {}: cannot tell the format from the extension: use .json, .txt or .md, or add --format json|text|md",
+            "--output {}: cannot tell the format from the extension: use .json, .txt, .md, .csv or .html, or add --format json|text|md|csv|csv-summary|html",
             path.display()
         ),
     }
@@ -66,6 +68,9 @@ pub fn render(report: &Report, format: Format) -> String {
         Format::Md => {
             loadmark_report::render_markdown(&loadmark_report::Bundle::of_report(report.clone()))
         }
+        Format::Csv => loadmark_report::render_csv(report),
+        Format::CsvSummary => loadmark_report::render_csv_summary(report),
+        Format::Html => loadmark_report::render_html(report),
     }
 }
 

@@ -39,6 +39,10 @@ pub struct PlanFile {
     /// Sample launched or attached servers' CPU, memory, threads and fds.
     #[serde(default)]
     pub monitor: Option<MonitorFile>,
+    /// Pass/fail conditions checked on every step, as on the command line, e.g.
+    /// `[p99<50ms, errors<1%, rps>10000]`; `loadmark bench` exits 3 when one fails.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub thresholds: Vec<String>,
 }
 
 /// A system under test.

@@ -18,10 +18,20 @@
 //! - Summary figures are derived from the histograms at build time and stored too, so
 //!   machines reading JSON need no HDR decoder; the histograms stay the truth.
 //! - `schema_version` changes whenever a field changes meaning; readers refuse newer versions.
+//! - Merging adds snapshots (histograms and counters) and never averages percentiles; the
+//!   inputs are put in a canonical order first, so argument order cannot change the result.
+//! - Thresholds parse strictly (unknown metric or missing unit is an error) and are checked
+//!   against the histograms; their results ride in `Report::thresholds` (absent when none).
+//! - Comparisons judge noise on the per-second series (Mann-Whitney U), not on single figures.
+//! - HTML is inline SVG drawn here: no JavaScript, nothing fetched, printable.
 
 mod bundle;
+mod compare;
+mod csv;
 mod environment;
 mod format;
+mod html;
+mod junit;
 mod markdown;
 mod merge;
 mod model;
@@ -29,8 +39,16 @@ mod text;
 mod threshold;
 
 pub use bundle::{equivalent_command, Bundle, BundleStep, BundleTarget, ServerUsage, UsageSample};
+pub use compare::{
+    compare, mann_whitney, render_comparison_markdown, render_comparison_text, CompareSettings,
+    Compared, Comparison, FailIf, FailIfError, GateResult, MetricDelta, Verdict, COMPARED,
+    MIN_SECONDS,
+};
+pub use csv::{render_bundle_csv, render_bundle_csv_summary, render_csv, render_csv_summary};
 pub use environment::Environment;
 pub use format::{format_bytes, format_us};
+pub use html::{render_comparison_html, render_html, render_html_bundle};
+pub use junit::render_junit;
 pub use markdown::render_markdown;
 pub use merge::{merge_reports, MergeError};
 pub use model::{

@@ -218,6 +218,9 @@ pub fn render_markdown(b: &Bundle) -> String {
         for finding in &r.run.health.findings {
             say(finding.clone());
         }
+        for t in &r.thresholds {
+            say(format!("threshold {t}"));
+        }
         if r.run.interrupted {
             say("interrupted: the figures cover the time that ran".into());
         }

@@ -141,6 +141,9 @@ pub struct Report {
     /// The measured totals with their HDR histograms (V2 deflate, base64): the source of
     /// every figure above, and what merging adds.
     pub totals: Snapshot,
+    /// Pass/fail of each `--threshold`, when any were given (absent in older reports).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub thresholds: Vec<crate::threshold::ThresholdResult>,
 }
 
 /// A saved report could not be read.
@@ -227,6 +230,7 @@ impl Report {
             summary,
             series: totals.series,
             totals: snap,
+            thresholds: Vec::new(),
         }
     }
 

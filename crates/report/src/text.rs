@@ -230,6 +230,7 @@ pub fn render_text(r: &Report) -> String {
             q.non_success_responses
         );
     }
+    o.push_str(&crate::threshold::render_thresholds_text(&r.thresholds));
     o
 }
 

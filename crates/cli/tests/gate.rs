@@ -1,0 +1,385 @@
+//! CI gates end to end over loopback: thresholds and JUnit on `run`, `merge`, `compare`.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use loadmark_report::Report;
+use loadmark_target::{start, RunningServer, ServerConfig};
+
+fn loadmark() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_loadmark"))
+}
+
+fn target() -> RunningServer {
+    start(ServerConfig {
+        addr: ([127, 0, 0, 1], 0).into(),
+        threads: 1,
+        ..Default::default()
+    })
+    .unwrap()
+}
+
+fn temp_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("loadmark-gate-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// Tests here run load; one at a time, so the comparison test measures its own runs only.
+static LOAD: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    LOAD.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn run(args: &[&str]) -> Output {
+    loadmark().args(args).output().unwrap()
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "{}\n--- stderr ---\n{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+fn path(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+#[test]
+fn unknown_or_malformed_threshold_is_a_usage_error_before_any_load() {
+    let server = target();
+    let url = format!("http://{}/status", server.local_addr());
+    for bad in ["p999<5ms", "latency<5ms", "p99<50", "errors", "rps>5%"] {
+        let o = run(&["run", &url, "-n", "50", "-c", "1", "-q", "--threshold", bad]);
+        assert_eq!(o.status.code(), Some(2), "{bad}: {}", text(&o));
+        assert!(text(&o).contains("--threshold"), "{}", text(&o));
+    }
+    assert_eq!(
+        server.requests_served(),
+        0,
+        "no load before the usage error"
+    );
+}
+
+#[test]
+fn thresholds_pass_fail_with_exit_code_3_and_junit() {
+    let _serial = one_at_a_time();
+    let server = target();
+    let url = format!("http://{}/status", server.local_addr());
+    let dir = temp_dir("thresholds");
+    let json = dir.join("r.json");
+    let junit = dir.join("junit.xml");
+    let o = run(&[
+        "run",
+        &url,
+        "-n",
+        "300",
+        "-c",
+        "2",
+        "-t",
+        "1",
+        "-q",
+        "--threshold",
+        "p99<5s",
+        "--threshold",
+        "errors<1%",
+        "--threshold",
+        "rps>1",
+        "--threshold",
+        "failed<=0",
+        "--junit",
+        path(&junit),
+        "-o",
+        path(&json),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(
+        text(&o).contains("Thresholds    4 of 4 passed"),
+        "{}",
+        text(&o)
+    );
+    let report = Report::from_json(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(report.thresholds.len(), 4);
+    assert!(report.thresholds.iter().all(|t| t.passed));
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    assert!(xml.contains("tests=\"4\" failures=\"0\""), "{xml}");
+
+    let o = run(&[
+        "run",
+        &url,
+        "-n",
+        "300",
+        "-c",
+        "2",
+        "-t",
+        "1",
+        "-q",
+        "--threshold",
+        "p50<1us",
+        "--threshold",
+        "rps>100000000",
+        "--threshold",
+        "p99<5s",
+        "--junit",
+        path(&junit),
+        "--format",
+        "json",
+    ]);
+    assert_eq!(o.status.code(), Some(3), "{}", text(&o));
+    assert!(
+        text(&o).contains("thresholds failed: p50<1us, rps>100000000"),
+        "{}",
+        text(&o)
+    );
+    let report = Report::from_json(&String::from_utf8_lossy(&o.stdout)).unwrap();
+    let passed: Vec<bool> = report.thresholds.iter().map(|t| t.passed).collect();
+    assert_eq!(passed, [false, false, true]);
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    assert!(xml.contains("tests=\"3\" failures=\"2\""), "{xml}");
+    assert_eq!(xml.matches("<failure ").count(), 2, "{xml}");
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn merge_adds_two_real_runs() {
+    let _serial = one_at_a_time();
+    let server = target();
+    let url = format!("http://{}/status", server.local_addr());
+    let dir = temp_dir("merge");
+    let (a, b, all) = (dir.join("a.json"), dir.join("b.json"), dir.join("all.json"));
+    for (file, n) in [(&a, "200"), (&b, "300")] {
+        let o = run(&[
+            "run",
+            &url,
+            "-n",
+            n,
+            "-c",
+            "2",
+            "-t",
+            "1",
+            "-q",
+            "-o",
+            path(file),
+        ]);
+        assert!(o.status.success(), "{}", text(&o));
+    }
+    let o = run(&["merge", path(&a), path(&b), "-o", path(&all)]);
+    assert!(o.status.success(), "{}", text(&o));
+    let merged = Report::from_json(&std::fs::read_to_string(&all).unwrap()).unwrap();
+    assert_eq!(merged.summary.requests.responses, 500);
+    assert_eq!(merged.totals.latency.len(), 500);
+    let ra = Report::from_json(&std::fs::read_to_string(&a).unwrap()).unwrap();
+    let rb = Report::from_json(&std::fs::read_to_string(&b).unwrap()).unwrap();
+    let mut h = ra.totals.latency.clone();
+    h.add(&rb.totals.latency).unwrap();
+    assert_eq!(
+        merged.totals.latency.value_at_quantile(0.99),
+        h.value_at_quantile(0.99)
+    );
+    let o = run(&["merge", path(&a), path(&dir.join("missing.json"))]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn report_renders_csv_series_and_summary() {
+    let _serial = one_at_a_time();
+    let server = target();
+    let url = format!("http://{}/status", server.local_addr());
+    let dir = temp_dir("csv");
+    let (json, csv) = (dir.join("r.json"), dir.join("r.csv"));
+    let o = run(&[
+        "run",
+        &url,
+        "-n",
+        "200",
+        "-c",
+        "2",
+        "-t",
+        "1",
+        "-q",
+        "-o",
+        path(&json),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let o = run(&["report", path(&json), "-o", path(&csv)]);
+    assert!(o.status.success(), "{}", text(&o));
+    let series = std::fs::read_to_string(&csv).unwrap();
+    assert!(series.starts_with("second,warmup,responses,"), "{series}");
+    let total: u64 = series
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').nth(2).unwrap().parse::<u64>().unwrap())
+        .sum();
+    assert_eq!(total, 200);
+    let o = run(&["report", path(&json), "--format", "csv-summary"]);
+    let summary = String::from_utf8(o.stdout).unwrap();
+    assert_eq!(summary.lines().count(), 2, "{summary}");
+    assert!(
+        summary.lines().nth(1).unwrap().contains(",200,200,0,"),
+        "{summary}"
+    );
+    let html = dir.join("r.html");
+    let o = run(&["report", path(&json), "-o", path(&html)]);
+    assert!(o.status.success(), "{}", text(&o));
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.starts_with("<!DOCTYPE html>") && !page.contains("<script"));
+    for chart in ["spectrum", "rps", "latency-over-time", "errors"] {
+        assert!(page.contains(&format!("data-chart=\"{chart}\"")), "{chart}");
+    }
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+fn comparison(
+    baseline: &Path,
+    candidate: &Path,
+    extra: &[&str],
+) -> (Option<i32>, serde_json::Value) {
+    let mut args = vec![
+        "compare",
+        path(baseline),
+        path(candidate),
+        "--format",
+        "json",
+    ];
+    args.extend_from_slice(extra);
+    let o = run(&args);
+    let json = serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&o)));
+    (o.status.code(), json)
+}
+
+fn verdicts(c: &serde_json::Value) -> Vec<(String, String)> {
+    c["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            (
+                m["metric"].as_str().unwrap().to_string(),
+                m["verdict"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+/// Three real 4-second runs of the built-in target: the added delay must be flagged slower,
+/// the repeat of the same configuration must not be flagged.
+#[test]
+fn compare_flags_a_real_slowdown_and_not_a_repeat() {
+    let _serial = one_at_a_time();
+    let server = target();
+    let dir = temp_dir("compare");
+    // Server-side delays dominate the latency, so the CPU noise of a shared machine (other
+    // tests run beside this one) does not move the figures; CPU-bound /status runs would.
+    let runs = [
+        ("base", "/delay/2"),
+        ("again", "/delay/2"),
+        ("delay", "/delay/8"),
+    ];
+    for (name, route) in runs {
+        let url = format!("http://{}{route}", server.local_addr());
+        let out = dir.join(format!("{name}.json"));
+        let o = run(&[
+            "run",
+            &url,
+            "-d",
+            "4s",
+            "-c",
+            "2",
+            "-t",
+            "1",
+            "-q",
+            "-o",
+            path(&out),
+        ]);
+        assert!(o.status.success(), "{}", text(&o));
+    }
+    let (base, again, delay) = (
+        dir.join("base.json"),
+        dir.join("again.json"),
+        dir.join("delay.json"),
+    );
+
+    let (code, c) = comparison(&base, &delay, &["--fail-if", "p99>+10%"]);
+    let v = verdicts(&c);
+    for metric in ["p50", "p99", "rps"] {
+        let verdict = &v.iter().find(|(m, _)| m == metric).unwrap().1;
+        assert_eq!(verdict, "worse", "{metric}: {c:#}");
+    }
+    assert_eq!(
+        code,
+        Some(3),
+        "--fail-if p99>+10% fails on the delay: {c:#}"
+    );
+    assert_eq!(c["gates"][0]["passed"], false);
+
+    let (code, c) = comparison(&base, &again, &["--fail-if", "p99>+10%"]);
+    assert!(
+        verdicts(&c)
+            .iter()
+            .all(|(_, v)| v == "no_significant_change"),
+        "the same configuration twice is not a change: {c:#}"
+    );
+    assert_eq!(code, Some(0), "{c:#}");
+
+    let o = run(&["compare", path(&base), path(&delay), "--format", "md"]);
+    let md = String::from_utf8_lossy(&o.stdout);
+    assert!(md.contains("| p99 |") && md.contains("**slower**"), "{md}");
+    let o = run(&["compare", path(&base), path(&delay)]);
+    assert!(String::from_utf8_lossy(&o.stdout).contains("slower"));
+    let o = run(&["compare", path(&base), path(&delay), "--fail-if", "p42>+1%"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn plan_file_thresholds_gate_bench() {
+    let _serial = one_at_a_time();
+    let server = target();
+    let dir = temp_dir("bench");
+    let plan = dir.join("plan.yaml");
+    let out = dir.join("out");
+    let write = |thresholds: &str| {
+        std::fs::write(
+            &plan,
+            format!(
+                "targets:\n  api: {{url: 'http://{}/status'}}\nload: {{requests: 100, connections: 2, threads: 1}}\nthresholds: {thresholds}\n",
+                server.local_addr()
+            ),
+        )
+        .unwrap()
+    };
+    write("['p99<5s', 'bogus<1ms']");
+    let o = run(&["bench", path(&plan), "-o", path(&out), "-q"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("unknown metric"), "{}", text(&o));
+    assert_eq!(
+        server.requests_served(),
+        0,
+        "no load before the usage error"
+    );
+
+    write("['p99<5s', 'rps>100000000']");
+    let o = run(&["bench", path(&plan), "-o", path(&out), "-q"]);
+    assert_eq!(o.status.code(), Some(3), "{}", text(&o));
+    assert!(
+        text(&o).contains("step 1: FAIL  rps>100000000"),
+        "{}",
+        text(&o)
+    );
+    let bundle = std::fs::read_to_string(out.join("bundle.json")).unwrap();
+    let bundle = loadmark_report::Bundle::from_json(&bundle).unwrap();
+    let passed: Vec<bool> = bundle.steps[0]
+        .report
+        .thresholds
+        .iter()
+        .map(|t| t.passed)
+        .collect();
+    assert_eq!(passed, [true, false]);
+    let md = std::fs::read_to_string(out.join("BENCHMARKS.md")).unwrap();
+    assert!(md.contains("threshold FAIL  rps>100000000"), "{md}");
+    std::fs::remove_dir_all(dir).unwrap();
+}

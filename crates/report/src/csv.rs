@@ -1,0 +1,134 @@
+//! CSV for spreadsheets: the per-second series, and the summary (one row per run or step).
+//!
+//! Two separate files rather than two sections in one, because spreadsheets and `pandas`
+//! read one table per file. Latencies are integer microseconds, rates per second.
+
+use std::fmt::Write as _;
+
+use crate::bundle::{Bundle, BundleStep};
+use crate::model::Report;
+
+const SERIES_HEADER: &str = "second,warmup,responses,errors,failed,bytes_read,connections_opened,latency_p50_us,latency_p99_us,latency_max_us";
+const SUMMARY_HEADER: &str = "started_at,method,url,measured_s,completed,responses,errors,non_success_responses,failed,dropped,in_flight_at_end,rps,read_bytes_per_s,latency_min_us,latency_mean_us,latency_stdev_us,latency_p50_us,latency_p75_us,latency_p90_us,latency_p95_us,latency_p99_us,latency_p99_9_us,latency_p99_99_us,latency_max_us";
+
+/// The per-second series of one run.
+pub fn render_csv(r: &Report) -> String {
+    let mut o = format!("{SERIES_HEADER}\n");
+    series_rows(&mut o, "", r);
+    o
+}
+
+/// The summary of one run: a header and one row.
+pub fn render_csv_summary(r: &Report) -> String {
+    let mut o = format!("{SUMMARY_HEADER}\n");
+    summary_row(&mut o, "", r);
+    o
+}
+
+/// Every step's per-second series, each row led by the step number and its parameters.
+pub fn render_bundle_csv(b: &Bundle) -> String {
+    let mut o = format!("step,target,params,{SERIES_HEADER}\n");
+    for s in &b.steps {
+        series_rows(&mut o, &step_prefix(s), &s.report);
+    }
+    o
+}
+
+/// One summary row per step.
+pub fn render_bundle_csv_summary(b: &Bundle) -> String {
+    let mut o = format!("step,target,params,{SUMMARY_HEADER}\n");
+    for s in &b.steps {
+        summary_row(&mut o, &step_prefix(s), &s.report);
+    }
+    o
+}
+
+fn step_prefix(s: &BundleStep) -> String {
+    let params: Vec<String> = s.params.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    format!(
+        "{},{},{},",
+        s.number,
+        field(&s.target),
+        field(&params.join(" "))
+    )
+}
+
+fn series_rows(o: &mut String, prefix: &str, r: &Report) {
+    for p in &r.series {
+        let _ = writeln!(
+            o,
+            "{prefix}{},{},{},{},{},{},{},{},{},{}",
+            p.second,
+            p.warmup,
+            p.responses,
+            p.errors,
+            p.failed,
+            p.bytes_read,
+            p.connections_opened,
+            p.latency_p50_us,
+            p.latency_p99_us,
+            p.latency_max_us
+        );
+    }
+}
+
+fn summary_row(o: &mut String, prefix: &str, r: &Report) {
+    let s = &r.summary;
+    let h = &r.totals.latency;
+    let q = |q: f64| {
+        if h.is_empty() {
+            0
+        } else {
+            h.value_at_quantile(q)
+        }
+    };
+    let _ = writeln!(
+        o,
+        "{prefix}{},{},{},{:.3},{},{},{},{},{},{},{},{:.3},{:.1},{},{:.1},{:.1},{},{},{},{},{},{},{},{}",
+        field(&r.run.started_at),
+        field(&r.plan.request.method),
+        field(&r.plan.request.url.to_string()),
+        r.run.measured_s,
+        s.requests.completed,
+        s.requests.responses,
+        s.requests.errors,
+        s.requests.non_success_responses,
+        r.failed(),
+        s.dropped,
+        s.requests.in_flight_at_end,
+        s.rps,
+        s.read_bytes_per_s,
+        s.latency.min_us,
+        s.latency.mean_us,
+        s.latency.stdev_us,
+        q(0.5),
+        q(0.75),
+        q(0.9),
+        q(0.95),
+        q(0.99),
+        q(0.999),
+        q(0.9999),
+        s.latency.max_us,
+    );
+}
+
+/// RFC 4180 quoting where needed.
+fn field(s: &str) -> String {
+    if s.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quoting() {
+        assert_eq!(field("a"), "a");
+        assert_eq!(field("a,b"), "\"a,b\"");
+        assert_eq!(field("say \"hi\""), "\"say \"\"hi\"\"\"");
+    }
+}
