@@ -121,17 +121,7 @@ impl Bundle {
     }
 
     pub fn from_json(text: &str) -> Result<Bundle, ReadError> {
-        #[derive(Deserialize)]
-        struct Version {
-            schema_version: u32,
-        }
-        let v: Version = serde_json::from_str(text)?;
-        if v.schema_version > SCHEMA_VERSION {
-            return Err(ReadError::TooNew {
-                found: v.schema_version,
-            });
-        }
-        Ok(serde_json::from_str(text)?)
+        crate::model::read_versioned(text)
     }
 }
 

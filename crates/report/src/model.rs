@@ -236,23 +236,29 @@ impl Report {
 
     /// Reads a saved report, refusing versions newer than this build.
     pub fn from_json(text: &str) -> Result<Report, ReadError> {
-        #[derive(Deserialize)]
-        struct Version {
-            schema_version: u32,
-        }
-        let v: Version = serde_json::from_str(text)?;
-        if v.schema_version > SCHEMA_VERSION {
-            return Err(ReadError::TooNew {
-                found: v.schema_version,
-            });
-        }
-        Ok(serde_json::from_str(text)?)
+        read_versioned(text)
     }
 
     /// Transport errors plus non-2xx/3xx responses.
     pub fn failed(&self) -> u64 {
         self.summary.requests.errors + self.summary.requests.non_success_responses
     }
+}
+
+/// Reads any saved loadmark document (report or bundle), refusing versions newer than this
+/// build before trying to understand the rest.
+pub(crate) fn read_versioned<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, ReadError> {
+    #[derive(Deserialize)]
+    struct Version {
+        schema_version: u32,
+    }
+    let v: Version = serde_json::from_str(text)?;
+    if v.schema_version > SCHEMA_VERSION {
+        return Err(ReadError::TooNew {
+            found: v.schema_version,
+        });
+    }
+    Ok(serde_json::from_str(text)?)
 }
 
 /// Says, in plain words, whether the client or the schedule got in the way of the numbers.
