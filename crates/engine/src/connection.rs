@@ -1,17 +1,45 @@
 //! One connection and one request on it: connect when needed, write, read one response,
 //! classify, record. Every executor (closed loop, open loop) drives requests through here, so
 //! counting and classification have exactly one implementation.
+//!
+//! Every request ends as exactly one response or one error (or is abandoned in flight by the
+//! executor). The rules for servers that misbehave, in one place:
+//!
+//! - **Idle keep-alive connection closed by the server** (EOF or reset seen before the request
+//!   is written): a new connection is opened; nothing is counted but the connection.
+//! - **Reused connection that ends before any response byte** (EOF or reset while writing or
+//!   reading): the server closed it as the request arrived, so the request never reached it.
+//!   It is sent once more on a new connection (Go's net/http and hyper do the same); it is
+//!   still one request, the extra connection shows in `connections_opened`, and its latency
+//!   includes the second attempt. A new connection that ends before any response byte is a
+//!   `read` error, never retried, so a server that closes every connection cannot cause a loop.
+//! - **Response before the request was fully written** (a 413 to a large upload): writing and
+//!   reading go on together, so the response is read and counted by its status; the connection
+//!   is closed afterwards, since the server would read the rest of the body as a request. If
+//!   writing fails (the server reset) but a complete response had arrived, it still counts.
+//! - **Bytes after a complete response** (a second response to one request, a body longer than
+//!   its Content-Length, a body to a HEAD request): the request is a `protocol` error naming
+//!   the bytes, and the connection is closed. Bytes that arrive on an idle connection are the
+//!   same error for the request about to be sent, which is then not sent (the message says
+//!   so). A `408` on an idle connection is a server closing it, not an error. An unsolicited
+//!   response that arrives after the next request went out cannot be told from its answer:
+//!   HTTP/1.1 has no request ids.
 
 use std::cell::{Cell, RefCell};
+use std::future::poll_fn;
+use std::io;
+use std::pin::Pin;
+use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use loadmark_metrics::{ErrorKind, Recorder, Sample};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
-use crate::http1::{Feed, Limits, ParseError, ResponseParser};
+use crate::http1::{Feed, Limits, ParseError, Response, ResponseParser};
 use crate::transport::{classify_io, Transport};
 
-/// First size of a connection's read buffer; it grows only for heads larger than this.
+/// First size of a connection's read buffer; it grows only for heads larger than this, and
+/// shrinks back when the connection closes.
 const READ_BUFFER_BYTES: usize = 8 * 1024;
 
 /// What the connections of one worker share (single-threaded, so `Cell`/`RefCell`).
@@ -40,6 +68,16 @@ impl<S> Connection<S> {
             parser: ResponseParser::new(Limits::default()),
         }
     }
+
+    /// Drops the stream; a buffer grown by a large head goes back to its first size, so a
+    /// hostile server cannot keep every slot's memory at the head limit.
+    fn close(&mut self) {
+        self.stream = None;
+        if self.buf.len() > READ_BUFFER_BYTES {
+            self.buf.truncate(READ_BUFFER_BYTES);
+            self.buf.shrink_to_fit();
+        }
+    }
 }
 
 /// A failed exchange, classified.
@@ -51,8 +89,24 @@ struct Failure {
 struct Exchange {
     first_byte: Instant,
     status: u16,
-    bytes_read: u64,
     reusable: bool,
+}
+
+/// How far one attempt got; readable after a timeout dropped the attempt.
+#[derive(Default)]
+struct Progress {
+    written: usize,
+    /// The whole request is written and flushed.
+    sent: bool,
+    /// Writing failed; reading goes on in case the server answered before it reset.
+    write_error: Option<io::Error>,
+    received: u64,
+}
+
+/// How a request ended.
+enum Outcome {
+    Response(Sample),
+    Failed(Failure),
 }
 
 /// Performs one request on `conn`, opening it first if needed, and records the outcome.
@@ -66,137 +120,328 @@ pub(crate) async fn perform<T: Transport>(
     scheduled: Option<Instant>,
 ) -> Instant {
     shared.in_flight.set(shared.in_flight.get() + 1);
-    let stream = match conn.stream {
-        Some(ref mut s) => s,
-        None => {
-            let t0 = Instant::now();
-            let result = shared.transport.connect().await;
-            let now = Instant::now();
-            match result {
-                Ok(s) => {
-                    shared
-                        .recorder
-                        .borrow_mut()
-                        .record_connection(now, now - t0);
-                    conn.stream.insert(s)
-                }
-                Err(e) => {
-                    shared.in_flight.set(shared.in_flight.get() - 1);
-                    shared
-                        .recorder
-                        .borrow_mut()
-                        .record_error(e.kind, now, &e.message);
-                    return now;
-                }
-            }
-        }
-    };
-    let started = Instant::now();
-    let outcome = tokio::time::timeout_at(
-        (scheduled.unwrap_or(started).max(started - shared.timeout) + shared.timeout).into(),
-        exchange(
-            stream,
-            &shared.request,
-            &mut conn.buf,
-            &mut conn.parser,
-            shared.head_request,
-        ),
-    )
-    .await;
+    let outcome = request(shared, conn, scheduled).await;
     let now = Instant::now();
     shared.in_flight.set(shared.in_flight.get() - 1);
     let mut recorder = shared.recorder.borrow_mut();
     match outcome {
-        Ok(Ok(ex)) => {
-            recorder.record(&Sample {
-                scheduled,
-                started,
-                first_byte: ex.first_byte,
-                ended: now,
-                status: ex.status,
-                bytes_read: ex.bytes_read,
-                bytes_written: shared.request.len() as u64,
-            });
-            if !ex.reusable {
-                conn.stream = None;
-            }
+        Outcome::Response(mut sample) => {
+            sample.ended = now;
+            recorder.record(&sample);
         }
-        Ok(Err(f)) => {
-            recorder.record_error(f.kind, now, &f.message);
-            conn.stream = None;
-        }
-        Err(_) => {
-            let message = format!(
-                "no complete response within {:?} (--timeout); {} bytes received",
-                shared.timeout,
-                conn.parser.received()
-            );
-            recorder.record_error(ErrorKind::Timeout, now, &message);
-            conn.stream = None;
-        }
+        Outcome::Failed(f) => recorder.record_error(f.kind, now, &f.message),
     }
     now
 }
 
+/// Opens a connection, recording it; a failure is the request's error.
+async fn connect<T: Transport>(shared: &Shared<T>) -> Result<T::Stream, Failure> {
+    let t0 = Instant::now();
+    let result = shared.transport.connect().await;
+    let now = Instant::now();
+    match result {
+        Ok(s) => {
+            shared
+                .recorder
+                .borrow_mut()
+                .record_connection(now, now - t0);
+            Ok(s)
+        }
+        Err(e) => Err(Failure {
+            kind: e.kind,
+            message: e.message,
+        }),
+    }
+}
+
+/// One request, retried once on a new connection when a reused one turned out to be closed.
+async fn request<T: Transport>(
+    shared: &Shared<T>,
+    conn: &mut Connection<T::Stream>,
+    scheduled: Option<Instant>,
+) -> Outcome {
+    if let Some(stream) = conn.stream.as_mut() {
+        match check_idle(stream, &mut conn.buf).await {
+            Idle::Open => {}
+            Idle::Closed => conn.close(),
+            Idle::Unsolicited(n) => {
+                let message = format!(
+                    "{n} bytes arrived on an idle keep-alive connection, answering no request \
+                     (starting {:?}); connection closed, this request not sent",
+                    excerpt(&conn.buf[..n])
+                );
+                conn.close();
+                return Outcome::Failed(Failure {
+                    kind: ErrorKind::Protocol,
+                    message,
+                });
+            }
+        }
+    }
+    let mut first_attempt: Option<(Instant, Instant)> = None;
+    let mut bytes_written = 0u64;
+    let mut retried = false;
+    loop {
+        let reused = conn.stream.is_some();
+        let stream = match conn.stream {
+            Some(ref mut s) => s,
+            None => match connect(shared).await {
+                Ok(s) => conn.stream.insert(s),
+                Err(f) => return Outcome::Failed(f),
+            },
+        };
+        // The first attempt's start and deadline hold for a retry too: --timeout bounds the
+        // whole request.
+        let (started, deadline) = *first_attempt.get_or_insert_with(|| {
+            let now = Instant::now();
+            let deadline = match scheduled {
+                None => later(now, shared.timeout),
+                Some(due) => later(due, shared.timeout).max(now),
+            };
+            (now, deadline)
+        });
+        let mut progress = Progress::default();
+        let result = tokio::time::timeout_at(
+            deadline.into(),
+            exchange(
+                stream,
+                &shared.request,
+                &mut conn.buf,
+                &mut conn.parser,
+                shared.head_request,
+                &mut progress,
+            ),
+        )
+        .await;
+        bytes_written += progress.written as u64;
+        match result {
+            Ok(Ok(ex)) => {
+                if !ex.reusable {
+                    conn.close();
+                }
+                return Outcome::Response(Sample {
+                    scheduled,
+                    started,
+                    first_byte: ex.first_byte,
+                    ended: ex.first_byte, // set when recorded
+                    status: ex.status,
+                    bytes_read: progress.received,
+                    bytes_written,
+                });
+            }
+            Ok(Err(f)) => {
+                conn.close();
+                let server_closed =
+                    matches!(f.kind, ErrorKind::Read | ErrorKind::Write) && progress.received == 0;
+                if reused && server_closed && !retried {
+                    retried = true;
+                    continue;
+                }
+                return Outcome::Failed(f);
+            }
+            Err(_) => {
+                conn.close();
+                return Outcome::Failed(Failure {
+                    kind: ErrorKind::Timeout,
+                    message: timeout_message(shared, &progress),
+                });
+            }
+        }
+    }
+}
+
+fn timeout_message<T: Transport>(shared: &Shared<T>, p: &Progress) -> String {
+    let t = shared.timeout;
+    if p.sent || p.write_error.is_some() {
+        format!(
+            "no complete response within {t:?} (--timeout); {} bytes received",
+            p.received
+        )
+    } else {
+        format!(
+            "no complete response within {t:?} (--timeout); only {} of the {} request bytes \
+             could be written (the server stopped reading), {} bytes received",
+            p.written,
+            shared.request.len(),
+            p.received
+        )
+    }
+}
+
+/// `t + d`, or far in the future when that overflows (an absurd --timeout).
+fn later(t: Instant, d: Duration) -> Instant {
+    t.checked_add(d)
+        .unwrap_or_else(|| t + Duration::from_secs(10 * 365 * 24 * 3600))
+}
+
+enum Idle {
+    Open,
+    /// EOF or reset: the server closed the idle connection.
+    Closed,
+    /// This many bytes, now at the start of the buffer, answer no request.
+    Unsolicited(usize),
+}
+
+/// Looks at a kept-alive connection before reusing it, without waiting. For TCP this costs
+/// no syscall unless the event loop has seen the socket become readable since the last read.
+async fn check_idle<S: AsyncRead + Unpin>(stream: &mut S, buf: &mut [u8]) -> Idle {
+    let mut rb = ReadBuf::new(buf);
+    let polled = poll_fn(|cx| Poll::Ready(Pin::new(&mut *stream).poll_read(cx, &mut rb))).await;
+    match polled {
+        Poll::Pending => Idle::Open,
+        Poll::Ready(Err(_)) => Idle::Closed,
+        Poll::Ready(Ok(())) => {
+            let data = rb.filled();
+            // A server timing out an idle connection may say so with a 408 before closing
+            // (Go's client ignores it too).
+            if data.is_empty() || (data.starts_with(b"HTTP/1.") && data.get(9..12) == Some(b"408"))
+            {
+                Idle::Closed
+            } else {
+                Idle::Unsolicited(data.len())
+            }
+        }
+    }
+}
+
+/// Writes what is left of the request, as far as the socket takes it. Ready when the
+/// request is written and flushed, or writing failed (kept in `p.write_error`).
+fn poll_send<S: AsyncWrite + Unpin>(
+    stream: &mut S,
+    request: &[u8],
+    p: &mut Progress,
+    cx: &mut Context<'_>,
+) -> Poll<()> {
+    while !p.sent && p.write_error.is_none() {
+        let step = if p.written < request.len() {
+            match Pin::new(&mut *stream).poll_write(cx, &request[p.written..]) {
+                Poll::Ready(Ok(0)) => Poll::Ready(Err(io::ErrorKind::WriteZero.into())),
+                Poll::Ready(Ok(n)) => {
+                    p.written += n;
+                    Poll::Ready(Ok(()))
+                }
+                other => other.map_ok(|_| ()),
+            }
+        } else {
+            // A no-op for TCP; TLS streams hold the record until flushed.
+            Pin::new(&mut *stream)
+                .poll_flush(cx)
+                .map_ok(|()| p.sent = true)
+        };
+        match step {
+            Poll::Pending => return Poll::Pending,
+            Poll::Ready(Ok(())) => {}
+            Poll::Ready(Err(e)) => p.write_error = Some(e),
+        }
+    }
+    Poll::Ready(())
+}
+
+/// Reads what the server sent next into `dst`, writing the rest of the request meanwhile:
+/// a server may answer before it has read the whole request, and then may stop reading.
+async fn read_some<S: AsyncRead + AsyncWrite + Unpin>(
+    stream: &mut S,
+    request: &[u8],
+    p: &mut Progress,
+    dst: &mut [u8],
+) -> io::Result<usize> {
+    let mut rb = ReadBuf::new(dst);
+    poll_fn(|cx| {
+        let _ = poll_send(stream, request, p, cx);
+        Pin::new(&mut *stream)
+            .poll_read(cx, &mut rb)
+            .map_ok(|()| rb.filled().len())
+    })
+    .await
+}
+
 /// Writes the request and reads one whole response, counting its bytes.
-async fn exchange<S>(
+async fn exchange<S: AsyncRead + AsyncWrite + Unpin>(
     stream: &mut S,
     request: &[u8],
     buf: &mut Vec<u8>,
     parser: &mut ResponseParser,
     head_request: bool,
-) -> Result<Exchange, Failure>
-where
-    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
-{
-    let io_failure = |step: ErrorKind, what: &str, e: std::io::Error| Failure {
-        kind: classify_io(&e, step),
-        message: format!("{what}: {e}"),
-    };
+    p: &mut Progress,
+) -> Result<Exchange, Failure> {
     parser.reset(head_request);
-    stream
-        .write_all(request)
-        .await
-        .map_err(|e| io_failure(ErrorKind::Write, "write request", e))?;
-    // A no-op for TCP; TLS streams hold the record until flushed.
-    stream
-        .flush()
-        .await
-        .map_err(|e| io_failure(ErrorKind::Write, "write request", e))?;
     let mut first_byte = None;
+    let result = receive(stream, request, buf, parser, p, &mut first_byte).await;
+    let write_failure = |p: &Progress| {
+        p.write_error.as_ref().map(|e| Failure {
+            kind: classify_io(e, ErrorKind::Write),
+            message: format!(
+                "write request: {e} ({} of {} bytes written, {} bytes of response received)",
+                p.written,
+                request.len(),
+                p.received
+            ),
+        })
+    };
+    match result {
+        Ok((response, leftover)) => {
+            let first_byte = first_byte.unwrap_or_else(Instant::now);
+            if leftover > 0 && response.status != 101 {
+                let data = &buf[..leftover];
+                return Err(Failure {
+                    kind: ErrorKind::Protocol,
+                    message: format!(
+                        "{leftover} bytes followed a complete {} response (a second response, \
+                         or more body than the response announced), starting {:?}; \
+                         connection closed",
+                        response.status,
+                        excerpt(data)
+                    ),
+                });
+            }
+            Ok(Exchange {
+                first_byte,
+                status: response.status,
+                reusable: response.keep_alive && p.sent,
+            })
+        }
+        // The server reset while the request was being written: that is the cause, unless
+        // what it sent before is itself malformed.
+        Err(f) if f.kind != ErrorKind::Protocol => Err(write_failure(p).unwrap_or(f)),
+        Err(f) => Err(f),
+    }
+}
+
+/// Reads one response. Returns it and how many bytes followed it (moved to the start of `buf`).
+async fn receive<S: AsyncRead + AsyncWrite + Unpin>(
+    stream: &mut S,
+    request: &[u8],
+    buf: &mut Vec<u8>,
+    parser: &mut ResponseParser,
+    p: &mut Progress,
+    first_byte: &mut Option<Instant>,
+) -> Result<(Response, usize), Failure> {
     let mut filled = 0;
-    let mut bytes_read = 0u64;
     loop {
         if filled == buf.len() {
             // Only a head larger than the buffer gets here; the parser caps it.
             buf.resize(buf.len() * 2, 0);
         }
-        let n = stream
-            .read(&mut buf[filled..])
+        let n = read_some(stream, request, p, &mut buf[filled..])
             .await
-            .map_err(|e| io_failure(ErrorKind::Read, "read response", e))?;
-        let now = first_byte.get_or_insert_with(Instant::now);
+            .map_err(|e| Failure {
+                kind: classify_io(&e, ErrorKind::Read),
+                message: format!(
+                    "read response: {e} ({} bytes of response received)",
+                    p.received
+                ),
+            })?;
+        first_byte.get_or_insert_with(Instant::now);
         if n == 0 {
-            let response = parser.finish_eof().map_err(parse_failure)?;
-            return Ok(Exchange {
-                first_byte: *now,
-                status: response.status,
-                bytes_read,
-                reusable: false,
-            });
+            return Ok((parser.finish_eof().map_err(parse_failure)?, 0));
         }
-        bytes_read += n as u64;
+        p.received += n as u64;
         let data = &buf[..filled + n];
         match parser.feed(data).map_err(parse_failure)? {
             Feed::Done { consumed, response } => {
-                // Bytes past the response answer no request: never reuse that connection.
                 let leftover = data.len() - consumed;
-                return Ok(Exchange {
-                    first_byte: *now,
-                    status: response.status,
-                    bytes_read,
-                    reusable: response.keep_alive && leftover == 0,
-                });
+                buf.copy_within(consumed..filled + n, 0);
+                return Ok((response, leftover));
             }
             Feed::NeedMore { consumed } => {
                 buf.copy_within(consumed..filled + n, 0);
@@ -204,6 +449,10 @@ where
             }
         }
     }
+}
+
+fn excerpt(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(&bytes[..bytes.len().min(40)]).into_owned()
 }
 
 fn parse_failure(e: ParseError) -> Failure {

@@ -148,15 +148,19 @@ impl Profile {
             let in_stage = s.from * d + (s.to - s.from) * d / 2.0;
             if target < before + in_stage {
                 let h = target - before;
-                // Solve from·t + (to−from)·t²/(2d) = h for t in [0, d].
+                // Solve from·t + (to−from)·t²/(2d) = h for t in [0, d], in the form that
+                // stays finite for flat stages (a = 0) and ramps from zero (b = 0).
                 let a = (s.to - s.from) / (2.0 * d);
                 let b = s.from;
-                let t = if a.abs() < 1e-12 {
-                    h / b
+                let denominator = b + (b * b + 4.0 * a * h).max(0.0).sqrt();
+                let t = if h <= 0.0 {
+                    0.0
+                } else if denominator > 0.0 {
+                    2.0 * h / denominator
                 } else {
-                    (-b + (b * b + 4.0 * a * h).max(0.0).sqrt()) / (2.0 * a)
+                    d
                 };
-                let t = t.clamp(0.0, d);
+                let t = if t.is_finite() { t.clamp(0.0, d) } else { d };
                 return Some(start + Duration::from_secs_f64(t));
             }
             before += in_stage;
@@ -274,6 +278,18 @@ mod tests {
         let odd = (1..).step_by(2).take_while(|&k| p.due(k).is_some()).count() as u64;
         assert_eq!(even + odd, total);
         assert_eq!(total, 200);
+    }
+
+    #[test]
+    fn nearly_flat_ramps_from_zero_stay_finite() {
+        // Found by fuzzing: a ramp from 0 to 1e-6 over 10^6 s used to compute 0/0.
+        let p = Profile::parse("1000000s:0.000001", 0.0, "--stages").unwrap();
+        assert_eq!(p.total_requests(), 1);
+        assert_eq!(p.due(0), Some(Duration::ZERO));
+        assert_eq!(p.due(1), None);
+        let p = Profile::parse("10s:0->10", 0.0, "--stages").unwrap();
+        let t = p.due(1).unwrap().as_secs_f64();
+        assert!((t - 2f64.sqrt()).abs() < 1e-9, "{t}");
     }
 
     #[test]

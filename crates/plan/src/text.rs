@@ -68,7 +68,8 @@ pub fn parse_duration(text: &str) -> Result<Duration, PlanError> {
             _ => return Err(bad()),
         };
         rest = &rest[unit_end..];
-        total += Duration::try_from_secs_f64(value * unit_secs).map_err(|_| bad())?;
+        let part = Duration::try_from_secs_f64(value * unit_secs).map_err(|_| bad())?;
+        total = total.checked_add(part).ok_or_else(bad)?;
     }
     Ok(total)
 }
@@ -150,7 +151,18 @@ mod tests {
         for (text, ms) in ok {
             assert_eq!(parse_duration(text).unwrap().as_millis(), ms, "{text}");
         }
-        for bad in ["", "s", "10x", "-1s", "1s-", "abc", "1..2s", "-5"] {
+        // The last one was found by fuzzing: it overflowed when adding.
+        for bad in [
+            "",
+            "s",
+            "10x",
+            "-1s",
+            "1s-",
+            "abc",
+            "1..2s",
+            "-5",
+            "10000000000000000000s10000000000000000000s",
+        ] {
             let err = parse_duration(bad).unwrap_err().to_string();
             assert!(err.contains("expected a duration"), "{bad}: {err}");
         }

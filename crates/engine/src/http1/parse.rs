@@ -11,7 +11,7 @@ use std::fmt;
 /// Caps on what one response may make the parser hold or walk.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
-    /// Status line plus headers, bytes.
+    /// Status lines plus headers, bytes, interim (1xx) responses included.
     pub max_head_bytes: usize,
     /// One chunk-size line (size and extensions), bytes.
     pub max_chunk_line_bytes: usize,
@@ -65,16 +65,23 @@ pub enum ParseError {
     Malformed { what: &'static str, near: String },
     /// Content-Length is not a number, or several disagree.
     BadContentLength { value: String },
-    /// A chunk-size line does not start with hex digits (or overflows).
+    /// A chunk-size line does not start with hex digits.
     BadChunkSize { near: String },
+    /// A chunk size of 2^60 bytes or more: no real server sends one.
+    ChunkTooLarge,
     /// A chunk-size line exceeds the limit.
     ChunkLineTooLong { limit: usize },
     /// Chunk data is not followed by CRLF.
     BadChunkEnd,
     /// Trailers exceed the limit.
     TrailerTooLarge { limit: usize },
-    /// The connection closed before the response was complete.
-    UnexpectedEof { received: u64, what: &'static str },
+    /// The connection closed before the response was complete. `body` is (received,
+    /// announced) body bytes when a Content-Length body was cut short.
+    UnexpectedEof {
+        received: u64,
+        what: &'static str,
+        body: Option<(u64, u64)>,
+    },
 }
 
 impl ParseError {
@@ -88,7 +95,11 @@ impl fmt::Display for ParseError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             ParseError::HeadTooLarge { limit } => {
-                write!(f, "response head larger than the limit of {limit} bytes")
+                write!(
+                    f,
+                    "response head (status line and headers) larger than the limit of {}",
+                    Size(*limit)
+                )
             }
             ParseError::TooManyHeaders => {
                 write!(
@@ -101,24 +112,54 @@ impl fmt::Display for ParseError {
                 write!(f, "invalid Content-Length {value:?}")
             }
             ParseError::BadChunkSize { near } => write!(f, "chunk size is not hex near {near:?}"),
+            ParseError::ChunkTooLarge => write!(f, "chunk size of 2^60 bytes or more"),
             ParseError::ChunkLineTooLong { limit } => {
-                write!(f, "chunk-size line longer than the limit of {limit} bytes")
+                write!(
+                    f,
+                    "chunk-size line longer than the limit of {}",
+                    Size(*limit)
+                )
             }
             ParseError::BadChunkEnd => write!(f, "chunk data not followed by CRLF"),
             ParseError::TrailerTooLarge { limit } => {
-                write!(f, "trailers larger than the limit of {limit} bytes")
+                write!(f, "trailers larger than the limit of {}", Size(*limit))
             }
-            ParseError::UnexpectedEof { received, what } => {
-                write!(
-                    f,
-                    "connection closed {what} ({received} bytes of response received)"
-                )
+            ParseError::UnexpectedEof {
+                received,
+                what,
+                body,
+            } => {
+                write!(f, "connection closed {what}")?;
+                if let Some((got, announced)) = body {
+                    write!(
+                        f,
+                        " ({got} of {announced} body bytes, {received} bytes of response)"
+                    )
+                } else if *received > 0 {
+                    write!(f, " ({received} bytes of response received)")
+                } else {
+                    Ok(())
+                }
             }
         }
     }
 }
 
 impl std::error::Error for ParseError {}
+
+/// A limit as a person reads it: "65536 bytes (64 KiB)".
+struct Size(usize);
+
+impl fmt::Display for Size {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let n = self.0;
+        if n >= 1024 && n & 1023 == 0 {
+            write!(f, "{n} bytes ({} KiB)", n / 1024)
+        } else {
+            write!(f, "{n} bytes")
+        }
+    }
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum State {
@@ -265,6 +306,7 @@ impl ResponseParser {
     /// The server closed the connection: completes a close-delimited body, or says what was
     /// missing.
     pub fn finish_eof(&mut self) -> Result<Response, ParseError> {
+        let mut body = None;
         let what = match self.state {
             State::UntilClose | State::Done => {
                 self.state = State::Done;
@@ -272,26 +314,39 @@ impl ResponseParser {
             }
             State::Head if self.received() == 0 => "before any response byte",
             State::Head => "in the middle of the response head",
-            State::Length { .. } => "before the Content-Length body was complete",
+            State::Length { remaining } => {
+                body = Some((self.body_bytes, self.body_bytes + remaining));
+                "before the Content-Length body was complete"
+            }
             _ => "in the middle of a chunked body",
         };
         Err(ParseError::UnexpectedEof {
             received: self.received(),
             what,
+            body,
         })
     }
 
     /// Parses a whole head if `buf` holds one; returns the bytes it took.
     fn parse_head(&mut self, buf: &[u8]) -> Result<Option<usize>, ParseError> {
+        let too_large = ParseError::HeadTooLarge {
+            limit: self.limits.max_head_bytes,
+        };
+        // Interim heads already taken count against the same limit. Only one byte past what
+        // is allowed is ever looked at, so the verdict depends on the bytes, not on how they
+        // were split, and a hostile head costs at most the limit to parse.
+        let allowed = self
+            .limits
+            .max_head_bytes
+            .saturating_sub(self.head_bytes as usize);
+        let window = &buf[..buf.len().min(allowed + 1)];
         let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
         let mut parsed = httparse::Response::new(&mut headers);
-        let n = match parsed.parse(buf) {
+        let n = match parsed.parse(window) {
             Ok(httparse::Status::Complete(n)) => n,
             Ok(httparse::Status::Partial) => {
-                if buf.len() > self.limits.max_head_bytes {
-                    return Err(ParseError::HeadTooLarge {
-                        limit: self.limits.max_head_bytes,
-                    });
+                if window.len() > allowed {
+                    return Err(too_large);
                 }
                 self.partial_head = buf.len() as u64;
                 return Ok(None);
@@ -308,14 +363,19 @@ impl ResponseParser {
                 });
             }
         };
-        if n > self.limits.max_head_bytes {
-            return Err(ParseError::HeadTooLarge {
-                limit: self.limits.max_head_bytes,
+        if n > allowed {
+            return Err(too_large);
+        }
+        let status = parsed.code.unwrap_or(0);
+        if status < 100 {
+            // StatusCounts (and HTTP) know 100..=999 only.
+            return Err(ParseError::Malformed {
+                what: "status line",
+                near: excerpt(buf),
             });
         }
         self.head_bytes += n as u64;
         self.partial_head = 0;
-        let status = parsed.code.unwrap_or(0);
         if (100..200).contains(&status) && status != 101 {
             // Interim response (100 Continue, 103 Early Hints): the real one follows.
             return Ok(Some(n));
@@ -443,8 +503,9 @@ impl ResponseParser {
                     },
                     _ => {
                         let digit = (b as char).to_digit(16).ok_or_else(bad)? as u64;
-                        if digits >= 15 {
-                            return Err(bad()); // would overflow: no chunk is 2^60 bytes
+                        // Leading zeros are fine; a value that would reach 2^60 is not.
+                        if size >= 1 << 56 {
+                            return Err(ParseError::ChunkTooLarge);
                         }
                         State::ChunkSize {
                             size: size * 16 + digit,

@@ -32,6 +32,7 @@ fn feed_in_pieces(
     Err(ParseError::UnexpectedEof {
         received: parser.received(),
         what: "test ran out of input",
+        body: None,
     })
 }
 
@@ -144,12 +145,13 @@ fn malformed_inputs_are_classified() {
         ),
         (
             b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nFFFFFFFFFFFFFFFFFF\r\n",
-            "chunk size is not hex",
+            "chunk size of 2^60 bytes or more",
         ),
         (
             b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc",
-            "before the Content-Length body was complete",
+            "before the Content-Length body was complete (3 of 10 body bytes",
         ),
+        (b"HTTP/1.1 099 Odd\r\n\r\n", "malformed status line"),
         (b"", "before any response byte"),
         (b"HTTP/1.1 200 O", "in the middle of the response head"),
     ];
@@ -178,4 +180,43 @@ fn limits_are_enforced_and_named() {
     long_chunk_line.extend(std::iter::repeat_n(b'e', 5000));
     let err = parse(&long_chunk_line).unwrap_err().to_string();
     assert!(err.contains("limit of 4096 bytes"), "{err}");
+}
+
+#[test]
+fn chunk_sizes_may_have_leading_zeros() {
+    let input = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n\
+        00000000000000000000005\r\nhello\r\n000\r\n\r\n";
+    let (r, left) = parse(input).unwrap();
+    assert_eq!((r.status, left), (200, 0));
+    assert_eq!(r.head_bytes + r.body_bytes, input.len() as u64);
+    assert_split_invariant(input, true);
+}
+
+#[test]
+fn the_head_limit_is_named_in_kib_and_holds_whatever_the_split() {
+    // A head past the limit, with garbage after it: the verdict is "too large" whether the
+    // garbage arrived in the same read or not (only limit + 1 bytes are ever looked at).
+    let mut input = b"HTTP/1.1 200 OK\r\n".to_vec();
+    while input.len() <= 64 * 1024 {
+        input.extend_from_slice(b"X-Filler: ");
+        input.extend(std::iter::repeat_n(b'a', 1000));
+        input.extend_from_slice(b"\r\n");
+    }
+    input.extend_from_slice(b"\x00garbage\r\n\r\n");
+    for cuts in [&[][..], &[65_537][..], &[1000, 65_536][..]] {
+        let err = feed_in_pieces(&input, cuts, true).unwrap_err();
+        assert_eq!(err, ParseError::HeadTooLarge { limit: 65_536 }, "{cuts:?}");
+        assert!(err.to_string().contains("64 KiB"), "{err}");
+    }
+}
+
+#[test]
+fn interim_heads_count_against_the_head_limit() {
+    let mut input = Vec::new();
+    while input.len() <= 64 * 1024 {
+        input.extend_from_slice(b"HTTP/1.1 100 Continue\r\n\r\n");
+    }
+    input.extend_from_slice(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n");
+    let err = parse(&input).unwrap_err();
+    assert!(matches!(err, ParseError::HeadTooLarge { .. }), "{err}");
 }

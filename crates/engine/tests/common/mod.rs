@@ -20,6 +20,35 @@ pub enum Reply {
     BytesThenClose(Vec<u8>),
     /// Never answer (keep the connection open until the client leaves).
     Silence,
+    /// Do anything with the connection (drip bytes, reset it, stop reading); return true to
+    /// keep reading requests on it, false to close it.
+    Custom(Box<dyn FnOnce(&mut TcpStream) -> bool + Send>),
+}
+
+impl Reply {
+    pub fn custom(f: impl FnOnce(&mut TcpStream) -> bool + Send + 'static) -> Reply {
+        Reply::Custom(Box::new(f))
+    }
+}
+
+/// Makes the coming close of `conn` send a RST instead of a FIN (SO_LINGER 0).
+pub fn linger_zero(conn: &TcpStream) {
+    use std::os::fd::AsRawFd;
+    let linger = libc::linger {
+        l_onoff: 1,
+        l_linger: 0,
+    };
+    // SAFETY: a valid socket fd and a correctly sized option value.
+    let rc = unsafe {
+        libc::setsockopt(
+            conn.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_LINGER,
+            (&linger as *const libc::linger).cast(),
+            std::mem::size_of::<libc::linger>() as libc::socklen_t,
+        )
+    };
+    assert_eq!(rc, 0, "setsockopt(SO_LINGER)");
 }
 
 pub struct RawServer {
@@ -31,12 +60,21 @@ pub struct RawServer {
 
 impl RawServer {
     pub fn start(reply: impl Fn(u64) -> Reply + Send + Sync + 'static) -> RawServer {
+        let reply = Arc::new(reply);
+        Self::start_raw(move |conn, requests, stop| serve(conn, requests, stop, &*reply))
+    }
+
+    /// Hands every accepted connection to `handle` on its own thread (with the request
+    /// counter and the stop flag), for servers that do not even read a request.
+    pub fn start_raw(
+        handle: impl Fn(TcpStream, &AtomicU64, &AtomicBool) + Send + Sync + 'static,
+    ) -> RawServer {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap();
         let requests = Arc::new(AtomicU64::new(0));
         let accepts = Arc::new(AtomicU64::new(0));
         let stop = Arc::new(AtomicBool::new(false));
-        let reply = Arc::new(reply);
+        let handle = Arc::new(handle);
         let (r, a, s) = (requests.clone(), accepts.clone(), stop.clone());
         thread::spawn(move || {
             for conn in listener.incoming() {
@@ -45,8 +83,8 @@ impl RawServer {
                 }
                 let Ok(conn) = conn else { continue };
                 a.fetch_add(1, Ordering::SeqCst);
-                let (r, s, reply) = (r.clone(), s.clone(), reply.clone());
-                thread::spawn(move || serve(conn, &r, &s, &*reply));
+                let (r, s, handle) = (r.clone(), s.clone(), handle.clone());
+                thread::spawn(move || handle(conn, &r, &s));
             }
         });
         RawServer {
@@ -87,7 +125,7 @@ fn serve(
     let mut buf = Vec::new();
     let mut chunk = [0u8; 4096];
     loop {
-        // Requests in these tests carry no body: a request ends at the blank line.
+        // A request ends at the blank line: a body, never parsed, runs into the next request.
         while let Some(end) = find_head_end(&buf) {
             buf.drain(..end);
             let n = requests.fetch_add(1, Ordering::SeqCst);
@@ -102,6 +140,11 @@ fn serve(
                     return;
                 }
                 Reply::Silence => {}
+                Reply::Custom(f) => {
+                    if !f(&mut conn) {
+                        return;
+                    }
+                }
             }
         }
         match conn.read(&mut chunk) {
