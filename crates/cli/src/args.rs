@@ -153,6 +153,11 @@ pub struct RunArgs {
     #[arg(long = "insecure")]
     pub insecure: bool,
 
+    /// Keep secret header values (Authorization, Cookie, *key*, *token*, ...) in reports
+    /// instead of redacting them
+    #[arg(long = "show-secrets")]
+    pub show_secrets: bool,
+
     /// No live progress line
     #[arg(short = 'q', long = "quiet")]
     pub quiet: bool,
@@ -213,6 +218,9 @@ pub struct BenchArgs {
     /// Directory for BENCHMARKS.md, bundle.json and the servers' logs
     #[arg(short = 'o', long = "out", default_value = "loadmark-results")]
     pub out: PathBuf,
+    /// Keep secret header values in the document, the bundle and the printed commands
+    #[arg(long = "show-secrets")]
+    pub show_secrets: bool,
     /// No live progress line
     #[arg(short = 'q', long = "quiet")]
     pub quiet: bool,

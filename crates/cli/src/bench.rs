@@ -31,7 +31,11 @@ pub fn bench(args: &BenchArgs) -> Result<ExitCode> {
             if plan.steps.len() == 1 { "" } else { "s" }
         );
         for step in &plan.steps {
-            println!("  {}. {}", step.number, equivalent_command(&step.plan));
+            println!(
+                "  {}. {}",
+                step.number,
+                command_of(&step.plan, args.show_secrets)
+            );
         }
         return Ok(ExitCode::SUCCESS);
     }
@@ -62,6 +66,15 @@ pub fn bench(args: &BenchArgs) -> Result<ExitCode> {
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// The step's `loadmark run` command, secrets redacted unless asked for.
+fn command_of(plan: &loadmark_plan::Plan, show_secrets: bool) -> String {
+    if show_secrets {
+        equivalent_command(plan)
+    } else {
+        equivalent_command(&plan.redacted())
+    }
 }
 
 fn launch_spec(name: &str, l: &Launch, log_dir: &Path) -> Result<LaunchSpec> {
@@ -151,7 +164,11 @@ fn run_steps(plan: &LoadedPlan, args: &BenchArgs) -> Result<Bundle> {
         name: file.name.clone(),
         description: file.description.clone(),
         plan_file: args.plan.display().to_string(),
-        plan_text: plan.text.clone(),
+        plan_text: if args.show_secrets {
+            plan.text.clone()
+        } else {
+            loadmark_plan::redact_plan_text(&plan.text)
+        },
         environment: Environment::detect(),
         targets,
         steps: Vec::new(),
@@ -205,7 +222,7 @@ fn run_steps(plan: &LoadedPlan, args: &BenchArgs) -> Result<Bundle> {
             ),
             _ => None,
         };
-        let command = equivalent_command(&step.plan);
+        let command = command_of(&step.plan, args.show_secrets);
         eprintln!(
             "loadmark: step {}/{}: {command}",
             step.number,
@@ -213,7 +230,10 @@ fn run_steps(plan: &LoadedPlan, args: &BenchArgs) -> Result<Bundle> {
         );
         let result = execute(&step.plan, args.quiet)?;
         let server = monitor.map(Monitor::stop).as_ref().and_then(usage);
-        let report = build_report(&step.plan, &result);
+        let mut report = build_report(&step.plan, &result);
+        if args.show_secrets {
+            report.plan = step.plan.clone();
+        }
         eprintln!(
             "loadmark: step {}: {:.0} req/s, p99 {}, {} failed",
             step.number,

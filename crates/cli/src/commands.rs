@@ -89,6 +89,9 @@ fn run(args: &RunArgs) -> Result<ExitCode> {
     };
     let result = execute(&plan, args.quiet)?;
     let mut report = build_report(&plan, &result);
+    if args.show_secrets {
+        report.plan = plan.clone();
+    }
     report.thresholds = loadmark_report::check_thresholds(&thresholds, &report);
     let stdout_format = match (&output, args.format) {
         (None, Some(f)) => f,

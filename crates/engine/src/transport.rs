@@ -191,3 +191,32 @@ impl rustls::client::danger::ServerCertVerifier for AcceptAnyCert {
         self.0.signature_verification_algorithms.supported_schemes()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn running_out_of_local_resources_is_its_own_kind() {
+        for errno in [
+            libc::EMFILE,
+            libc::ENFILE,
+            libc::EADDRNOTAVAIL,
+            libc::ENOBUFS,
+        ] {
+            let e = io::Error::from_raw_os_error(errno);
+            assert_eq!(
+                classify_io(&e, ErrorKind::Connect),
+                ErrorKind::Resource,
+                "{e}"
+            );
+        }
+        let refused = io::Error::from_raw_os_error(libc::ECONNREFUSED);
+        assert_eq!(
+            classify_io(&refused, ErrorKind::Connect),
+            ErrorKind::Connect
+        );
+        let reset = io::Error::from_raw_os_error(libc::ECONNRESET);
+        assert_eq!(classify_io(&reset, ErrorKind::Read), ErrorKind::Read);
+    }
+}

@@ -39,4 +39,6 @@ pub use schedule::{Pace, Profile, Stage};
 pub use settings::{Settings, DEFAULT_CONNECTIONS, DEFAULT_DURATION, DEFAULT_MAX_CONNECTIONS};
 pub use target::{Scheme, Target};
 pub use template::{next_random, parse_csv, Piece, RenderContext, Template};
-pub use text::{format_duration, parse_duration, parse_header, redact_header_value, PlanError};
+pub use text::{
+    format_duration, parse_duration, parse_header, redact_header_value, redact_plan_text, PlanError,
+};

@@ -116,6 +116,47 @@ pub fn parse_header(text: &str) -> Result<(String, String), PlanError> {
     Ok((name.to_string(), value.to_string()))
 }
 
+/// Masks, in a plan file's text, the values of keys that name secrets (`Authorization: ...`,
+/// `X-Api-Key: ...`), in block (`key: value`) and flow (`{key: value, ...}`) style, so the
+/// plan can be quoted in a report without its credentials.
+pub fn redact_plan_text(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for line in text.split_inclusive('\n') {
+        let mut result = String::new();
+        // Split on the separators of flow mappings; each piece may be `key: value`.
+        let mut rest = line;
+        while !rest.is_empty() {
+            let end = rest.find([',', '{', '}']).map_or(rest.len(), |i| i + 1);
+            let (piece, tail) = rest.split_at(end);
+            let (body, sep) = match piece.char_indices().last() {
+                Some((i, ',' | '{' | '}')) => piece.split_at(i),
+                _ => (piece, ""),
+            };
+            match body.split_once(':') {
+                Some((key, value))
+                    if redact_header_value(
+                        key.trim()
+                            .trim_start_matches("- ")
+                            .trim_matches(['"', '\'']),
+                        "x",
+                    ) != "x"
+                        && !value.trim().is_empty() =>
+                {
+                    let newline = if value.ends_with('\n') { "\n" } else { "" };
+                    result.push_str(key);
+                    result.push_str(": <redacted>");
+                    result.push_str(newline);
+                }
+                _ => result.push_str(body),
+            }
+            result.push_str(sep);
+            rest = tail;
+        }
+        out.push_str(&result);
+    }
+    out
+}
+
 /// Masks the value of a header that carries a secret (credentials, cookies, keys, tokens).
 pub fn redact_header_value(name: &str, value: &str) -> String {
     let lower = name.to_ascii_lowercase();
@@ -186,6 +227,21 @@ mod tests {
         for bad in ["NoColon", ": v", "Bad Name: v", "X: a\r\nInjected: 1"] {
             assert!(parse_header(bad).is_err(), "{bad:?}");
         }
+    }
+
+    #[test]
+    fn plan_text_redaction() {
+        let text = "request:\n  headers:\n    Authorization: Bearer s3cret\n    Client-Id: bench\ntargets:\n  a: {url: 'http://h/', headers: {X-Api-Key: k3y, Accept: json}}\n";
+        let r = redact_plan_text(text);
+        assert!(!r.contains("s3cret") && !r.contains("k3y"), "{r}");
+        assert!(
+            r.contains("Client-Id: bench")
+                && r.contains("Accept: json")
+                && r.contains("url: 'http://h/'"),
+            "{r}"
+        );
+        assert!(r.contains("Authorization: <redacted>\n"), "{r}");
+        assert_eq!(r.lines().count(), text.lines().count());
     }
 
     #[test]
