@@ -210,6 +210,7 @@ fn quickstart(args: &QuickstartArgs) -> Result<ExitCode> {
         timeouts: Timeouts::default(),
         warmup: std::time::Duration::ZERO,
         tls: TlsPolicy::Verify,
+        mix: Default::default(),
     };
     eprintln!(
         "loadmark quickstart: built-in target on {}, {} connections for {:?} (target and client share this process: one thread each)",

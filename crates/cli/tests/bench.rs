@@ -245,3 +245,80 @@ fn the_example_plans_run_shortened() {
     }
     let _ = std::fs::remove_file(examples.join("nginx/nginx.pid"));
 }
+
+#[test]
+fn weighted_requests_and_templates_reach_the_server_as_planned() {
+    let dir = temp_dir("mix");
+    let port = free_port();
+    std::fs::write(
+        dir.join("codes.csv"),
+        "code,name\n200,ok\n404,missing\n503,busy\n",
+    )
+    .unwrap();
+    let plan = format!(
+        r#"targets:
+  api:
+    url: http://127.0.0.1:{port}
+    launch: {{command: loadmark serve --port {port}}}
+data: codes.csv
+requests:
+  - {{path: "/status/{{{{csv code}}}}", weight: 1}}
+load: {{requests: 300, connections: 1, threads: 1}}
+"#
+    );
+    let (out, bundle, _) = run_plan(&dir, &plan);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let s = &bundle.unwrap().steps[0].report.summary;
+    // One worker walks the rows in order: exactly a third each.
+    assert_eq!(
+        (s.status.get(200), s.status.get(404), s.status.get(503)),
+        (100, 100, 100)
+    );
+
+    let plan = format!(
+        r#"targets:
+  api:
+    url: http://127.0.0.1:{port}
+    launch: {{command: loadmark serve --port {port}}}
+requests:
+  - {{path: /status/200, weight: 3}}
+  - {{path: "/status/{{{{rand_int 201 202}}}}", weight: 1}}
+load: {{requests: 4000, connections: 2}}
+"#
+    );
+    let (out, bundle, md) = run_plan(&dir, &plan);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let s = &bundle.unwrap().steps[0].report.summary;
+    let templated = s.status.get(201) + s.status.get(202);
+    assert_eq!(s.status.get(200) + templated, 4000);
+    assert!(
+        (800..=1200).contains(&templated),
+        "weight 1 of 4: {templated}"
+    );
+    assert!(
+        s.status.get(201) > 0 && s.status.get(202) > 0,
+        "random keys vary"
+    );
+    assert!(md.contains("requests:"), "the plan is quoted");
+
+    std::fs::write(
+        dir.join("bad.yaml"),
+        "targets:\n  api: {url: 'http://127.0.0.1:1'}\nrequests:\n  - {path: '/x/{{csv nope}}'}\n",
+    )
+    .unwrap();
+    let out = loadmark(&["bench", "--check", "bad.yaml"], &dir);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("bad.yaml:4:") && stderr.contains("{{csv nope}}"),
+        "{stderr}"
+    );
+}

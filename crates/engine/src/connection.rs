@@ -36,6 +36,7 @@ use loadmark_metrics::{ErrorKind, Recorder, Sample};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 use crate::http1::{Feed, Limits, ParseError, Response, ResponseParser};
+use crate::source::{Picked, RequestSource};
 use crate::transport::{classify_io, Transport};
 
 /// First size of a connection's read buffer; it grows only for heads larger than this, and
@@ -45,8 +46,8 @@ const READ_BUFFER_BYTES: usize = 8 * 1024;
 /// What the connections of one worker share (single-threaded, so `Cell`/`RefCell`).
 pub(crate) struct Shared<T: Transport> {
     pub transport: T,
-    pub request: Box<[u8]>,
-    pub head_request: bool,
+    /// The requests to send (one encoded once, or a weighted, templated mix).
+    pub source: RequestSource,
     pub timeout: Duration,
     pub recorder: RefCell<Recorder>,
     /// Requests begun and not yet ended; what remains when the worker stops is "in flight".
@@ -58,6 +59,8 @@ pub(crate) struct Connection<S> {
     stream: Option<S>,
     buf: Vec<u8>,
     parser: ResponseParser,
+    /// Where templated requests are rendered (stays empty for fixed requests).
+    rendered: Vec<u8>,
 }
 
 impl<S> Connection<S> {
@@ -66,6 +69,7 @@ impl<S> Connection<S> {
             stream: None,
             buf: vec![0u8; READ_BUFFER_BYTES],
             parser: ResponseParser::new(Limits::default()),
+            rendered: Vec::new(),
         }
     }
 
@@ -154,11 +158,29 @@ async fn connect<T: Transport>(shared: &Shared<T>) -> Result<T::Stream, Failure>
     }
 }
 
-/// One request, retried once on a new connection when a reused one turned out to be closed.
+/// Picks the next request's bytes (rendered into the connection's own buffer when they have
+/// templates) and sends them.
 async fn request<T: Transport>(
     shared: &Shared<T>,
     conn: &mut Connection<T::Stream>,
     scheduled: Option<Instant>,
+) -> Outcome {
+    let mut rendered = std::mem::take(&mut conn.rendered);
+    let outcome = match shared.source.next(&mut rendered) {
+        Picked::Fixed(bytes, head) => send(shared, conn, scheduled, bytes, head).await,
+        Picked::Rendered(head) => send(shared, conn, scheduled, &rendered, head).await,
+    };
+    conn.rendered = rendered;
+    outcome
+}
+
+/// One request, retried once on a new connection when a reused one turned out to be closed.
+async fn send<T: Transport>(
+    shared: &Shared<T>,
+    conn: &mut Connection<T::Stream>,
+    scheduled: Option<Instant>,
+    bytes: &[u8],
+    head_request: bool,
 ) -> Outcome {
     if let Some(stream) = conn.stream.as_mut() {
         match check_idle(stream, &mut conn.buf).await {
@@ -205,10 +227,10 @@ async fn request<T: Transport>(
             deadline.into(),
             exchange(
                 stream,
-                &shared.request,
+                bytes,
                 &mut conn.buf,
                 &mut conn.parser,
-                shared.head_request,
+                head_request,
                 &mut progress,
             ),
         )
@@ -243,14 +265,14 @@ async fn request<T: Transport>(
                 conn.close();
                 return Outcome::Failed(Failure {
                     kind: ErrorKind::Timeout,
-                    message: timeout_message(shared, &progress),
+                    message: timeout_message(shared, &progress, bytes.len()),
                 });
             }
         }
     }
 }
 
-fn timeout_message<T: Transport>(shared: &Shared<T>, p: &Progress) -> String {
+fn timeout_message<T: Transport>(shared: &Shared<T>, p: &Progress, request_len: usize) -> String {
     let t = shared.timeout;
     if p.sent || p.write_error.is_some() {
         format!(
@@ -261,9 +283,7 @@ fn timeout_message<T: Transport>(shared: &Shared<T>, p: &Progress) -> String {
         format!(
             "no complete response within {t:?} (--timeout); only {} of the {} request bytes \
              could be written (the server stopped reading), {} bytes received",
-            p.written,
-            shared.request.len(),
-            p.received
+            p.written, request_len, p.received
         )
     }
 }

@@ -20,6 +20,9 @@ pub enum EngineError {
     /// TLS could not be set up (not a failed handshake, which is a request error).
     #[error("TLS setup: {0}")]
     Tls(String),
+    /// The plan's requests could not be prepared (data file, template).
+    #[error(transparent)]
+    Source(#[from] crate::source::SourceError),
     /// A worker thread could not be started.
     #[error("cannot start a worker thread: {0}")]
     Thread(#[source] std::io::Error),

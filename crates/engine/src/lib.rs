@@ -27,6 +27,7 @@ mod error;
 pub mod http1;
 mod open;
 mod runner;
+mod source;
 mod sys;
 pub mod transport;
 

@@ -14,8 +14,8 @@ use tokio::sync::watch;
 use crate::closed::{connection_loop, ramp_loop, Budget};
 use crate::connection::Shared;
 use crate::error::EngineError;
-use crate::http1::encode_request;
 use crate::open::{schedule_loop, Share};
+use crate::source::RequestSource;
 use crate::sys::{raise_file_limit, thread_cpu_time, CpuTime};
 use crate::transport::{Tcp, Tls, Transport};
 
@@ -124,7 +124,6 @@ fn run_with<T: Transport>(
     on_progress: &mut dyn FnMut(&Progress),
 ) -> Result<RunResult, EngineError> {
     let threads = plan.load.threads();
-    let request: Arc<[u8]> = encode_request(&plan.request).into();
     let started_at = SystemTime::now();
     let origin = Instant::now();
     // When the load itself ends: no request starts after it.
@@ -185,8 +184,7 @@ fn run_with<T: Transport>(
             load_end,
             hard_stop,
             transport: transport.clone(),
-            request: request.clone(),
-            head_request: plan.request.method == "HEAD",
+            source: RequestSource::new(plan, index as u64 + 1)?,
             timeout: plan.timeouts.request,
             stop: stop.0.subscribe(),
             tx: tx.clone(),
@@ -282,8 +280,7 @@ struct Worker<T: Transport> {
     /// Whatever is still running then is abandoned and reported in flight.
     hard_stop: Option<Instant>,
     transport: T,
-    request: Arc<[u8]>,
-    head_request: bool,
+    source: RequestSource,
     timeout: Duration,
     stop: watch::Receiver<bool>,
     tx: mpsc::Sender<Message>,
@@ -301,8 +298,7 @@ impl<T: Transport> Worker<T> {
         let local = tokio::task::LocalSet::new();
         let ctx = Rc::new(Shared {
             transport: self.transport.clone(),
-            request: Box::from(&*self.request),
-            head_request: self.head_request,
+            source: self.source,
             timeout: self.timeout,
             recorder: std::cell::RefCell::new(Recorder::new(self.origin)),
             in_flight: std::cell::Cell::new(0),

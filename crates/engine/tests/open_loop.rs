@@ -30,6 +30,7 @@ fn plan(url: &str, load: Load, stop: Stop) -> Plan {
         timeouts: Timeouts::default(),
         warmup: Duration::ZERO,
         tls: TlsPolicy::Verify,
+        mix: Default::default(),
     }
 }
 

@@ -24,6 +24,14 @@ pub struct PlanFile {
     /// What each request sends.
     #[serde(default)]
     pub request: RequestFile,
+    /// Several requests instead of `request`, mixed by their `weight`. Paths, header values
+    /// and bodies may hold `{{rand_int A B}}`, `{{seq}}` and `{{csv column}}`.
+    #[serde(default)]
+    pub requests: Vec<RequestFile>,
+    /// A CSV file (first line: column names) whose rows feed `{{csv column}}`, one row per
+    /// request, going round; relative to the plan file.
+    #[serde(default)]
+    pub data: Option<String>,
     /// How hard, and for how long, each step loads its target.
     #[serde(default)]
     pub load: LoadFile,
@@ -127,6 +135,9 @@ pub struct RequestFile {
     /// A file whose bytes are the body, relative to the plan file.
     #[serde(default)]
     pub body_file: Option<String>,
+    /// Share of this request among `requests` [default: 1].
+    #[serde(default)]
+    pub weight: Option<u32>,
 }
 
 fn default_method() -> String {
@@ -145,6 +156,7 @@ impl Default for RequestFile {
             headers: IndexMap::new(),
             body: None,
             body_file: None,
+            weight: None,
         }
     }
 }

@@ -76,7 +76,10 @@ fn locate(text: &str, keys: &[&str]) -> (usize, usize) {
             .skip(min_line)
             .find_map(|(i, line)| {
                 let indent = line.len() - line.trim_start().len();
-                let rest = line.trim_start().trim_start_matches("- ");
+                let rest = line
+                    .trim_start()
+                    .trim_start_matches("- ")
+                    .trim_start_matches('{');
                 let is_key =
                     rest.starts_with(key) && rest[key.len()..].trim_start().starts_with(':');
                 (is_key && indent as isize > min_indent).then_some((i, indent))
@@ -226,22 +229,72 @@ fn expand(
         warmup: duration(&["load", "warmup"], &load.warmup)?,
         insecure: load.insecure.unwrap_or(false),
     };
-    let body = match (&file.request.body, &file.request.body_file) {
-        (Some(_), Some(_)) => {
-            return Err(err(
-                &["request", "body_file"],
-                "request: give body or body_file, not both".into(),
-            ))
-        }
-        (Some(b), None) => b.clone().into_bytes(),
-        (None, Some(f)) => std::fs::read(base.join(f)).map_err(|e| {
-            err(
-                &["request", "body_file"],
-                format!("request.body_file {f:?}: cannot read it: {e}"),
-            )
-        })?,
-        (None, None) => Vec::new(),
+    if !file.requests.is_empty() && file.request != crate::file::RequestFile::default() {
+        return Err(err(
+            &["requests"],
+            "give `request` or `requests`, not both".into(),
+        ));
+    }
+    let request_files: Vec<(&'static str, &crate::file::RequestFile)> = if file.requests.is_empty()
+    {
+        vec![("request", &file.request)]
+    } else {
+        file.requests.iter().map(|r| ("requests", r)).collect()
     };
+    let mut bodies = Vec::new();
+    for (section, r) in &request_files {
+        bodies.push(match (&r.body, &r.body_file) {
+            (Some(_), Some(_)) => {
+                return Err(err(
+                    &[section, "body_file"],
+                    format!("{section}: give body or body_file, not both"),
+                ))
+            }
+            (Some(b), None) => b.clone().into_bytes(),
+            (None, Some(f)) => std::fs::read(base.join(f)).map_err(|e| {
+                err(
+                    &[section, "body_file"],
+                    format!("{section}.body_file {f:?}: cannot read it: {e}"),
+                )
+            })?,
+            (None, None) => Vec::new(),
+        });
+    }
+    // Templates: anywhere a request has `{{`; checked now against the data file's columns.
+    let templated = request_files.iter().zip(&bodies).any(|((_, r), body)| {
+        r.path.contains("{{")
+            || r.headers.values().any(|v| v.contains("{{"))
+            || String::from_utf8_lossy(body).contains("{{")
+    });
+    let data = file.data.as_ref().map(|d| base.join(d));
+    let columns = match &data {
+        Some(path) => {
+            let text = std::fs::read_to_string(path).map_err(|e| {
+                err(
+                    &["data"],
+                    format!("data {:?}: cannot read it: {e}", path.display()),
+                )
+            })?;
+            crate::template::parse_csv(&text)
+                .map_err(|e| err(&["data"], format!("data {:?}: {e}", path.display())))?
+                .0
+        }
+        None => Vec::new(),
+    };
+    if templated {
+        for ((section, r), body) in request_files.iter().zip(&bodies) {
+            let check = |field: &'static str, text: &str| {
+                crate::template::Template::parse(text, field, &columns)
+                    .map(|_| ())
+                    .map_err(|e| err(&[section, field], format!("{section}: {e}")))
+            };
+            check("path", &r.path)?;
+            for v in r.headers.values() {
+                check("headers", v)?;
+            }
+            check("body", &String::from_utf8_lossy(body))?;
+        }
+    }
     let names: Vec<String> = match &file.sweep.targets {
         Some(list) => {
             for name in list {
@@ -289,24 +342,34 @@ fn expand(
     let mut steps = Vec::new();
     for name in &names {
         let target = &file.targets[name];
-        let url_text = format!("{}{}", target.url.trim_end_matches('/'), file.request.path);
-        let url = Target::parse(&url_text).map_err(|e| {
-            err(
-                &["targets", name, "url"],
-                format!("targets.{name}.url: {e}"),
-            )
-        })?;
-        let mut headers: Vec<(String, String)> = target
-            .headers
-            .iter()
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect();
-        headers.extend(
-            file.request
+        let mut specs = Vec::new();
+        for ((section, r), body) in request_files.iter().zip(&bodies) {
+            let url_text = format!("{}{}", target.url.trim_end_matches('/'), r.path);
+            let url = Target::parse(&url_text).map_err(|e| {
+                let keys: &[&str] = if r.path.is_empty() {
+                    &["targets", name, "url"]
+                } else {
+                    &[section, "path"]
+                };
+                err(keys, format!("targets.{name}.url + {section}.path: {e}"))
+            })?;
+            let mut headers: Vec<(String, String)> = target
                 .headers
                 .iter()
-                .map(|(k, v)| (k.clone(), v.clone())),
-        );
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect();
+            headers.extend(r.headers.iter().map(|(k, v)| (k.clone(), v.clone())));
+            specs.push((
+                r.weight.unwrap_or(1),
+                RequestSpec {
+                    method: r.method.to_ascii_uppercase(),
+                    url,
+                    headers,
+                    body: body.clone(),
+                    keep_alive: true,
+                },
+            ));
+        }
         for combo in &combos {
             let mut s = base_settings.clone();
             for (key, value) in combo {
@@ -317,14 +380,8 @@ fn expand(
                     _ => s.threads = value.parse().ok(),
                 }
             }
-            let request = RequestSpec {
-                method: file.request.method.to_ascii_uppercase(),
-                url: url.clone(),
-                headers: headers.clone(),
-                body: body.clone(),
-                keep_alive: true,
-            };
-            let plan = s.to_plan(request, cores).map_err(|e| {
+            let request = specs[0].1.clone();
+            let mut plan = s.to_plan(request, cores).map_err(|e| {
                 let key = combo.last().map_or("load", |(k, _)| k.as_str());
                 let section = if combo.is_empty() { "load" } else { "sweep" };
                 err(
@@ -332,6 +389,24 @@ fn expand(
                     format!("step {} ({name}): {e}", steps.len() + 1),
                 )
             })?;
+            let keep_alive = plan.request.keep_alive;
+            plan.mix = crate::plan::Mix {
+                weight: specs[0].0,
+                others: specs[1..]
+                    .iter()
+                    .map(|(w, r)| {
+                        (
+                            *w,
+                            RequestSpec {
+                                keep_alive,
+                                ..r.clone()
+                            },
+                        )
+                    })
+                    .collect(),
+                templated,
+                data: data.clone(),
+            };
             let mut params = Vec::new();
             if names.len() > 1 {
                 params.push(("target".to_string(), name.clone()));

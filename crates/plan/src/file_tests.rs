@@ -153,3 +153,34 @@ fn distance_and_suggestions() {
         None
     );
 }
+
+#[test]
+fn several_requests_with_weights_and_templates() {
+    let text = r#"
+targets:
+  api: {url: "http://127.0.0.1:8080"}
+requests:
+  - {path: "/api/features/a:key:{{rand_int 1 10000}}", weight: 3, headers: {X-Seq: "{{seq}}"}}
+  - {method: POST, path: /api/evaluate, body: '{"user": 1}'}
+load: {connections: 10, keepalive: false}
+"#;
+    let p = load_plan_text(text, "mix.yaml", 2).unwrap();
+    let plan = &p.steps[0].plan;
+    assert!(plan.mix.templated);
+    assert_eq!(plan.mix.weight, 3);
+    assert_eq!(plan.mix.others.len(), 1);
+    let (w, other) = &plan.mix.others[0];
+    assert_eq!(
+        (*w, other.method.as_str(), other.keep_alive),
+        (1, "POST", false)
+    );
+    assert!(!plan.request.keep_alive);
+    let both =
+        "targets:\n  api: {url: 'http://h:1'}\nrequest: {path: /a}\nrequests:\n  - {path: /b}\n";
+    let e = load_plan_text(both, "p.yaml", 2).unwrap_err();
+    assert!(e.message.contains("not both"), "{e}");
+    let bad =
+        "targets:\n  api: {url: 'http://h:1'}\nrequests:\n  - {path: '/a/{{rand_int 9 1}}'}\n";
+    let e = load_plan_text(bad, "p.yaml", 2).unwrap_err();
+    assert_eq!(e.line, 4, "{e}");
+}

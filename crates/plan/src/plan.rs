@@ -123,6 +123,34 @@ pub struct Plan {
     pub warmup: Duration,
     #[serde(default)]
     pub tls: TlsPolicy,
+    /// More requests mixed with `request` by weight, and per-request templates (plan files).
+    #[serde(default, skip_serializing_if = "Mix::is_single")]
+    pub mix: Mix,
+}
+
+/// Several requests by weight, and templates expanded per request.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Mix {
+    /// Weight of `Plan::request` (0 counts as 1).
+    #[serde(default)]
+    pub weight: u32,
+    /// Other requests and their weights, in the plan's order.
+    #[serde(default)]
+    pub others: Vec<(u32, RequestSpec)>,
+    /// `{{rand_int A B}}`, `{{seq}}` and `{{csv column}}` in paths, header values and bodies
+    /// are expanded per request.
+    #[serde(default)]
+    pub templated: bool,
+    /// CSV file for `{{csv column}}`: its first line names the columns; rows go round.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<std::path::PathBuf>,
+}
+
+impl Mix {
+    /// One plain request: nothing to mix, nothing to expand.
+    pub fn is_single(&self) -> bool {
+        self.others.is_empty() && !self.templated
+    }
 }
 
 impl Plan {
@@ -299,6 +327,7 @@ mod tests {
             timeouts: Timeouts::default(),
             warmup: Duration::from_secs(5),
             tls: TlsPolicy::Verify,
+            mix: Mix::default(),
         }
     }
 

@@ -140,6 +140,7 @@ impl Settings {
             } else {
                 TlsPolicy::Verify
             },
+            mix: Default::default(),
         };
         plan.validate()?;
         Ok(plan)

@@ -56,6 +56,7 @@ fn fixed_report() -> Report {
         timeouts: Timeouts::default(),
         warmup: Duration::ZERO,
         tls: TlsPolicy::Verify,
+        mix: Default::default(),
     };
     let facts = RunFacts {
         started_at: UNIX_EPOCH + Duration::from_secs(1_795_381_503),

@@ -191,5 +191,6 @@ pub fn plan(url: &str, connections: usize, threads: usize, stop: Stop) -> Plan {
         timeouts: Timeouts::default(),
         warmup: Duration::ZERO,
         tls: TlsPolicy::Verify,
+        mix: Default::default(),
     }
 }

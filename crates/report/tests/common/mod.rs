@@ -77,6 +77,7 @@ pub fn plan() -> Plan {
         timeouts: Timeouts::default(),
         warmup: Duration::ZERO,
         tls: TlsPolicy::Verify,
+        mix: Default::default(),
     }
 }
 

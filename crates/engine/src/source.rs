@@ -1,0 +1,240 @@
+//! Where each request's bytes come from: one request encoded once (the common case, no work
+//! per request), or a weighted mix of requests, some with templates rendered per request into
+//! the connection's reusable buffer.
+
+use std::cell::Cell;
+
+use loadmark_plan::{next_random, parse_csv, Plan, RenderContext, RequestSpec, Template};
+
+use crate::http1::encode_request;
+
+/// A request whose bytes are rendered per request.
+struct Templated {
+    method: String,
+    path: Template,
+    host: String,
+    headers: Vec<(String, Template)>,
+    body: Template,
+    keep_alive: bool,
+}
+
+enum Bytes {
+    Fixed(Box<[u8]>),
+    Templated(Templated),
+}
+
+struct Choice {
+    head: bool,
+    bytes: Bytes,
+}
+
+/// Picks and produces requests; one per worker, so no locks.
+pub(crate) struct RequestSource {
+    choices: Vec<Choice>,
+    /// Running sums of the weights, for a weighted pick.
+    cumulative: Vec<u64>,
+    rng: Cell<u64>,
+    seq: Cell<u64>,
+    rows: Vec<Vec<String>>,
+    next_row: Cell<usize>,
+}
+
+/// The request to send: borrowed from the source, or rendered into the caller's buffer.
+pub(crate) enum Picked<'a> {
+    Fixed(&'a [u8], bool),
+    Rendered(bool),
+}
+
+/// Why a plan's requests cannot be prepared.
+#[derive(Debug, thiserror::Error)]
+pub enum SourceError {
+    /// The data file could not be read: check the path in the plan.
+    #[error("data file {path}: {message}")]
+    Data { path: String, message: String },
+    /// A template is malformed; the message names the field.
+    #[error("{0}")]
+    Template(#[from] loadmark_plan::PlanError),
+}
+
+fn templated(spec: &RequestSpec, columns: &[String]) -> Result<Templated, SourceError> {
+    let path = placeholders_unescaped(spec.url.path_and_query());
+    let body = String::from_utf8_lossy(&spec.body);
+    Ok(Templated {
+        method: spec.method.clone(),
+        path: Template::parse(&path, "request.path", columns)?,
+        host: spec.url.host_header().to_string(),
+        headers: spec
+            .headers
+            .iter()
+            .map(|(n, v)| Ok((n.clone(), Template::parse(v, "request.headers", columns)?)))
+            .collect::<Result<_, SourceError>>()?,
+        body: Template::parse(&body, "request.body", columns)?,
+        keep_alive: spec.keep_alive,
+    })
+}
+
+/// The URL parser percent-encodes `{{ ... }}` in a path (braces, spaces); templates need the
+/// placeholders back as written. Only the placeholders are decoded: the rest stays as parsed.
+fn placeholders_unescaped(path: &str) -> String {
+    let braces = path.replace("%7B", "{").replace("%7D", "}");
+    let mut out = String::with_capacity(braces.len());
+    let mut rest = braces.as_str();
+    while let Some(start) = rest.find("{{") {
+        let Some(len) = rest[start..].find("}}") else {
+            break;
+        };
+        out.push_str(&rest[..start]);
+        out.push_str(&percent_decode(&rest[start..start + len + 2]));
+        rest = &rest[start + len + 2..];
+    }
+    out.push_str(rest);
+    out
+}
+
+fn percent_decode(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = |b: u8| (b as char).to_digit(16);
+        match (
+            bytes[i],
+            bytes.get(i + 1).and_then(|&b| hex(b)),
+            bytes.get(i + 2).and_then(|&b| hex(b)),
+        ) {
+            (b'%', Some(h), Some(l)) => {
+                out.push((h * 16 + l) as u8);
+                i += 3;
+            }
+            (b, _, _) => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+impl RequestSource {
+    /// Prepares the plan's requests; `seed` differs per worker so their random keys differ.
+    pub(crate) fn new(plan: &Plan, seed: u64) -> Result<RequestSource, SourceError> {
+        let (columns, rows) = match &plan.mix.data {
+            Some(path) => {
+                let text = std::fs::read_to_string(path).map_err(|e| SourceError::Data {
+                    path: path.display().to_string(),
+                    message: e.to_string(),
+                })?;
+                parse_csv(&text).map_err(|e| SourceError::Data {
+                    path: path.display().to_string(),
+                    message: e.to_string(),
+                })?
+            }
+            None => (Vec::new(), Vec::new()),
+        };
+        let all = std::iter::once((plan.mix.weight.max(1), &plan.request))
+            .chain(plan.mix.others.iter().map(|(w, r)| ((*w).max(1), r)));
+        let mut choices = Vec::new();
+        let mut cumulative = Vec::new();
+        let mut sum = 0u64;
+        for (weight, spec) in all {
+            let bytes = if plan.mix.templated {
+                Bytes::Templated(templated(spec, &columns)?)
+            } else {
+                Bytes::Fixed(encode_request(spec).into())
+            };
+            choices.push(Choice {
+                head: spec.method == "HEAD",
+                bytes,
+            });
+            sum += u64::from(weight);
+            cumulative.push(sum);
+        }
+        Ok(RequestSource {
+            choices,
+            cumulative,
+            rng: Cell::new(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1),
+            seq: Cell::new(0),
+            rows,
+            next_row: Cell::new(0),
+        })
+    }
+
+    /// The next request: a weighted pick, rendered into `buf` when it has templates.
+    pub(crate) fn next<'a>(&'a self, buf: &mut Vec<u8>) -> Picked<'a> {
+        let mut rng = self.rng.get();
+        let index = if self.choices.len() == 1 {
+            0
+        } else {
+            let total = *self.cumulative.last().expect("at least one request");
+            let x = next_random(&mut rng) % total;
+            self.cumulative.partition_point(|&c| c <= x)
+        };
+        let choice = &self.choices[index];
+        let picked = match &choice.bytes {
+            Bytes::Fixed(bytes) => Picked::Fixed(bytes, choice.head),
+            Bytes::Templated(t) => {
+                let seq = self.seq.get();
+                self.seq.set(seq + 1);
+                let row: &[String] = if self.rows.is_empty() {
+                    &[]
+                } else {
+                    let i = self.next_row.get();
+                    self.next_row.set((i + 1) % self.rows.len());
+                    &self.rows[i]
+                };
+                let mut ctx = RenderContext {
+                    rng: &mut rng,
+                    seq,
+                    row,
+                };
+                render(t, &mut ctx, buf);
+                Picked::Rendered(choice.head)
+            }
+        };
+        self.rng.set(rng);
+        picked
+    }
+}
+
+/// Renders a whole request: the body first (its length goes in the head), then the head.
+fn render(t: &Templated, ctx: &mut RenderContext<'_>, out: &mut Vec<u8>) {
+    let mut body = Vec::new();
+    t.body.render(ctx, &mut body);
+    out.clear();
+    out.extend_from_slice(t.method.as_bytes());
+    out.push(b' ');
+    t.path.render(ctx, out);
+    out.extend_from_slice(b" HTTP/1.1\r\nHost: ");
+    out.extend_from_slice(t.host.as_bytes());
+    out.extend_from_slice(b"\r\n");
+    out.extend_from_slice(
+        concat!("User-Agent: loadmark/", env!("CARGO_PKG_VERSION"), "\r\n").as_bytes(),
+    );
+    for (name, value) in &t.headers {
+        out.extend_from_slice(name.as_bytes());
+        out.extend_from_slice(b": ");
+        value.render(ctx, out);
+        out.extend_from_slice(b"\r\n");
+    }
+    if !body.is_empty() || matches!(t.method.as_str(), "POST" | "PUT" | "PATCH") {
+        out.extend_from_slice(format!("Content-Length: {}\r\n", body.len()).as_bytes());
+    }
+    if !t.keep_alive {
+        out.extend_from_slice(b"Connection: close\r\n");
+    }
+    out.extend_from_slice(b"\r\n");
+    out.extend_from_slice(&body);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn placeholders_come_back_from_the_url_parser() {
+        let url = loadmark_plan::Target::parse("http://h/a/{{csv code}}/b%2Fc?k={{rand_int 1 9}}")
+            .unwrap();
+        let path = placeholders_unescaped(url.path_and_query());
+        assert_eq!(path, "/a/{{csv code}}/b%2Fc?k={{rand_int 1 9}}");
+    }
+}
