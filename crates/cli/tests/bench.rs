@@ -322,3 +322,49 @@ load: {{requests: 4000, connections: 2}}
         "{stderr}"
     );
 }
+
+#[test]
+fn an_attached_server_is_monitored_and_open_loop_steps_run_from_the_plan() {
+    let dir = temp_dir("attach");
+    let port = free_port();
+    let mut server = Command::new(env!("CARGO_BIN_EXE_loadmark"))
+        .args(["serve", "--port", &port.to_string()])
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let t0 = std::time::Instant::now();
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(t0.elapsed() < std::time::Duration::from_secs(10));
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let plan = format!(
+        "targets:\n  running:\n    url: http://127.0.0.1:{port}/json\n    attach: {{pid: {}}}\nload: {{rate: 200, duration: 2s}}\nmonitor: {{interval: 250ms}}\n",
+        server.id()
+    );
+    let (out, bundle, md) = run_plan(&dir, &plan);
+    let alive = pid_alive(server.id());
+    let _ = server.kill();
+    let _ = server.wait();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(alive, "an attached server is left running");
+    let step = &bundle.unwrap().steps[0];
+    assert!(step.command.contains("-R 200"), "{}", step.command);
+    assert_eq!(
+        step.report.summary.requests.responses + step.report.summary.dropped,
+        400
+    );
+    let usage = step
+        .server
+        .as_ref()
+        .expect("the attached server was monitored");
+    assert_eq!(usage.pid, server.id());
+    assert!(usage.rss_peak_bytes > 1 << 20);
+    assert!(
+        md.contains(&format!("attached: pid {}", server.id())),
+        "{md}"
+    );
+}
