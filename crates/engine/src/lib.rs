@@ -5,7 +5,7 @@
 //!
 //! ```no_run
 //! use loadmark_engine::{run, StopHandle};
-//! # fn plan() -> loadmark_plan::Plan { unimplemented!() }
+//! # fn plan() -> loadmark_plan::Plan { panic!("the example only shows the call") }
 //! let result = run(&plan(), &StopHandle::new(), |_progress| {}).unwrap();
 //! println!("{} responses", result.totals.snapshot.responses);
 //! ```

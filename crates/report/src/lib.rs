@@ -7,7 +7,7 @@
 //!
 //! ```
 //! # use loadmark_report::{render_text, Report};
-//! # fn saved() -> String { unimplemented!() }
+//! # fn saved() -> String { std::fs::read_to_string("result.json").unwrap() }
 //! # fn demo() -> Result<(), Box<dyn std::error::Error>> {
 //! let report = Report::from_json(&saved())?;
 //! print!("{}", render_text(&report));
