@@ -1,6 +1,10 @@
 //! `loadmark bench` end to end: real servers launched as subprocesses (the built-in target,
 //! nginx), sweeps and comparisons, the document and bundle checked against what happened.
 
+mod common;
+
+use common::*;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -28,21 +32,6 @@ fn loadmark(args: &[&str], dir: &Path) -> Output {
         .unwrap()
 }
 
-fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("loadmark-bench-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 fn pid_alive(pid: u32) -> bool {
     Path::new(&format!("/proc/{pid}")).exists()
         && !std::fs::read_to_string(format!("/proc/{pid}/stat"))
@@ -62,7 +51,7 @@ fn run_plan(dir: &Path, plan: &str) -> (Output, Option<Bundle>, String) {
 
 #[test]
 fn a_sweep_runs_every_step_and_the_totals_match_the_servers_own_count() {
-    let dir = temp_dir("sweep");
+    let dir = temp_dir("bench", "sweep");
     let port = free_port();
     let plan = format!(
         "name: sweep\ntargets:\n  api:\n    url: http://127.0.0.1:{port}/json\n    launch: {{command: loadmark serve --port {port}}}\nload: {{requests: 200}}\nsweep: {{connections: [1, 2, 5]}}\nmonitor: {{interval: 200ms}}\n"
@@ -106,7 +95,7 @@ fn a_sweep_runs_every_step_and_the_totals_match_the_servers_own_count() {
 
 #[test]
 fn a_comparison_table_puts_systems_side_by_side() {
-    let dir = temp_dir("compare");
+    let dir = temp_dir("bench", "compare");
     let (a, b) = (free_port(), free_port());
     let plan = format!(
         r#"targets:
@@ -145,7 +134,7 @@ compare:
 
 #[test]
 fn check_lists_steps_and_bad_plans_name_file_line_and_column() {
-    let dir = temp_dir("check");
+    let dir = temp_dir("bench", "check");
     std::fs::write(
         dir.join("ok.yaml"),
         "targets:\n  api: {url: 'http://127.0.0.1:1/'}\nsweep: {connections: [1, 2]}\n",
@@ -175,7 +164,7 @@ fn check_lists_steps_and_bad_plans_name_file_line_and_column() {
 
 #[test]
 fn a_server_that_fails_to_start_is_a_clear_error_with_its_last_lines() {
-    let dir = temp_dir("fail");
+    let dir = temp_dir("bench", "fail");
     let port = free_port();
     let plan = format!(
         "targets:\n  broken:\n    url: http://127.0.0.1:{port}/\n    launch: {{command: \"echo 'config error: no such database' >&2; exit 3\"}}\n"
@@ -217,7 +206,7 @@ fn the_example_plans_run_shortened() {
             .replace("connections: [1, 100, 600]", "connections: [1, 20]")
             .replace("pause: 2s", "pause: 0s")
             .replace("cwd: .", &format!("cwd: {}", examples.display()));
-        let dir = temp_dir(name);
+        let dir = temp_dir("bench", name);
         let (out, bundle, md) = run_plan(&dir, &short);
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(out.status.success(), "{name}: {stderr}");
@@ -248,7 +237,7 @@ fn the_example_plans_run_shortened() {
 
 #[test]
 fn weighted_requests_and_templates_reach_the_server_as_planned() {
-    let dir = temp_dir("mix");
+    let dir = temp_dir("bench", "mix");
     let port = free_port();
     std::fs::write(
         dir.join("codes.csv"),
@@ -325,7 +314,7 @@ load: {{requests: 4000, connections: 2}}
 
 #[test]
 fn an_attached_server_is_monitored_and_open_loop_steps_run_from_the_plan() {
-    let dir = temp_dir("attach");
+    let dir = temp_dir("bench", "attach");
     let port = free_port();
     let mut server = Command::new(env!("CARGO_BIN_EXE_loadmark"))
         .args(["serve", "--port", &port.to_string()])

@@ -1,35 +1,22 @@
 //! The `loadmark` binary end to end, against the built-in target over loopback.
 
-use std::path::PathBuf;
+mod common;
+
+use common::*;
+
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use loadmark_report::Report;
-use loadmark_target::{start, RunningServer, ServerConfig};
 
 fn loadmark() -> Command {
     Command::new(env!("CARGO_BIN_EXE_loadmark"))
 }
 
-fn target() -> RunningServer {
-    start(ServerConfig {
-        addr: ([127, 0, 0, 1], 0).into(),
-        threads: 1,
-        ..Default::default()
-    })
-    .unwrap()
-}
-
-fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("loadmark-cli-{name}-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
 #[test]
 fn run_writes_a_json_report_that_matches_the_server_and_renders_again() {
     let server = target();
-    let dir = temp_dir("json");
+    let dir = temp_dir("cli", "json");
     let out = dir.join("result.json");
     let url = format!("http://{}/json", server.local_addr());
     let status = loadmark()
@@ -111,7 +98,7 @@ fn bad_input_exits_2_naming_the_problem_and_sends_nothing() {
 #[test]
 fn sigint_stops_the_run_and_still_writes_the_report() {
     let server = target();
-    let dir = temp_dir("sigint");
+    let dir = temp_dir("cli", "sigint");
     let out = dir.join("partial.json");
     let url = format!("http://{}/status", server.local_addr());
     let mut child = loadmark()
@@ -203,7 +190,7 @@ fn help_names_the_familiar_flags() {
 #[test]
 fn strict_fails_an_overloaded_open_loop_run_and_the_report_says_why() {
     let server = target();
-    let dir = temp_dir("strict");
+    let dir = temp_dir("cli", "strict");
     let out = dir.join("overload.json");
     // 2 connections of 100 ms each hold at most 20 req/s; 200 req/s are asked for.
     let url = format!("http://{}/delay/100", server.local_addr());

@@ -1,28 +1,16 @@
 //! CI gates end to end over loopback: thresholds and JUnit on `run`, `merge`, `compare`.
 
-use std::path::{Path, PathBuf};
+mod common;
+
+use common::*;
+
+use std::path::Path;
 use std::process::{Command, Output};
 
 use loadmark_report::Report;
-use loadmark_target::{start, RunningServer, ServerConfig};
 
 fn loadmark() -> Command {
     Command::new(env!("CARGO_BIN_EXE_loadmark"))
-}
-
-fn target() -> RunningServer {
-    start(ServerConfig {
-        addr: ([127, 0, 0, 1], 0).into(),
-        threads: 1,
-        ..Default::default()
-    })
-    .unwrap()
-}
-
-fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("loadmark-gate-{name}-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
 }
 
 /// Tests here run load; one at a time, so the comparison test measures its own runs only.
@@ -69,7 +57,7 @@ fn thresholds_pass_fail_with_exit_code_3_and_junit() {
     let _serial = one_at_a_time();
     let server = target();
     let url = format!("http://{}/status", server.local_addr());
-    let dir = temp_dir("thresholds");
+    let dir = temp_dir("gate", "thresholds");
     let json = dir.join("r.json");
     let junit = dir.join("junit.xml");
     let o = run(&[
@@ -148,7 +136,7 @@ fn merge_adds_two_real_runs() {
     let _serial = one_at_a_time();
     let server = target();
     let url = format!("http://{}/status", server.local_addr());
-    let dir = temp_dir("merge");
+    let dir = temp_dir("gate", "merge");
     let (a, b, all) = (dir.join("a.json"), dir.join("b.json"), dir.join("all.json"));
     for (file, n) in [(&a, "200"), (&b, "300")] {
         let o = run(&[
@@ -189,7 +177,7 @@ fn report_renders_csv_series_and_summary() {
     let _serial = one_at_a_time();
     let server = target();
     let url = format!("http://{}/status", server.local_addr());
-    let dir = temp_dir("csv");
+    let dir = temp_dir("gate", "csv");
     let (json, csv) = (dir.join("r.json"), dir.join("r.csv"));
     let o = run(&[
         "run",
@@ -271,7 +259,7 @@ fn verdicts(c: &serde_json::Value) -> Vec<(String, String)> {
 fn compare_flags_a_real_slowdown_and_not_a_repeat() {
     let _serial = one_at_a_time();
     let server = target();
-    let dir = temp_dir("compare");
+    let dir = temp_dir("gate", "compare");
     // Server-side delays dominate the latency, so the CPU noise of a shared machine (other
     // tests run beside this one) does not move the figures; CPU-bound /status runs would.
     let runs = [
@@ -339,7 +327,7 @@ fn compare_flags_a_real_slowdown_and_not_a_repeat() {
 fn plan_file_thresholds_gate_bench() {
     let _serial = one_at_a_time();
     let server = target();
-    let dir = temp_dir("bench");
+    let dir = temp_dir("gate", "bench");
     let plan = dir.join("plan.yaml");
     let out = dir.join("out");
     let write = |thresholds: &str| {

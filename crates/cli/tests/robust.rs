@@ -1,12 +1,15 @@
 //! Interruptions, secrets and resource limits, end to end through the binary.
 
+mod common;
+
+use common::*;
+
 use std::os::unix::process::CommandExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use loadmark_report::{Bundle, Report};
-use loadmark_target::{start, RunningServer, ServerConfig};
 
 fn loadmark() -> Command {
     let dir = Path::new(env!("CARGO_BIN_EXE_loadmark"))
@@ -25,29 +28,6 @@ fn loadmark() -> Command {
     c
 }
 
-fn target() -> RunningServer {
-    start(ServerConfig {
-        addr: ([127, 0, 0, 1], 0).into(),
-        ..Default::default()
-    })
-    .unwrap()
-}
-
-fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("loadmark-robust-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 fn signal(child: &std::process::Child, sig: i32) {
     // SAFETY: signalling the child this test spawned, by its PID.
     unsafe { libc::kill(child.id() as i32, sig) };
@@ -56,7 +36,7 @@ fn signal(child: &std::process::Child, sig: i32) {
 #[test]
 fn sigterm_stops_the_run_and_writes_the_report() {
     let server = target();
-    let dir = temp_dir("term");
+    let dir = temp_dir("robust", "term");
     let out = dir.join("r.json");
     let url = format!("http://{}/status", server.local_addr());
     let mut child = loadmark()
@@ -82,7 +62,7 @@ fn sigterm_stops_the_run_and_writes_the_report() {
 /// Ctrl-C exits at once, and still kills the server loadmark launched.
 #[test]
 fn a_second_signal_exits_at_once_and_kills_launched_servers() {
-    let dir = temp_dir("twice");
+    let dir = temp_dir("robust", "twice");
     let port = free_port();
     let plan = format!(
         "targets:\n  stubborn:\n    url: http://127.0.0.1:{port}/\n    launch:\n      command: \"trap '' TERM; exec python3 -m http.server {port} --bind 127.0.0.1\"\n      stop_grace: 30s\nload: {{duration: 30s, connections: 1}}\n"
@@ -126,7 +106,7 @@ fn a_second_signal_exits_at_once_and_kills_launched_servers() {
 
 #[test]
 fn secrets_are_redacted_in_documents_unless_asked_for() {
-    let dir = temp_dir("secrets");
+    let dir = temp_dir("robust", "secrets");
     let port = free_port();
     let plan = format!(
         "targets:\n  api:\n    url: http://127.0.0.1:{port}/status\n    launch: {{command: loadmark serve --port {port}}}\nrequest:\n  headers:\n    Authorization: Bearer s3cret-token\n    X-Api-Key: k3y-value\nload: {{requests: 20, connections: 1}}\n"

@@ -1,0 +1,34 @@
+//! Helpers shared by the binary's end-to-end tests.
+
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+
+use loadmark_target::{start, RunningServer, ServerConfig};
+
+/// The built-in target on a free loopback port, one thread.
+pub fn target() -> RunningServer {
+    start(ServerConfig {
+        addr: ([127, 0, 0, 1], 0).into(),
+        threads: 1,
+        ..Default::default()
+    })
+    .unwrap()
+}
+
+/// A fresh, empty directory for one test: `loadmark-<suite>-<name>-<pid>`.
+pub fn temp_dir(suite: &str, name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("loadmark-{suite}-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// A loopback port nothing listens on right now.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
