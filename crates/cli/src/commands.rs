@@ -211,6 +211,7 @@ fn quickstart(args: &QuickstartArgs) -> Result<ExitCode> {
         warmup: std::time::Duration::ZERO,
         tls: TlsPolicy::Verify,
         mix: Default::default(),
+        websocket: None,
     };
     eprintln!(
         "loadmark quickstart: built-in target on {}, {} connections for {:?} (target and client share this process: one thread each)",

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use loadmark_metrics::{Aggregate, Recorder, SeriesPoint, Totals, WorkerReport};
-use loadmark_plan::{Load, Plan, Profile, Scheme, Stop};
+use loadmark_plan::{Load, Plan, Profile, Stop};
 use tokio::sync::watch;
 
 use crate::closed::{connection_loop, ramp_loop, Budget};
@@ -87,13 +87,11 @@ pub fn run(
         addr,
         connect_timeout: plan.timeouts.connect,
     };
-    match url.scheme() {
-        Scheme::Http => run_with(plan, addr, tcp, stop, &mut on_progress),
-        Scheme::Https => {
-            let tls =
-                Tls::new(tcp, url.host(), plan.tls).map_err(|e| EngineError::Tls(e.message))?;
-            run_with(plan, addr, tls, stop, &mut on_progress)
-        }
+    if url.scheme().is_tls() {
+        let tls = Tls::new(tcp, url.host(), plan.tls).map_err(|e| EngineError::Tls(e.message))?;
+        run_with(plan, addr, tls, stop, &mut on_progress)
+    } else {
+        run_with(plan, addr, tcp, stop, &mut on_progress)
     }
 }
 

@@ -31,6 +31,7 @@ fn plan(url: &str, load: Load, stop: Stop) -> Plan {
         warmup: Duration::ZERO,
         tls: TlsPolicy::Verify,
         mix: Default::default(),
+        websocket: None,
     }
 }
 

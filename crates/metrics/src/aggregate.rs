@@ -23,6 +23,15 @@ pub struct SeriesPoint {
     pub latency_p50_us: u64,
     pub latency_p99_us: u64,
     pub latency_max_us: u64,
+    /// WebSocket runs: data messages sent and received in this second.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub messages_sent: u64,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub messages_received: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl SeriesPoint {
@@ -38,6 +47,8 @@ impl SeriesPoint {
             latency_p50_us: s.latency.value_at_quantile(0.5),
             latency_p99_us: s.latency.value_at_quantile(0.99),
             latency_max_us: s.latency.max(),
+            messages_sent: s.websocket.as_ref().map_or(0, |w| w.messages_sent),
+            messages_received: s.websocket.as_ref().map_or(0, |w| w.messages_received),
         }
     }
 }

@@ -27,11 +27,17 @@ pub enum ErrorKind {
     /// A local resource ran out: too many open files (EMFILE) or no free ephemeral port.
     /// Raise `ulimit -n` or use fewer connections.
     Resource,
+    /// WebSocket: the upgrade was not accepted: the server answered with a status other
+    /// than 101, or without the `Sec-WebSocket-Accept` the key calls for. Check the path.
+    Handshake,
+    /// WebSocket: the server ended a session before loadmark did (a Close frame, or the
+    /// connection dropped without one). The close code, when sent, is counted too.
+    Closed,
 }
 
 impl ErrorKind {
     /// Every kind, in report order.
-    pub const ALL: [ErrorKind; 7] = [
+    pub const ALL: [ErrorKind; 9] = [
         ErrorKind::Connect,
         ErrorKind::Tls,
         ErrorKind::Write,
@@ -39,6 +45,8 @@ impl ErrorKind {
         ErrorKind::Timeout,
         ErrorKind::Protocol,
         ErrorKind::Resource,
+        ErrorKind::Handshake,
+        ErrorKind::Closed,
     ];
 
     /// The lower-case name used in reports and JSON.
@@ -51,6 +59,8 @@ impl ErrorKind {
             ErrorKind::Timeout => "timeout",
             ErrorKind::Protocol => "protocol",
             ErrorKind::Resource => "resource",
+            ErrorKind::Handshake => "handshake",
+            ErrorKind::Closed => "closed",
         }
     }
 

@@ -5,6 +5,7 @@ use std::time::{Duration, Instant};
 
 use crate::error_kind::ErrorKind;
 use crate::snapshot::Snapshot;
+use crate::websocket::WsStats;
 
 /// One response, as the executor saw it.
 #[derive(Debug, Clone, Copy)]
@@ -117,6 +118,37 @@ impl Recorder {
                 snap.lag.saturating_record(saturating_us(lag));
             }
         }
+    }
+
+    /// Records a WebSocket round trip (an echo or reply matched to its message): a response
+    /// whose latency runs from `scheduled` (the intended send time, when the session sends
+    /// on a schedule) or else from `sent`.
+    pub fn record_round_trip(&mut self, scheduled: Option<Instant>, sent: Instant, ended: Instant) {
+        let snap = self.at(ended);
+        snap.responses += 1;
+        let service = saturating_us(ended.saturating_duration_since(sent));
+        match scheduled {
+            None => snap.latency.saturating_record(service),
+            Some(scheduled) => {
+                snap.latency
+                    .saturating_record(saturating_us(ended.saturating_duration_since(scheduled)));
+                snap.service.saturating_record(service);
+                snap.lag
+                    .saturating_record(saturating_us(sent.saturating_duration_since(scheduled)));
+            }
+        }
+    }
+
+    /// The WebSocket figures of the second of `at`, created on first use.
+    pub fn websocket(&mut self, at: Instant) -> &mut WsStats {
+        self.at(at).websocket.get_or_insert_with(Default::default)
+    }
+
+    /// Counts wire bytes (frames, handshake) read and written at `at`.
+    pub fn record_bytes(&mut self, at: Instant, read: u64, written: u64) {
+        let snap = self.at(at);
+        snap.bytes_read += read;
+        snap.bytes_written += written;
     }
 
     /// Records a failed request.

@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 use crate::error_kind::ErrorCounts;
+use crate::websocket::WsStats;
 
 /// The largest value a histogram holds, in microseconds (one hour). Longer values are clamped
 /// to it, never dropped, so counts stay exact.
@@ -136,6 +137,9 @@ pub struct Snapshot {
     /// written. Large values mean the client or the connection pool could not keep up.
     #[serde(with = "hist_base64")]
     pub lag: Histogram<u64>,
+    /// WebSocket runs only: sessions, messages, pings and closes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub websocket: Option<Box<WsStats>>,
 }
 
 impl Default for Snapshot {
@@ -153,6 +157,7 @@ impl Default for Snapshot {
             connect: new_histogram(),
             service: new_histogram(),
             lag: new_histogram(),
+            websocket: None,
         }
     }
 }
@@ -187,6 +192,9 @@ impl Snapshot {
         for (mine, theirs) in pairs {
             // Same bounds on both sides, so addition cannot fail.
             mine.add(theirs).expect("same histogram bounds");
+        }
+        if let Some(theirs) = &other.websocket {
+            self.websocket.get_or_insert_with(Default::default).merge(theirs);
         }
     }
 }

@@ -6,6 +6,7 @@ use std::time::Duration;
 use crate::schedule::Profile;
 use crate::target::Target;
 use crate::text::{format_duration, parse_duration, redact_header_value, PlanError};
+use crate::websocket::WsSpec;
 
 /// Default per-request timeout (wrk's is 2 s; long enough here not to hide slow servers).
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -126,6 +127,10 @@ pub struct Plan {
     /// More requests mixed with `request` by weight, and per-request templates (plan files).
     #[serde(default, skip_serializing_if = "Mix::is_single")]
     pub mix: Mix,
+    /// A WebSocket run (`loadmark ws`): `request.url` is a ws:// or wss:// URL, connections
+    /// are sessions, and this says what each session does.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub websocket: Option<WsSpec>,
 }
 
 /// Several requests by weight, and templates expanded per request.
@@ -156,6 +161,34 @@ impl Mix {
 impl Plan {
     /// Checks what the type system cannot. Every error names the setting.
     pub fn validate(&self) -> Result<(), PlanError> {
+        let websocket_url = self.request.url.scheme().is_websocket();
+        match &self.websocket {
+            Some(spec) => {
+                if !websocket_url {
+                    return Err(PlanError::invalid(
+                        "URL",
+                        self.request.url.as_str(),
+                        "a ws:// or wss:// URL for a WebSocket run",
+                    ));
+                }
+                if !matches!(self.load, Load::Closed { .. }) {
+                    return Err(PlanError::Conflict {
+                        first: "--sessions",
+                        second: "--rate/--stages",
+                        why: "WebSocket sessions send on their own --interval; a request rate belongs to `loadmark run`",
+                    });
+                }
+                spec.validate()?;
+            }
+            None if websocket_url => {
+                return Err(PlanError::invalid(
+                    "URL",
+                    self.request.url.as_str(),
+                    "an http:// or https:// URL (ws:// and wss:// belong to `loadmark ws`)",
+                ))
+            }
+            None => {}
+        }
         let (connections, threads) = (self.load.max_connections(), self.load.threads());
         let connections_flag = match self.load {
             Load::Closed { .. } | Load::Ramp { .. } => "--connections",
@@ -276,6 +309,29 @@ pub(crate) mod duration_text {
         let text = String::deserialize(d)?;
         parse_duration(&text).map_err(serde::de::Error::custom)
     }
+
+    /// The same text form for an optional duration.
+    pub mod option {
+        use super::*;
+
+        pub fn serialize<S: serde::Serializer>(
+            d: &Option<Duration>,
+            s: S,
+        ) -> Result<S::Ok, S::Error> {
+            match d {
+                Some(d) => s.serialize_str(&format_duration(*d)),
+                None => s.serialize_none(),
+            }
+        }
+
+        pub fn deserialize<'de, D: serde::Deserializer<'de>>(
+            d: D,
+        ) -> Result<Option<Duration>, D::Error> {
+            Option::<String>::deserialize(d)?
+                .map(|text| parse_duration(&text).map_err(serde::de::Error::custom))
+                .transpose()
+        }
+    }
 }
 
 mod body_text {
@@ -328,6 +384,7 @@ mod tests {
             warmup: Duration::from_secs(5),
             tls: TlsPolicy::Verify,
             mix: Mix::default(),
+            websocket: None,
         }
     }
 

@@ -6,6 +6,7 @@ use std::time::Duration;
 use crate::plan::{Load, Plan, RequestSpec, Stop, Timeouts, TlsPolicy, DEFAULT_TIMEOUT};
 use crate::schedule::Profile;
 use crate::text::PlanError;
+use crate::websocket::{WsMode, WsSpec};
 
 /// Run length when neither a duration nor a count is given.
 pub const DEFAULT_DURATION: Duration = Duration::from_secs(10);
@@ -38,7 +39,41 @@ fn conflict(first: &'static str, second: &'static str, why: &'static str) -> Pla
 impl Settings {
     /// Builds and validates the plan for `request` (its `keep_alive` is set from here).
     /// `cores` is the default thread count.
-    pub fn to_plan(&self, mut request: RequestSpec, cores: usize) -> Result<Plan, PlanError> {
+    pub fn to_plan(&self, request: RequestSpec, cores: usize) -> Result<Plan, PlanError> {
+        self.build(request, None, cores)
+    }
+
+    /// Builds and validates a WebSocket run: connections are its sessions, and a count
+    /// (`requests`) counts messages sent.
+    pub fn to_ws_plan(
+        &self,
+        request: RequestSpec,
+        spec: WsSpec,
+        cores: usize,
+    ) -> Result<Plan, PlanError> {
+        if self.rate.is_some() || self.stages.is_some() || self.max_connections.is_some() {
+            return Err(conflict(
+                "--rate/--stages/--max-connections",
+                "loadmark ws",
+                "each WebSocket session sends on its own --interval; set the session count with --sessions",
+            ));
+        }
+        if spec.mode == WsMode::Receive && self.requests.is_some() {
+            return Err(conflict(
+                "--requests",
+                "--mode receive",
+                "a receive-only run sends nothing to count; give a --duration",
+            ));
+        }
+        self.build(request, Some(spec), cores)
+    }
+
+    fn build(
+        &self,
+        mut request: RequestSpec,
+        websocket: Option<WsSpec>,
+        cores: usize,
+    ) -> Result<Plan, PlanError> {
         let open = self.rate.is_some() || (self.stages.is_some() && self.connections.is_none());
         if self.duration.is_some() && self.requests.is_some() {
             return Err(conflict(
@@ -141,6 +176,7 @@ impl Settings {
                 TlsPolicy::Verify
             },
             mix: Default::default(),
+            websocket: websocket.clone(),
         };
         plan.validate()?;
         Ok(plan)

@@ -10,9 +10,24 @@ use crate::text::PlanError;
 pub enum Scheme {
     Http,
     Https,
+    /// WebSocket over plain TCP (`loadmark ws`).
+    Ws,
+    /// WebSocket over TLS.
+    Wss,
 }
 
-/// A URL that loadmark can send HTTP/1.1 requests to.
+impl Scheme {
+    /// True when the bytes go through TLS.
+    pub fn is_tls(self) -> bool {
+        matches!(self, Scheme::Https | Scheme::Wss)
+    }
+    /// True for ws:// and wss://.
+    pub fn is_websocket(self) -> bool {
+        matches!(self, Scheme::Ws | Scheme::Wss)
+    }
+}
+
+/// A URL that loadmark can send HTTP/1.1 requests (or WebSocket upgrades) to.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Target {
     url: String,
@@ -27,19 +42,49 @@ pub struct Target {
 
 const URL_FORM: &str =
     "an absolute http:// or https:// URL with a host, e.g. http://127.0.0.1:8080/path";
+const WS_URL_FORM: &str =
+    "an absolute ws:// or wss:// URL with a host, e.g. ws://127.0.0.1:8080/ws/echo";
 
 impl Target {
+    /// Parses an http:// or https:// URL (`loadmark run`).
     pub fn parse(text: &str) -> Result<Target, PlanError> {
-        let bad = || PlanError::invalid("URL", text, URL_FORM);
+        let target = Self::parse_any(text, URL_FORM)?;
+        if target.scheme.is_websocket() {
+            return Err(PlanError::invalid(
+                "URL",
+                text,
+                "scheme http:// or https:// (ws:// and wss:// belong to `loadmark ws`)",
+            ));
+        }
+        Ok(target)
+    }
+
+    /// Parses a ws:// or wss:// URL (`loadmark ws`).
+    pub fn parse_ws(text: &str) -> Result<Target, PlanError> {
+        let target = Self::parse_any(text, WS_URL_FORM)?;
+        if !target.scheme.is_websocket() {
+            return Err(PlanError::invalid(
+                "URL",
+                text,
+                "scheme ws:// or wss:// (http:// and https:// belong to `loadmark run`)",
+            ));
+        }
+        Ok(target)
+    }
+
+    fn parse_any(text: &str, form: &'static str) -> Result<Target, PlanError> {
+        let bad = || PlanError::invalid("URL", text, form);
         let url = url::Url::parse(text).map_err(|_| bad())?;
         let scheme = match url.scheme() {
             "http" => Scheme::Http,
             "https" => Scheme::Https,
+            "ws" => Scheme::Ws,
+            "wss" => Scheme::Wss,
             _ => {
                 return Err(PlanError::invalid(
                     "URL",
                     text,
-                    "scheme http:// or https:// (ws:// belongs to `loadmark ws`)",
+                    "scheme http://, https:// (loadmark run) or ws://, wss:// (loadmark ws)",
                 ))
             }
         };
@@ -110,7 +155,8 @@ impl Serialize for Target {
 impl<'de> Deserialize<'de> for Target {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let text = String::deserialize(d)?;
-        Target::parse(&text).map_err(serde::de::Error::custom)
+        // A saved report may hold either kind; the command that made it already chose.
+        Target::parse_any(&text, URL_FORM).map_err(serde::de::Error::custom)
     }
 }
 

@@ -18,6 +18,11 @@ pub enum Piece {
         lo: i64,
         hi: i64,
     },
+    /// A uniformly random number in `lo..=hi`, written with six decimals (a coordinate).
+    RandF {
+        lo: f64,
+        hi: f64,
+    },
     /// The request's sequence number on its worker, from 0.
     Seq,
     /// A column of the current data-file row (rows advance per request, wrapping).
@@ -40,7 +45,8 @@ pub struct RenderContext<'a> {
     pub row: &'a [String],
 }
 
-const FORM: &str = "placeholders {{rand_int LO HI}}, {{seq}} or {{csv COLUMN}}";
+const FORM: &str =
+    "placeholders {{rand_int LO HI}}, {{rand_f LO HI}}, {{seq}} or {{csv COLUMN}}";
 
 impl Template {
     /// Parses `text`; `columns` names the data file's columns (for `{{csv name}}`).
@@ -71,6 +77,16 @@ impl Template {
                         return Err(bad());
                     }
                     Piece::RandInt { lo, hi }
+                }
+                ["rand_f", lo, hi] => {
+                    let (lo, hi): (f64, f64) = (
+                        lo.parse().map_err(|_| bad())?,
+                        hi.parse().map_err(|_| bad())?,
+                    );
+                    if !(lo.is_finite() && hi.is_finite() && lo <= hi) {
+                        return Err(bad());
+                    }
+                    Piece::RandF { lo, hi }
                 }
                 ["seq"] => Piece::Seq,
                 ["csv", name] => {
@@ -112,6 +128,13 @@ impl Template {
                     let v = lo + (next_random(ctx.rng) % span) as i64;
                     let mut s = String::new();
                     let _ = write!(s, "{v}");
+                    out.extend_from_slice(s.as_bytes());
+                }
+                Piece::RandF { lo, hi } => {
+                    // 53 random bits: every double in the range is reachable.
+                    let unit = (next_random(ctx.rng) >> 11) as f64 / (1u64 << 53) as f64;
+                    let mut s = String::new();
+                    let _ = write!(s, "{:.6}", lo + (hi - lo) * unit);
                     out.extend_from_slice(s.as_bytes());
                 }
                 Piece::Seq => {
@@ -233,8 +256,33 @@ mod tests {
     }
 
     #[test]
+    fn random_floats_stay_in_range_with_six_decimals() {
+        let t = Template::parse("{{rand_f 30 45}}", "--message", &[]).unwrap();
+        let mut rng = 7u64;
+        let (mut lo, mut hi) = (f64::MAX, f64::MIN);
+        for _ in 0..1000 {
+            let mut out = Vec::new();
+            t.render(
+                &mut RenderContext {
+                    rng: &mut rng,
+                    seq: 0,
+                    row: &[],
+                },
+                &mut out,
+            );
+            let text = String::from_utf8(out).unwrap();
+            assert_eq!(text.len() - text.find('.').unwrap() - 1, 6, "{text}");
+            let v: f64 = text.parse().unwrap();
+            (lo, hi) = (lo.min(v), hi.max(v));
+        }
+        assert!((30.0..31.0).contains(&lo) && (44.0..=45.0).contains(&hi), "{lo} {hi}");
+    }
+
+    #[test]
     fn bad_placeholders_name_the_field() {
         for bad in [
+            "{{rand_f 2 1}}",
+            "{{rand_f x 1}}",
             "{{rand_int 5 1}}",
             "{{nope}}",
             "{{rand_int a b}}",

@@ -111,6 +111,8 @@ fn empty_point(second: u64, warmup: bool) -> SeriesPoint {
         latency_p50_us: 0,
         latency_p99_us: 0,
         latency_max_us: 0,
+        messages_sent: 0,
+        messages_received: 0,
     }
 }
 
@@ -124,4 +126,6 @@ fn add_point(into: &mut SeriesPoint, p: &SeriesPoint) {
     into.latency_p50_us = into.latency_p50_us.max(p.latency_p50_us);
     into.latency_p99_us = into.latency_p99_us.max(p.latency_p99_us);
     into.latency_max_us = into.latency_max_us.max(p.latency_max_us);
+    into.messages_sent += p.messages_sent;
+    into.messages_received += p.messages_received;
 }

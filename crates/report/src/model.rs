@@ -441,6 +441,8 @@ mod tests {
             latency_p50_us: 0,
             latency_p99_us: 0,
             latency_max_us: 0,
+            messages_sent: 0,
+            messages_received: 0,
         };
         let series = [
             p(0, 5, true),

@@ -57,6 +57,7 @@ fn fixed_report() -> Report {
         warmup: Duration::ZERO,
         tls: TlsPolicy::Verify,
         mix: Default::default(),
+        websocket: None,
     };
     let facts = RunFacts {
         started_at: UNIX_EPOCH + Duration::from_secs(1_795_381_503),

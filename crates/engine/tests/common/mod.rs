@@ -192,5 +192,6 @@ pub fn plan(url: &str, connections: usize, threads: usize, stop: Stop) -> Plan {
         warmup: Duration::ZERO,
         tls: TlsPolicy::Verify,
         mix: Default::default(),
+        websocket: None,
     }
 }

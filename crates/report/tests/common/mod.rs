@@ -78,6 +78,7 @@ pub fn plan() -> Plan {
         warmup: Duration::ZERO,
         tls: TlsPolicy::Verify,
         mix: Default::default(),
+        websocket: None,
     }
 }
 
