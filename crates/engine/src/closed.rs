@@ -31,7 +31,7 @@ impl Budget {
         }
     }
 
-    fn claim(&self) -> bool {
+    pub(crate) fn claim(&self) -> bool {
         match &self.remaining {
             None => true,
             Some(n) => n

@@ -30,6 +30,7 @@ mod runner;
 mod source;
 mod sys;
 pub mod transport;
+pub mod ws;
 
 pub use error::EngineError;
 pub use runner::{run, Progress, RunResult, StopHandle};

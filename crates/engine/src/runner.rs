@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use loadmark_metrics::{Aggregate, Recorder, SeriesPoint, Totals, WorkerReport};
-use loadmark_plan::{Load, Plan, Profile, Stop};
+use loadmark_plan::{Load, Plan, Profile, Stop, Target, WsSpec};
 use tokio::sync::watch;
 
 use crate::closed::{connection_loop, ramp_loop, Budget};
@@ -18,6 +18,7 @@ use crate::open::{schedule_loop, Share};
 use crate::source::RequestSource;
 use crate::sys::{raise_file_limit, thread_cpu_time, CpuTime};
 use crate::transport::{Tcp, Tls, Transport};
+use crate::ws::{session_loop, WsShared};
 
 /// Stops a run from another thread (a signal handler): the load stops, and the run returns
 /// its result for the time that ran.
@@ -139,6 +140,16 @@ fn run_with<T: Transport>(
         // Spread connections as evenly as possible; the first threads take the remainder.
         let spread = |n: usize| n / threads + usize::from(index < n % threads);
         let (executor, hard_stop) = match &plan.load {
+            // WebSocket sessions owe answers to messages sent before the end, and close
+            // politely: the worker waits for both (each within the timeout).
+            Load::Closed { connections, .. } if plan.websocket.is_some() => (
+                Executor::WebSocket {
+                    sessions: spread(*connections),
+                    budget: budget.clone(),
+                    shared: Arc::new(plan.websocket.clone().expect("checked")),
+                },
+                load_end.map(|end| end + plan.timeouts.request + Duration::from_secs(2)),
+            ),
             Load::Closed { connections, .. } => (
                 Executor::Closed {
                     connections: spread(*connections),
@@ -184,6 +195,9 @@ fn run_with<T: Transport>(
             transport: transport.clone(),
             source: RequestSource::new(plan, index as u64 + 1)?,
             timeout: plan.timeouts.request,
+            connect_timeout: plan.timeouts.connect,
+            url: plan.request.url.clone(),
+            headers: plan.request.headers.clone(),
             stop: stop.0.subscribe(),
             tx: tx.clone(),
         };
@@ -267,6 +281,12 @@ enum Executor {
         share: Share,
         max_connections: usize,
     },
+    /// WebSocket virtual users, each running one session after another.
+    WebSocket {
+        sessions: usize,
+        budget: Arc<Budget>,
+        shared: Arc<WsSpec>,
+    },
 }
 
 struct Worker<T: Transport> {
@@ -280,6 +300,9 @@ struct Worker<T: Transport> {
     transport: T,
     source: RequestSource,
     timeout: Duration,
+    connect_timeout: Duration,
+    url: Target,
+    headers: Vec<(String, String)>,
     stop: watch::Receiver<bool>,
     tx: mpsc::Sender<Message>,
 }
@@ -328,6 +351,28 @@ impl<T: Transport> Worker<T> {
                         self.origin,
                         *share,
                     ));
+                }
+                Executor::WebSocket {
+                    sessions,
+                    budget,
+                    shared: spec,
+                } => {
+                    let ws = Rc::new(WsShared::new(
+                        (**spec).clone(),
+                        self.url.clone(),
+                        self.headers.clone(),
+                        self.connect_timeout,
+                        self.index as u64 + 1,
+                    ));
+                    for user in 0..*sessions {
+                        tasks.spawn_local(session_loop(
+                            ctx.clone(),
+                            ws.clone(),
+                            budget.clone(),
+                            self.load_end,
+                            ((self.index as u64) << 32 | user as u64) ^ 0x9E37_79B9_7F4A_7C15,
+                        ));
+                    }
                 }
                 Executor::Open {
                     profile,

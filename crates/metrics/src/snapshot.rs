@@ -194,7 +194,9 @@ impl Snapshot {
             mine.add(theirs).expect("same histogram bounds");
         }
         if let Some(theirs) = &other.websocket {
-            self.websocket.get_or_insert_with(Default::default).merge(theirs);
+            self.websocket
+                .get_or_insert_with(Default::default)
+                .merge(theirs);
         }
     }
 }

@@ -40,7 +40,7 @@ pub use schedule::{Pace, Profile, Stage};
 pub use settings::{Settings, DEFAULT_CONNECTIONS, DEFAULT_DURATION, DEFAULT_MAX_CONNECTIONS};
 pub use target::{Scheme, Target};
 pub use template::{next_random, parse_csv, Piece, RenderContext, Template};
-pub use websocket::{WsMode, WsPayload, WsSpec, MAX_WS_MESSAGE, WS_SEQ_BYTES};
 pub use text::{
     format_duration, parse_duration, parse_header, redact_header_value, redact_plan_text, PlanError,
 };
+pub use websocket::{WsMode, WsPayload, WsSpec, MAX_WS_MESSAGE, WS_SEQ_BYTES};

@@ -45,8 +45,7 @@ pub struct RenderContext<'a> {
     pub row: &'a [String],
 }
 
-const FORM: &str =
-    "placeholders {{rand_int LO HI}}, {{rand_f LO HI}}, {{seq}} or {{csv COLUMN}}";
+const FORM: &str = "placeholders {{rand_int LO HI}}, {{rand_f LO HI}}, {{seq}} or {{csv COLUMN}}";
 
 impl Template {
     /// Parses `text`; `columns` names the data file's columns (for `{{csv name}}`).
@@ -275,7 +274,10 @@ mod tests {
             let v: f64 = text.parse().unwrap();
             (lo, hi) = (lo.min(v), hi.max(v));
         }
-        assert!((30.0..31.0).contains(&lo) && (44.0..=45.0).contains(&hi), "{lo} {hi}");
+        assert!(
+            (30.0..31.0).contains(&lo) && (44.0..=45.0).contains(&hi),
+            "{lo} {hi}"
+        );
     }
 
     #[test]

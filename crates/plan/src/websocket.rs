@@ -219,7 +219,10 @@ mod tests {
     fn spec() -> WsSpec {
         WsSpec {
             mode: WsMode::Echo,
-            payload: WsPayload::Random { min: 128, max: 4096 },
+            payload: WsPayload::Random {
+                min: 128,
+                max: 4096,
+            },
             binary: false,
             interval: Some(Duration::from_millis(5)),
             session_duration: Some(Duration::from_secs(10)),
@@ -232,7 +235,10 @@ mod tests {
     fn payload_ranges() {
         assert_eq!(
             WsPayload::parse_range("128..4096").unwrap(),
-            WsPayload::Random { min: 128, max: 4096 }
+            WsPayload::Random {
+                min: 128,
+                max: 4096
+            }
         );
         assert_eq!(
             WsPayload::parse_range("1k..4K").unwrap(),
