@@ -5,7 +5,8 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use loadmark_plan::{
-    parse_duration, parse_header, Plan, PlanError, RequestSpec, Settings, Target, DEFAULT_TIMEOUT,
+    parse_duration, parse_header, Plan, PlanError, RequestSpec, Settings, Target, WsMode,
+    WsPayload, WsSpec, DEFAULT_TIMEOUT,
 };
 
 #[derive(Parser, Debug)]
@@ -29,6 +30,9 @@ pub enum Command {
     /// Load a URL: closed loop (-c: each connection sends its next request when the last
     /// ended) or open loop (-R/--stages: requests arrive on a schedule).
     Run(Box<RunArgs>),
+    /// Load a WebSocket endpoint: sessions that send on an interval and time each echo, or
+    /// send a message and wait for its reply (closed loop), with pings and upgrade checks.
+    Ws(Box<WsArgs>),
     /// Serve the built-in target (/status, /bytes/N, /json, /delay/MS, /status/CODE, /echo,
     /// /chunked/N, /close) until Ctrl-C.
     Serve(ServeArgs),
@@ -88,11 +92,6 @@ pub struct RunArgs {
     #[arg(long = "max-connections")]
     pub max_connections: Option<usize>,
 
-    /// Exit with code 4 when the run was not clean: the client saturated, requests dropped,
-    /// or requests left late
-    #[arg(long = "strict")]
-    pub strict: bool,
-
     /// Worker threads, each with its own event loop [default: CPU cores, at most -c]
     #[arg(short = 't', long = "threads")]
     pub threads: Option<usize>,
@@ -137,14 +136,6 @@ pub struct RunArgs {
     #[arg(long = "warmup", value_parser = duration_arg)]
     pub warmup: Option<Duration>,
 
-    /// Write the report to this file (format from the extension: .json, .txt, .md)
-    #[arg(short = 'o', long = "output")]
-    pub output: Option<PathBuf>,
-
-    /// Format of --output, or of standard output when there is no --output
-    #[arg(long = "format", value_enum)]
-    pub format: Option<Format>,
-
     /// Accepted for wrk habits: the latency distribution is always shown
     #[arg(long = "latency")]
     pub latency: bool,
@@ -152,6 +143,22 @@ pub struct RunArgs {
     /// Do not verify TLS certificates (printed in the report)
     #[arg(long = "insecure")]
     pub insecure: bool,
+
+    #[command(flatten)]
+    pub report: ReportFlags,
+}
+
+/// What happens with a run's report: shared by `run` and `ws`.
+#[derive(Args, Debug)]
+pub struct ReportFlags {
+    /// Write the report to this file (format from the extension: .json, .txt, .md, .csv,
+    /// .html)
+    #[arg(short = 'o', long = "output")]
+    pub output: Option<PathBuf>,
+
+    /// Format of --output, or of standard output when there is no --output
+    #[arg(long = "format", value_enum)]
+    pub format: Option<Format>,
 
     /// Keep secret header values (Authorization, Cookie, *key*, *token*, ...) in reports
     /// instead of redacting them
@@ -171,6 +178,101 @@ pub struct RunArgs {
     /// Write the threshold results as JUnit XML to this file
     #[arg(long = "junit", value_name = "FILE")]
     pub junit: Option<PathBuf>,
+
+    /// Exit with code 4 when the run was not clean: the client saturated, requests dropped,
+    /// or requests (messages) left late
+    #[arg(long = "strict")]
+    pub strict: bool,
+}
+
+#[derive(Args, Debug)]
+#[command(after_help = "Examples:\n  \
+    loadmark ws ws://127.0.0.1:8080/ws/echo --sessions 400 --session-duration 10s --interval 5ms --payload 128..4096 -d 20s\n  \
+    loadmark ws ws://127.0.0.1:8080/ws/json --sessions 10 -n 2000 --message '{\"id\":{{seq}},\"lat\":{{rand_f 30 45}}}' --reply-match id\n  \
+    loadmark ws wss://host/ws --interval 100ms --ping 1s\n\n\
+    Round-trip latency runs from a message's intended send time (echo mode: its place on the \
+    --interval schedule; request mode: when it was written) to the last byte of its answer. \
+    The handshake figure (connect) covers TCP, TLS and the upgrade until the 101 was read.")]
+pub struct WsArgs {
+    /// The WebSocket URL (ws:// or wss://)
+    pub url: String,
+
+    /// What each session does: echo (send every --interval, match each echo), request (send,
+    /// wait for the reply, repeat), send (send every --interval, count what comes back),
+    /// receive (send nothing, count what arrives) [default: echo with --interval, else request]
+    #[arg(long = "mode", value_parser = mode_arg)]
+    pub mode: Option<WsMode>,
+
+    /// Concurrent sessions (virtual users) [default: 50]
+    #[arg(short = 'c', long = "sessions", visible_alias = "connections")]
+    pub sessions: Option<usize>,
+
+    /// Each session sends one message every INTERVAL on a fixed schedule (echo, send)
+    #[arg(short = 'i', long = "interval", value_parser = duration_arg)]
+    pub interval: Option<Duration>,
+
+    /// Size of each message in bytes, or a range drawn uniformly per message: 1024,
+    /// 128..4096, 1k..4k [default: 128]. The first 16 bytes carry the message's number
+    #[arg(long = "payload", conflicts_with = "message")]
+    pub payload: Option<String>,
+
+    /// A text message template instead of random payloads: {{seq}}, {{rand_int A B}},
+    /// {{rand_f A B}}
+    #[arg(short = 'M', long = "message")]
+    pub message: Option<String>,
+
+    /// Send binary frames (random bytes) instead of text frames (random letters)
+    #[arg(long = "binary", conflicts_with = "message")]
+    pub binary: bool,
+
+    /// Request mode: a reply counts only when this JSON field equals the request's, e.g.
+    /// --reply-match id with '"id":{{seq}}' in --message
+    #[arg(long = "reply-match", value_name = "FIELD")]
+    pub reply_match: Option<String>,
+
+    /// End each session after this long and open a new one in its place (k6's VU loop)
+    /// [default: sessions last the whole run]
+    #[arg(long = "session-duration", value_parser = duration_arg)]
+    pub session_duration: Option<Duration>,
+
+    /// Send a ping every PING and time its pong
+    #[arg(long = "ping", value_parser = duration_arg)]
+    pub ping: Option<Duration>,
+
+    /// Worker threads, each with its own event loop [default: CPU cores, at most -c]
+    #[arg(short = 't', long = "threads")]
+    pub threads: Option<usize>,
+
+    /// How long to run, e.g. 30s, 2m [default: 10s unless -n is given]
+    #[arg(short = 'd', long = "duration", value_parser = duration_arg, conflicts_with = "requests")]
+    pub duration: Option<Duration>,
+
+    /// Send exactly this many messages in all, then stop
+    #[arg(short = 'n', long = "messages", visible_alias = "requests")]
+    pub requests: Option<u64>,
+
+    /// Add a header to the upgrade request, 'Name: value' (repeatable)
+    #[arg(short = 'H', long = "header", value_parser = header_arg)]
+    pub headers: Vec<(String, String)>,
+
+    /// How long a message may wait for its echo or reply
+    #[arg(long = "timeout", value_parser = duration_arg, default_value = "10s")]
+    pub timeout: Duration,
+
+    /// Timeout of each handshake (TCP, TLS and upgrade) [default: --timeout]
+    #[arg(long = "connect-timeout", value_parser = duration_arg)]
+    pub connect_timeout: Option<Duration>,
+
+    /// Run load first for this long (whole seconds) without counting it
+    #[arg(long = "warmup", value_parser = duration_arg)]
+    pub warmup: Option<Duration>,
+
+    /// Do not verify TLS certificates (printed in the report)
+    #[arg(long = "insecure")]
+    pub insecure: bool,
+
+    #[command(flatten)]
+    pub report: ReportFlags,
 }
 
 #[derive(Args, Debug)]
@@ -287,6 +389,10 @@ fn duration_arg(text: &str) -> Result<Duration, String> {
     })
 }
 
+fn mode_arg(text: &str) -> Result<WsMode, String> {
+    WsMode::parse(text).map_err(|_| "expected one of echo, request, send, receive".to_string())
+}
+
 fn header_arg(text: &str) -> Result<(String, String), String> {
     parse_header(text).map_err(|_| {
         "expected 'Name: value' with a token name (letters, digits, !#$%&'*+-.^_`|~)".to_string()
@@ -329,6 +435,52 @@ impl RunArgs {
         };
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         settings.to_plan(request, cores)
+    }
+}
+
+impl WsArgs {
+    /// Flags into a WebSocket [`Plan`], through the same [`Settings`] as `run`.
+    pub fn to_plan(&self) -> Result<Plan, PlanError> {
+        let url = Target::parse_ws(&self.url)?;
+        let payload = match (&self.message, &self.payload) {
+            (Some(text), _) => WsPayload::Message(text.clone()),
+            (None, Some(range)) => WsPayload::parse_range(range)?,
+            (None, None) => WsPayload::Random { min: 128, max: 128 },
+        };
+        let mode = self.mode.unwrap_or(if self.interval.is_some() {
+            WsMode::Echo
+        } else {
+            WsMode::Request
+        });
+        let spec = WsSpec {
+            mode,
+            payload,
+            binary: self.binary,
+            interval: self.interval,
+            session_duration: self.session_duration,
+            ping: self.ping,
+            reply_match: self.reply_match.clone(),
+        };
+        let request = RequestSpec {
+            method: "GET".to_string(),
+            url,
+            headers: self.headers.clone(),
+            body: Vec::new(),
+            keep_alive: true,
+        };
+        let settings = Settings {
+            connections: self.sessions,
+            threads: self.threads,
+            duration: self.duration,
+            requests: self.requests,
+            timeout: Some(self.timeout),
+            connect_timeout: self.connect_timeout,
+            warmup: self.warmup,
+            insecure: self.insecure,
+            ..Default::default()
+        };
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        settings.to_ws_plan(request, spec, cores)
     }
 }
 

@@ -10,7 +10,9 @@ use loadmark_engine::{EngineError, RunResult, StopHandle};
 use loadmark_plan::{Load, Plan, RequestSpec, Stop, Target, Timeouts, TlsPolicy};
 use loadmark_report::{Environment, Report, RunFacts};
 
-use crate::args::{Command, Format, QuickstartArgs, ReportArgs, RunArgs, ServeArgs};
+use crate::args::{
+    Command, Format, QuickstartArgs, ReportArgs, ReportFlags, RunArgs, ServeArgs, WsArgs,
+};
 use crate::output::{check_writable, format_for, render, write_atomic};
 use crate::progress::ProgressLine;
 use crate::{UsageError, EXIT_INTERRUPTED};
@@ -18,6 +20,7 @@ use crate::{UsageError, EXIT_INTERRUPTED};
 pub fn dispatch(command: Command) -> Result<ExitCode> {
     match command {
         Command::Run(args) => run(&args),
+        Command::Ws(args) => ws(&args),
         Command::Serve(args) => serve(&args),
         Command::Quickstart(args) => quickstart(&args),
         Command::Bench(args) => crate::bench::bench(&args),
@@ -78,22 +81,27 @@ fn run(args: &RunArgs) -> Result<ExitCode> {
         None => None,
     };
     let plan = args.to_plan(body)?;
-    let thresholds = crate::gate::thresholds_before_run(args)?;
-    let output = match &args.output {
+    run_plan(&plan, &args.report)
+}
+
+/// Runs a plan made from flags (`run`, `ws`) and writes its report as the flags say.
+pub(crate) fn run_plan(plan: &Plan, flags: &ReportFlags) -> Result<ExitCode> {
+    let thresholds = crate::gate::thresholds_before_run(flags)?;
+    let output = match &flags.output {
         Some(path) => {
-            let format = format_for(path, args.format).map_err(|e| UsageError(e.to_string()))?;
+            let format = format_for(path, flags.format).map_err(|e| UsageError(e.to_string()))?;
             check_writable(path).map_err(|e| UsageError(format!("{e:#}")))?;
             Some((path.clone(), format))
         }
         None => None,
     };
-    let result = execute(&plan, args.quiet)?;
-    let mut report = build_report(&plan, &result);
-    if args.show_secrets {
+    let result = execute(plan, flags.quiet)?;
+    let mut report = build_report(plan, &result);
+    if flags.show_secrets {
         report.plan = plan.clone();
     }
     report.thresholds = loadmark_report::check_thresholds(&thresholds, &report);
-    let stdout_format = match (&output, args.format) {
+    let stdout_format = match (&output, flags.format) {
         (None, Some(f)) => f,
         _ => Format::Text,
     };
@@ -102,10 +110,10 @@ fn run(args: &RunArgs) -> Result<ExitCode> {
         write_atomic(&path, &render(&report, format))?;
         eprintln!("loadmark: report written to {}", path.display());
     }
-    if let Some(code) = crate::gate::thresholds_after_run(args, &report)? {
+    if let Some(code) = crate::gate::thresholds_after_run(flags, &report)? {
         return Ok(code);
     }
-    if args.strict && (report.run.health.client_saturated || report.run.health.overloaded) {
+    if flags.strict && (report.run.health.client_saturated || report.run.health.overloaded) {
         eprintln!("loadmark: the run was not clean (--strict): see the warnings above");
         return Ok(ExitCode::from(crate::EXIT_NOT_CLEAN));
     }
@@ -143,6 +151,11 @@ fn exit_code(result: &RunResult) -> ExitCode {
     } else {
         ExitCode::SUCCESS
     }
+}
+
+fn ws(args: &WsArgs) -> Result<ExitCode> {
+    let plan = args.to_plan()?;
+    run_plan(&plan, &args.report)
 }
 
 fn serve(args: &ServeArgs) -> Result<ExitCode> {

@@ -10,7 +10,7 @@ use loadmark_report::{
     render_junit, CompareSettings, FailIf, Report, Threshold,
 };
 
-use crate::args::{CompareArgs, CompareFormat, MergeArgs, RunArgs};
+use crate::args::{CompareArgs, CompareFormat, MergeArgs, ReportFlags};
 use crate::output::{check_writable, write_atomic};
 use crate::{UsageError, EXIT_THRESHOLDS};
 
@@ -51,7 +51,7 @@ pub(crate) fn write_or_print(path: Option<&Path>, text: &str) -> Result<()> {
 
 /// Parses `--threshold`s and checks `--junit` is writable: before any load is sent, so a typo
 /// costs nothing and never passes silently.
-pub(crate) fn thresholds_before_run(args: &RunArgs) -> Result<Vec<Threshold>> {
+pub(crate) fn thresholds_before_run(args: &ReportFlags) -> Result<Vec<Threshold>> {
     let thresholds = parse_thresholds(&args.thresholds).map_err(|errors| {
         UsageError(
             errors
@@ -71,7 +71,10 @@ pub(crate) fn thresholds_before_run(args: &RunArgs) -> Result<Vec<Threshold>> {
 }
 
 /// Writes `--junit` and returns exit code 3 when a threshold failed.
-pub(crate) fn thresholds_after_run(args: &RunArgs, report: &Report) -> Result<Option<ExitCode>> {
+pub(crate) fn thresholds_after_run(
+    args: &ReportFlags,
+    report: &Report,
+) -> Result<Option<ExitCode>> {
     if let Some(path) = &args.junit {
         let suite = format!("{} {}", report.plan.request.method, report.plan.request.url);
         write_atomic(path, &render_junit(&suite, &report.thresholds))?;
