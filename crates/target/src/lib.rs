@@ -62,6 +62,7 @@ mod body;
 mod routes;
 mod server;
 mod stall;
+mod ws;
 
 use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
@@ -73,6 +74,7 @@ use tokio::sync::oneshot;
 pub use routes::{MAX_BODY_BYTES, MAX_DELAY, MAX_ECHO_BYTES};
 use server::Counters;
 pub use stall::Stall;
+pub use ws::MAX_WS_MESSAGE_BYTES;
 
 /// Where and how to serve.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -147,6 +149,36 @@ impl RunningServer {
     /// Connections accepted so far. Exact; keep-alive requests on one connection count once.
     pub fn connections_accepted(&self) -> u64 {
         self.counters.accepts.load(Ordering::Relaxed)
+    }
+
+    /// WebSocket sessions opened so far: valid handshakes on a `/ws/` endpoint answered with
+    /// 101. Counted when the 101 is handed to hyper (also in [`Self::requests_served`]), so
+    /// a client that has read its 101 sees its session counted. Exact.
+    pub fn ws_sessions(&self) -> u64 {
+        self.counters.ws_sessions.load(Ordering::Relaxed)
+    }
+
+    /// WebSocket data messages (text and binary, not pings, pongs or Close) the server has
+    /// read and answered, over every session. Exact: counted before the answer is written,
+    /// so once a client has read the answer to a message, that message is counted. Messages
+    /// that arrive after `/ws/close-after/N` or `/ws/drop-after/N` reached N are discarded
+    /// unanswered and not counted, so this always equals [`Self::ws_messages_sent`].
+    pub fn ws_messages_received(&self) -> u64 {
+        self.counters.ws_received.load(Ordering::Relaxed)
+    }
+
+    /// WebSocket data messages the server has sent (echoes and `/ws/json` replies; not
+    /// pongs or Close frames). Counted as each one is handed to the socket's write buffer,
+    /// before the client can read it; one that a connection failing at that moment never
+    /// delivers is still counted.
+    pub fn ws_messages_sent(&self) -> u64 {
+        self.counters.ws_sent.load(Ordering::Relaxed)
+    }
+
+    /// Payload bytes of the data messages counted by [`Self::ws_messages_received`]: the
+    /// messages' own bytes, without frame headers or masks.
+    pub fn ws_bytes_received(&self) -> u64 {
+        self.counters.ws_bytes_received.load(Ordering::Relaxed)
     }
 
     /// Stops the server and waits for its threads; see [`RunningServer`].
