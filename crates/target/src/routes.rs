@@ -248,4 +248,50 @@ mod tests {
         }
         assert!(matches!(routed("/echo"), Routed::Echo(_)));
     }
+
+    fn handshake(path: &str) -> Routed<()> {
+        route(
+            Request::get(path)
+                .header("Connection", "Upgrade")
+                .header("Upgrade", "websocket")
+                .header("Sec-WebSocket-Version", "13")
+                .header("Sec-WebSocket-Key", "dGhlIHNhbXBsZSBub25jZQ==")
+                .body(())
+                .unwrap(),
+        )
+    }
+
+    #[test]
+    fn ws_endpoints_upgrade_only_a_handshake() {
+        for (path, endpoint) in [
+            ("/ws/echo", ws::Endpoint::Echo),
+            ("/ws/json", ws::Endpoint::Json),
+            ("/ws/close-after/5", ws::Endpoint::CloseAfter(5)),
+            ("/ws/drop-after/0", ws::Endpoint::DropAfter(0)),
+        ] {
+            assert!(
+                matches!(handshake(path), Routed::Upgrade(_, e) if e == endpoint),
+                "{path}"
+            );
+            let r = ready(path);
+            assert_eq!(r.status(), StatusCode::UPGRADE_REQUIRED, "{path}");
+            assert_eq!(r.headers()["upgrade"], "websocket");
+        }
+        assert_eq!(ready("/ws/close-after/x").status(), StatusCode::BAD_REQUEST);
+        for path in ["/ws", "/ws/", "/ws/nope", "/ws/echo/1"] {
+            assert_eq!(ready(path).status(), StatusCode::NOT_FOUND, "{path}");
+        }
+    }
+
+    #[test]
+    fn a_handshake_elsewhere_gets_the_plain_answer() {
+        match handshake("/status") {
+            Routed::Ready(r) => assert_eq!(r.status(), StatusCode::OK),
+            _ => panic!("/status answers at once, handshake or not"),
+        }
+        match handshake("/ws/nope") {
+            Routed::Ready(r) => assert_eq!(r.status(), StatusCode::NOT_FOUND),
+            _ => panic!("an unknown /ws/ path is not upgraded"),
+        }
+    }
 }

@@ -175,20 +175,24 @@ async fn session(req: Request<Incoming>, endpoint: Endpoint, counters: Arc<Count
     let Ok(upgraded) = hyper::upgrade::on(req).await else {
         return; // The client left before the upgrade finished.
     };
-    // The connection is always ours, a `TokioIo<TcpStream>`: taking the socket back avoids
-    // the boxed `Upgraded` on every read and write. Bytes the client sent right behind its
-    // handshake are in `read_buf` and go to tungstenite first.
     match upgraded.downcast::<TokioIo<TcpStream>>() {
-        Ok(parts) => {
-            let ws = WebSocketStream::from_partially_read(
+        // The connection is always ours: taking the socket back from the boxed `Upgraded`
+        // makes every read and write direct.
+        Ok(parts) if parts.read_buf.is_empty() => {
+            let ws = WebSocketStream::from_raw_socket(
                 parts.io.into_inner(),
-                parts.read_buf.to_vec(),
                 Role::Server,
                 Some(config()),
             )
             .await;
             serve(ws, endpoint, &counters).await;
         }
+        // The client sent data before it could have read the 101, which RFC 6455 §4.1
+        // forbids. Worse, hyper (with `pipeline_flush`, which the accept loop sets) does not
+        // flush a response while more bytes are buffered, and drops that unflushed 101 when
+        // it hands the connection over: the client would get frames without a handshake.
+        // Ending the connection is the one clear answer.
+        Ok(_) => {}
         Err(upgraded) => {
             let ws = WebSocketStream::from_raw_socket(
                 TokioIo::new(upgraded),

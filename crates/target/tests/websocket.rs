@@ -459,3 +459,136 @@ async fn shutdown_ends_open_sessions() {
     // No Close frame: the runtime is gone and so is the socket.
     assert!(matches!(next(&mut ws).await, Some(Err(_)) | None));
 }
+
+/// A handshake written by hand: the RFC 6455 sample key, and whatever bytes follow it in the
+/// same write.
+fn raw_handshake(addr: SocketAddr, path: &str, then: &[u8]) -> StdTcpStream {
+    let mut conn = StdTcpStream::connect(addr).unwrap();
+    conn.set_read_timeout(Some(PATIENCE)).unwrap();
+    let mut bytes = format!(
+        "GET {path} HTTP/1.1\r\nHost: t\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\
+         Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n"
+    )
+    .into_bytes();
+    bytes.extend_from_slice(then);
+    conn.write_all(&bytes).unwrap();
+    conn
+}
+
+/// Reads the response head, byte by byte so that no frame after it is consumed.
+fn read_head(conn: &mut StdTcpStream) -> String {
+    let mut head = Vec::new();
+    let mut byte = [0u8];
+    while !head.ends_with(b"\r\n\r\n") {
+        conn.read_exact(&mut byte).unwrap();
+        head.push(byte[0]);
+    }
+    String::from_utf8(head).unwrap()
+}
+
+/// A client frame: FIN set, masked with a fixed key, payload under 126 bytes.
+fn masked(opcode: u8, payload: &[u8]) -> Vec<u8> {
+    let key = [0x37, 0xfa, 0x21, 0x3d];
+    let mut frame = vec![0x80 | opcode, 0x80 | payload.len() as u8];
+    frame.extend_from_slice(&key);
+    frame.extend(payload.iter().enumerate().map(|(i, b)| b ^ key[i % 4]));
+    frame
+}
+
+fn read_frame(conn: &mut StdTcpStream) -> (u8, Vec<u8>) {
+    let mut header = [0u8; 2];
+    conn.read_exact(&mut header).unwrap();
+    assert_eq!(header[1] & 0x80, 0, "server frames are not masked");
+    let len = (header[1] & 0x7f) as usize;
+    assert!(len < 126, "short frames only here");
+    let mut payload = vec![0u8; len];
+    conn.read_exact(&mut payload).unwrap();
+    (header[0], payload)
+}
+
+#[test]
+fn the_101_carries_the_rfc_accept_key() {
+    let server = server();
+    let mut conn = raw_handshake(server.local_addr(), "/ws/echo", b"");
+    let head = read_head(&mut conn);
+    assert!(
+        head.starts_with("HTTP/1.1 101 Switching Protocols\r\n"),
+        "{head}"
+    );
+    let lower = head.to_ascii_lowercase();
+    assert!(lower.contains("\r\nupgrade: websocket\r\n"), "{head}");
+    assert!(lower.contains("\r\nconnection: upgrade\r\n"), "{head}");
+    // The RFC 6455 §1.3 example.
+    assert!(
+        lower.contains("\r\nsec-websocket-accept: ")
+            && head.contains(": s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n"),
+        "{head}"
+    );
+    assert!(!lower.contains("sec-websocket-protocol"), "no subprotocol");
+    assert!(!lower.contains("sec-websocket-extensions"), "no extension");
+    conn.write_all(&masked(0x2, b"raw")).unwrap();
+    assert_eq!(read_frame(&mut conn), (0x82, b"raw".to_vec()));
+}
+
+/// RFC 6455 §4.1: a client waits for the 101 before it sends frames. One that does not is
+/// disconnected, never answered with frames: hyper may not even have sent the 101.
+#[test]
+fn frames_sent_before_the_101_end_the_connection() {
+    let server = server();
+    let mut conn = raw_handshake(server.local_addr(), "/ws/echo", &masked(0x1, b"early"));
+    let mut got = Vec::new();
+    // The end may come as a FIN or as a reset; either way no echo.
+    let _ = conn.read_to_end(&mut got);
+    let echo = [&[0x81, 5][..], b"early"].concat();
+    assert!(
+        !got.windows(echo.len()).any(|w| w == echo),
+        "echoed before the handshake: {:?}",
+        String::from_utf8_lossy(&got)
+    );
+    assert_eq!(server.ws_messages_received(), 0);
+}
+
+#[test]
+fn protocol_violations_end_the_session_with_close_1002() {
+    let server = server();
+    let invalid_utf8 = masked(0x1, &[0xff, 0xfe]);
+    let unmasked = b"\x81\x02hi".to_vec();
+    for frame in [invalid_utf8, unmasked] {
+        let mut conn = raw_handshake(server.local_addr(), "/ws/echo", b"");
+        read_head(&mut conn);
+        conn.write_all(&frame).unwrap();
+        let (opcode, payload) = read_frame(&mut conn);
+        assert_eq!((opcode, &payload[..2]), (0x88, &1002u16.to_be_bytes()[..]));
+    }
+    assert_eq!(server.ws_messages_received(), 0);
+}
+
+#[tokio::test]
+async fn a_stall_holds_the_handshake_and_the_session_then_works() {
+    // Frozen from 250 ms to 500 ms of the server's life.
+    let server = start(ServerConfig {
+        addr: ([127, 0, 0, 1], 0).into(),
+        stall: Some(loadmark_target::Stall {
+            duration: Duration::from_millis(250),
+            every: Duration::from_millis(500),
+        }),
+        ..Default::default()
+    })
+    .unwrap();
+    let t0 = std::time::Instant::now();
+    let mut slowest = Duration::ZERO;
+    let mut sessions = 0;
+    while t0.elapsed() < Duration::from_millis(550) {
+        let began = std::time::Instant::now();
+        let mut ws = connect(server.local_addr(), "/ws/echo").await;
+        slowest = slowest.max(began.elapsed());
+        ws.send(Message::text("s")).await.unwrap();
+        assert_eq!(recv(&mut ws).await, Message::text("s"));
+        ws.close(None).await.unwrap();
+        sessions += 1;
+    }
+    assert!(slowest >= Duration::from_millis(150), "{slowest:?}");
+    assert!(slowest < Duration::from_millis(400), "{slowest:?}");
+    assert_eq!(server.ws_sessions(), sessions);
+    assert_eq!(server.ws_messages_sent(), sessions);
+}
