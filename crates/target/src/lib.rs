@@ -1,4 +1,4 @@
-//! The built-in target: a small, fast HTTP/1.1 server that loadmark benchmarks in its
+//! The built-in target: a small, fast HTTP/1.1 and WebSocket server that loadmark benchmarks in its
 //! quickstart, its tests and its benches, so a fresh machine needs nothing else to try
 //! loadmark, and tests can compare loadmark's counts with the server's exact ones.
 //!
@@ -32,7 +32,42 @@
 //! | `/status/CODE` | that status (200..=599, else 400); no body for 204 and 304 |
 //! | `/echo` | 200, the request body (≤ 16 MiB) with its `Content-Type` |
 //! | `/close` | 200 `OK` with `Connection: close`, then the connection is closed |
+//! | `/ws/echo` | WebSocket: every text or binary message back, same opcode and payload |
+//! | `/ws/json` | WebSocket: one JSON reply per JSON request (below) |
+//! | `/ws/close-after/N` | WebSocket: echoes N messages, then Close 1001 with a reason |
+//! | `/ws/drop-after/N` | WebSocket: echoes N messages, then ends TCP without a Close frame |
 //! | anything else | 404 with a hint listing the endpoints |
+//!
+//! # WebSocket endpoints
+//! A valid handshake (GET over HTTP/1.1, `Connection: Upgrade`, `Upgrade: websocket`,
+//! `Sec-WebSocket-Version: 13`, a 16-byte `Sec-WebSocket-Key`) on a `/ws/` endpoint gets
+//! `101 Switching Protocols` with its `Sec-WebSocket-Accept`; no subprotocol or extension
+//! (no compression) is negotiated. A `/ws/` endpoint asked without a valid handshake gets
+//! `426 Upgrade Required` with a one-line hint; an unknown `/ws/` path gets 404, and a bad N
+//! 400. A handshake on any other path gets that path's usual answer (200 `OK` for
+//! `/status`): clients use it to test "the server did not switch protocols".
+//!
+//! A client must wait for the 101 before it sends frames (RFC 6455 §4.1); one that sends
+//! them along with its handshake is disconnected without an answer (hyper, which holds a
+//! response back while more request bytes are buffered, would otherwise lose the 101).
+//!
+//! In every session pings get a pong with the same payload, a client's Close gets a Close
+//! with the same code and reason and then the server ends the TCP connection, and a message
+//! (or frame) over [`MAX_WS_MESSAGE_BYTES`] (16 MiB) ends the session with Close 1009, as
+//! does a protocol violation with Close 1002.
+//! - `/ws/json`: each message (text, or binary parsed the same way) is one request; the reply
+//!   is one text message `{"id":ID,"ok":true,"bytes":LEN}`, where ID is the request's `"id"`
+//!   value copied verbatim (any JSON value, its spelling and spacing kept; the field is left
+//!   out when the request has no `"id"`) and LEN the request's payload length in bytes. A
+//!   payload that is not JSON gets `{"ok":false,"error":"not json"}`, valid JSON that is not
+//!   an object `{"ok":false,"error":"not an object"}`.
+//! - `/ws/close-after/N`: after echoing N messages (at once for N = 0) the server sends
+//!   Close 1001 with the reason `closing after N messages`, discards any message still
+//!   arriving, waits up to 2 s for the client's Close, and ends the connection.
+//! - `/ws/drop-after/N`: after echoing N messages the server ends its side of TCP (FIN)
+//!   without a Close frame; whatever the client still sends is read and discarded, unparsed,
+//!   until it closes too (at most 2 s), so the server's FIN never turns into a reset that
+//!   would destroy echoes the client has not read yet.
 //!
 //! With [`ServerConfig::stall`] set, requests arriving during the last `duration` of every
 //! `every` (counted from start) are held until that window ends, whatever their path.
@@ -51,9 +86,21 @@
 //! - **Nothing per request that can be avoided.** Bodies are static slices of one shared
 //!   buffer, the common endpoints answer without boxing a future, nothing is logged, and
 //!   sockets are `TCP_NODELAY`.
-//! - **Exact counters.** [`RunningServer::requests_served`] and
-//!   [`RunningServer::connections_accepted`] are shared atomics, so tests can assert exact
-//!   counts; the price is one contended cache line when several threads serve.
+//! - **Exact counters.** [`RunningServer::requests_served`],
+//!   [`RunningServer::connections_accepted`] and the `ws_*` counters are shared atomics, so
+//!   tests can assert exact counts; the price is one contended cache line when several
+//!   threads serve. Each is bumped before the answer it counts can reach the socket, so a
+//!   client that has read an answer sees it counted.
+//! - **WebSocket by a second implementation.** hyper answers the handshake (the accept key
+//!   from tungstenite's `derive_accept_key`) and hands the socket over
+//!   (`serve_connection(..).with_upgrades()`, which costs a plain request nothing); the
+//!   session is then tokio-tungstenite's, on the server's own runtime. It shares no code with
+//!   loadmark's client codec, so the client's tests against it are interop tests.
+//! - **Sessions batch their writes.** Replies go to tungstenite's write buffer and are
+//!   flushed only when no further message is already waiting to be read, so a pipelining
+//!   client gets many replies per `write`. Echoes move the received payload back out without
+//!   a copy; `/ws/json` writes its replies into one reused buffer. The socket is taken back
+//!   from hyper's boxed `Upgraded` so reads and writes are direct.
 //! - **Fails before returning.** [`start`] returns only once the socket is bound, so port 0
 //!   works, [`RunningServer::local_addr`] is real, and a port in use is an error, not a
 //!   message on another thread.
@@ -62,6 +109,7 @@ mod body;
 mod routes;
 mod server;
 mod stall;
+mod ws;
 
 use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
@@ -73,6 +121,7 @@ use tokio::sync::oneshot;
 pub use routes::{MAX_BODY_BYTES, MAX_DELAY, MAX_ECHO_BYTES};
 use server::Counters;
 pub use stall::Stall;
+pub use ws::MAX_WS_MESSAGE_BYTES;
 
 /// Where and how to serve.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -147,6 +196,36 @@ impl RunningServer {
     /// Connections accepted so far. Exact; keep-alive requests on one connection count once.
     pub fn connections_accepted(&self) -> u64 {
         self.counters.accepts.load(Ordering::Relaxed)
+    }
+
+    /// WebSocket sessions opened so far: valid handshakes on a `/ws/` endpoint answered with
+    /// 101. Counted when the 101 is handed to hyper (also in [`Self::requests_served`]), so
+    /// a client that has read its 101 sees its session counted. Exact.
+    pub fn ws_sessions(&self) -> u64 {
+        self.counters.ws_sessions.load(Ordering::Relaxed)
+    }
+
+    /// WebSocket data messages (text and binary, not pings, pongs or Close) the server has
+    /// read and answered, over every session. Exact: counted before the answer is written,
+    /// so once a client has read the answer to a message, that message is counted. Messages
+    /// that arrive after `/ws/close-after/N` or `/ws/drop-after/N` reached N are discarded
+    /// unanswered and not counted, so this always equals [`Self::ws_messages_sent`].
+    pub fn ws_messages_received(&self) -> u64 {
+        self.counters.ws_received.load(Ordering::Relaxed)
+    }
+
+    /// WebSocket data messages the server has sent (echoes and `/ws/json` replies; not
+    /// pongs or Close frames). Counted as each one is handed to the socket's write buffer,
+    /// before the client can read it; one that a connection failing at that moment never
+    /// delivers is still counted.
+    pub fn ws_messages_sent(&self) -> u64 {
+        self.counters.ws_sent.load(Ordering::Relaxed)
+    }
+
+    /// Payload bytes of the data messages counted by [`Self::ws_messages_received`]: the
+    /// messages' own bytes, without frame headers or masks.
+    pub fn ws_bytes_received(&self) -> u64 {
+        self.counters.ws_bytes_received.load(Ordering::Relaxed)
     }
 
     /// Stops the server and waits for its threads; see [`RunningServer`].

@@ -2,7 +2,8 @@
 //! method; hyper drops the body of a HEAD response.
 //!
 //! Routing is synchronous so the common endpoints answer without boxing a future or touching
-//! shared state; only `/delay` and `/echo` need to wait, and they say so with [`Routed`].
+//! shared state; only `/delay` and `/echo` need to wait, and a WebSocket handshake needs the
+//! server's counters and runtime, and they say so with [`Routed`].
 
 use std::time::Duration;
 
@@ -13,6 +14,7 @@ use hyper::header::{HeaderValue, CONNECTION, CONTENT_TYPE};
 use hyper::{Request, Response, StatusCode};
 
 use crate::body::ResponseBody;
+use crate::ws::{self, WsPath};
 
 /// Largest body `/bytes/N` and `/chunked/N` serve (100 MiB).
 pub const MAX_BODY_BYTES: usize = 100 * 1024 * 1024;
@@ -24,7 +26,11 @@ pub const MAX_DELAY: Duration = Duration::from_millis(60_000);
 const JSON: &[u8] = br#"{"id":12345,"name":"loadmark","ok":true,"tags":["a","b","c"],"msg":"hello from the built-in target"}"#;
 
 const NOT_FOUND: &str = "not found: try /status, /bytes/N, /json, /delay/MS, /status/CODE, \
-                         /echo, /chunked/N, /close\n";
+                         /echo, /chunked/N, /close, /ws/echo, /ws/json, /ws/close-after/N, \
+                         /ws/drop-after/N\n";
+
+const WS_NOT_FOUND: &str = "not found: WebSocket endpoints are /ws/echo, /ws/json, \
+                            /ws/close-after/N, /ws/drop-after/N\n";
 
 /// What a request asks for: an answer now, or one that needs to wait.
 pub(crate) enum Routed<B> {
@@ -33,6 +39,8 @@ pub(crate) enum Routed<B> {
     Delay(Duration),
     /// `/echo`: answer with the request's body, which must be read first.
     Echo(Request<B>),
+    /// A valid WebSocket handshake on a `/ws/` endpoint: answer 101 and start the session.
+    Upgrade(Request<B>, ws::Endpoint),
 }
 
 pub(crate) fn route<B>(req: Request<B>) -> Routed<B> {
@@ -65,6 +73,14 @@ pub(crate) fn route<B>(req: Request<B>) -> Routed<B> {
             None => bad_request("CODE must be a status from 200 to 599\n"),
         },
         ("echo", None) => return Routed::Echo(req),
+        ("ws", Some(rest)) => match ws::parse(rest) {
+            WsPath::Endpoint(endpoint) if ws::is_handshake(&req) => {
+                return Routed::Upgrade(req, endpoint)
+            }
+            WsPath::Endpoint(_) => ws::upgrade_required(),
+            WsPath::BadCount => bad_request("N must be a number of messages\n"),
+            WsPath::Unknown => text(StatusCode::NOT_FOUND, WS_NOT_FOUND),
+        },
         ("close", None) => {
             let mut r = ok();
             r.headers_mut()
@@ -231,5 +247,51 @@ mod tests {
             assert_eq!(ready(path).status(), StatusCode::NOT_FOUND, "{path}");
         }
         assert!(matches!(routed("/echo"), Routed::Echo(_)));
+    }
+
+    fn handshake(path: &str) -> Routed<()> {
+        route(
+            Request::get(path)
+                .header("Connection", "Upgrade")
+                .header("Upgrade", "websocket")
+                .header("Sec-WebSocket-Version", "13")
+                .header("Sec-WebSocket-Key", "dGhlIHNhbXBsZSBub25jZQ==")
+                .body(())
+                .unwrap(),
+        )
+    }
+
+    #[test]
+    fn ws_endpoints_upgrade_only_a_handshake() {
+        for (path, endpoint) in [
+            ("/ws/echo", ws::Endpoint::Echo),
+            ("/ws/json", ws::Endpoint::Json),
+            ("/ws/close-after/5", ws::Endpoint::CloseAfter(5)),
+            ("/ws/drop-after/0", ws::Endpoint::DropAfter(0)),
+        ] {
+            assert!(
+                matches!(handshake(path), Routed::Upgrade(_, e) if e == endpoint),
+                "{path}"
+            );
+            let r = ready(path);
+            assert_eq!(r.status(), StatusCode::UPGRADE_REQUIRED, "{path}");
+            assert_eq!(r.headers()["upgrade"], "websocket");
+        }
+        assert_eq!(ready("/ws/close-after/x").status(), StatusCode::BAD_REQUEST);
+        for path in ["/ws", "/ws/", "/ws/nope", "/ws/echo/1"] {
+            assert_eq!(ready(path).status(), StatusCode::NOT_FOUND, "{path}");
+        }
+    }
+
+    #[test]
+    fn a_handshake_elsewhere_gets_the_plain_answer() {
+        match handshake("/status") {
+            Routed::Ready(r) => assert_eq!(r.status(), StatusCode::OK),
+            _ => panic!("/status answers at once, handshake or not"),
+        }
+        match handshake("/ws/nope") {
+            Routed::Ready(r) => assert_eq!(r.status(), StatusCode::NOT_FOUND),
+            _ => panic!("an unknown /ws/ path is not upgraded"),
+        }
     }
 }

@@ -20,6 +20,7 @@ use tokio::sync::oneshot;
 
 use crate::body::ResponseBody;
 use crate::routes::{self, Routed};
+use crate::ws;
 use crate::{ServeError, ServerConfig, Stall};
 
 /// Pending connections the kernel may queue (it caps this at `net.core.somaxconn`). std's
@@ -36,6 +37,10 @@ const ACCEPT_BACKOFF: Duration = Duration::from_millis(10);
 pub(crate) struct Counters {
     pub requests: AtomicU64,
     pub accepts: AtomicU64,
+    pub ws_sessions: AtomicU64,
+    pub ws_received: AtomicU64,
+    pub ws_sent: AtomicU64,
+    pub ws_bytes_received: AtomicU64,
 }
 
 /// Body of the server thread: builds the runtime, binds, reports the bound address (or why
@@ -127,13 +132,16 @@ async fn accept_loop(
         counters.accepts.fetch_add(1, Ordering::Relaxed);
         // Small responses must leave at once, not wait for Nagle to coalesce them.
         let _ = stream.set_nodelay(true);
-        let connection = http.serve_connection(
-            TokioIo::new(stream),
-            Target {
-                counters: counters.clone(),
-                stall,
-            },
-        );
+        let connection = http
+            .serve_connection(
+                TokioIo::new(stream),
+                Target {
+                    counters: counters.clone(),
+                    stall,
+                },
+            )
+            // Lets a `/ws/` endpoint take the socket over after its 101.
+            .with_upgrades();
         // A connection's errors (resets, malformed requests) concern its client only.
         tokio::spawn(async move {
             let _ = connection.await;
@@ -169,9 +177,10 @@ impl Service<Request<Incoming>> for Target {
             .stall
             .and_then(|(stall, started)| stall.wait(started.elapsed()))
         {
+            let counters = self.counters.clone();
             return Reply::Later(counted(self.counters.clone(), async move {
                 tokio::time::sleep(wait).await;
-                answer(req).await
+                answer(req, &counters).await
             }));
         }
         let later = match routes::route(req) {
@@ -181,17 +190,23 @@ impl Service<Request<Incoming>> for Target {
             }
             Routed::Delay(d) => counted(self.counters.clone(), routes::delay(d)),
             Routed::Echo(req) => counted(self.counters.clone(), routes::echo(req)),
+            Routed::Upgrade(req, endpoint) => {
+                let response = ws::accept(req, endpoint, &self.counters);
+                self.counters.requests.fetch_add(1, Ordering::Relaxed);
+                return Reply::Ready(Some(response));
+            }
         };
         Reply::Later(later)
     }
 }
 
 /// The answer to any request, waiting if its endpoint waits.
-async fn answer(req: Request<Incoming>) -> Response<ResponseBody> {
+async fn answer(req: Request<Incoming>, counters: &Arc<Counters>) -> Response<ResponseBody> {
     match routes::route(req) {
         Routed::Ready(response) => response,
         Routed::Delay(d) => routes::delay(d).await,
         Routed::Echo(req) => routes::echo(req).await,
+        Routed::Upgrade(req, endpoint) => ws::accept(req, endpoint, counters),
     }
 }
 
