@@ -71,6 +71,7 @@ pub fn render_html_bundle(b: &Bundle) -> String {
     }
     environment(&mut o, b);
     summary_table(&mut o, b);
+    crate::websocket::render_html_section(&mut o, b);
     notes(&mut o, b);
     let multi = b.steps.len() > 1;
     let label = |s: &BundleStep| {
@@ -138,6 +139,17 @@ pub fn render_html_bundle(b: &Bundle) -> String {
         "failed/s",
         &over_time(&|p| p.failed as f64, "failed"),
     ));
+    if b.steps.iter().any(|s| s.report.summary.websocket.is_some()) {
+        let mut messages = over_time(&|p| p.messages_sent as f64, "sent/s");
+        messages.extend(over_time(&|p| p.messages_received as f64, "received/s"));
+        o.push_str(&chart(
+            "messages",
+            "WebSocket messages per second, sent and received",
+            XAxis::Linear("time since start (s)"),
+            "messages/s",
+            &messages,
+        ));
+    }
 
     if multi {
         sweep(&mut o, b);
@@ -653,7 +665,7 @@ fn bars(
     o
 }
 
-fn esc(s: &str) -> String {
+pub(crate) fn esc(s: &str) -> String {
     s.replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")

@@ -37,6 +37,7 @@ mod merge;
 mod model;
 mod text;
 mod threshold;
+mod websocket;
 
 pub use bundle::{equivalent_command, Bundle, BundleStep, BundleTarget, ServerUsage, UsageSample};
 pub use compare::{
@@ -60,6 +61,7 @@ pub use threshold::{
     check_thresholds, parse_thresholds, render_thresholds_text, Metric, Op, Threshold,
     ThresholdError, ThresholdResult, Unit, THRESHOLD_METRICS,
 };
+pub use websocket::{WsSummary, HELD_RATE};
 
 /// The report as pretty JSON (its complete form).
 pub fn render_json(report: &Report) -> String {

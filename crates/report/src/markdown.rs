@@ -165,6 +165,13 @@ pub fn render_markdown(b: &Bundle) -> String {
         );
     }
 
+    let named: Vec<(String, &crate::model::Report)> = b
+        .steps
+        .iter()
+        .map(|step| (format!("{} {}", step.number, params(step)), &step.report))
+        .collect();
+    crate::websocket::render_markdown_section(&mut o, &named);
+
     for c in &b.compare {
         render_comparison(&mut o, b, c);
     }

@@ -3,8 +3,12 @@
 use serde::{Deserialize, Serialize};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use loadmark_metrics::{Distribution, ErrorCounts, SeriesPoint, Snapshot, StatusCounts, Totals};
-use loadmark_plan::{Load, Plan};
+use loadmark_metrics::{
+    Distribution, ErrorCounts, SeriesPoint, Snapshot, StatusCounts, Totals, WsStats,
+};
+use loadmark_plan::{Load, Plan, WsMode};
+
+use crate::websocket::WsSummary;
 
 use crate::environment::Environment;
 
@@ -126,6 +130,9 @@ pub struct Summary {
     pub schedule_lag: Option<Distribution>,
     pub status: StatusCounts,
     pub errors: ErrorCounts,
+    /// WebSocket runs (`loadmark ws`): sessions, messages both ways, pings, closes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub websocket: Option<WsSummary>,
 }
 
 /// One run, complete. JSON is its stable form.
@@ -171,7 +178,20 @@ impl Report {
         };
         let completed = snap.completed();
         let cpu_s = (facts.client_cpu_user + facts.client_cpu_system).as_secs_f64();
-        let open = matches!(plan.load, Load::Open { .. });
+        // Sends on a schedule: HTTP open loop, or WebSocket echo on an interval.
+        let scheduled = matches!(plan.load, Load::Open { .. })
+            || plan
+                .websocket
+                .as_ref()
+                .is_some_and(|w| w.mode == WsMode::Echo);
+        let websocket = plan.websocket.as_ref().map(|spec| {
+            WsSummary::new(
+                spec,
+                &plan.load,
+                snap.websocket.as_deref().unwrap_or(&WsStats::default()),
+                measured_s,
+            )
+        });
         let summary = Summary {
             requests: RequestCounts {
                 completed,
@@ -192,10 +212,11 @@ impl Report {
             latency: Distribution::of(&snap.latency),
             ttfb: Distribution::of(&snap.ttfb),
             connect: Distribution::of(&snap.connect),
-            service_time: open.then(|| Distribution::of(&snap.service)),
-            schedule_lag: open.then(|| Distribution::of(&snap.lag)),
+            service_time: scheduled.then(|| Distribution::of(&snap.service)),
+            schedule_lag: scheduled.then(|| Distribution::of(&snap.lag)),
             status: snap.status.clone(),
             errors: snap.errors.clone(),
+            websocket,
         };
         let all_completed = completed + totals.warmup_completed;
         Report {
@@ -219,10 +240,10 @@ impl Report {
                     },
                     busiest_worker: facts.busiest_worker,
                 },
-                latency_definition: if open {
-                    OPEN_LATENCY_DEFINITION
-                } else {
-                    LATENCY_DEFINITION
+                latency_definition: match &plan.websocket {
+                    Some(spec) => crate::websocket::latency_definition(spec),
+                    None if scheduled => OPEN_LATENCY_DEFINITION,
+                    None => LATENCY_DEFINITION,
                 }
                 .to_string(),
                 health: assess(plan, facts, &summary),
@@ -303,6 +324,17 @@ fn assess(plan: &Plan, facts: &RunFacts, summary: &Summary) -> Health {
                 }
             }
         }
+    }
+    if let Some(ws) = &summary.websocket {
+        let lag = summary
+            .schedule_lag
+            .as_ref()
+            .map(|l| l.percentile(99.0).unwrap_or(0));
+        let found = crate::websocket::findings(ws, lag, LATE_LAG_P99_US);
+        if !found.is_empty() && !health.client_saturated {
+            health.overloaded = true;
+        }
+        health.findings.extend(found);
     }
     health
 }

@@ -13,6 +13,31 @@ pub fn render_text(r: &Report) -> String {
     let mut o = String::new();
     let s = &r.summary;
     let req = &r.plan.request;
+    if let Some(spec) = &r.plan.websocket {
+        let _ = writeln!(o, "loadmark {}: WebSocket {}", r.loadmark_version, req.url);
+        let _ = writeln!(
+            o,
+            "  {}, timeout {}",
+            crate::websocket::describe_load(&r.plan, spec),
+            format_duration(r.plan.timeouts.request)
+        );
+    } else {
+        header(&mut o, r);
+    }
+    notices(&mut o, r);
+    if let Some(ws) = &s.websocket {
+        crate::websocket::render_text_block(&mut o, r, ws);
+    } else {
+        http_blocks(&mut o, r);
+    }
+    errors_and_health(&mut o, r);
+    o.push_str(&crate::threshold::render_thresholds_text(&r.thresholds));
+    o
+}
+
+/// The load line of an HTTP run.
+fn header(o: &mut String, r: &Report) {
+    let req = &r.plan.request;
     let _ = writeln!(
         o,
         "loadmark {}: {} {}",
@@ -66,6 +91,10 @@ pub fn render_text(r: &Report) -> String {
         },
         format_duration(r.plan.timeouts.request),
     );
+}
+
+/// TLS, interruption and saturation notices, then a blank line.
+fn notices(o: &mut String, r: &Report) {
     if r.plan.tls == TlsPolicy::Insecure {
         let _ = writeln!(o, "  TLS certificates NOT verified (--insecure)");
     }
@@ -80,7 +109,11 @@ pub fn render_text(r: &Report) -> String {
         let _ = writeln!(o, "  CLIENT SATURATED: see the warning at the end");
     }
     let _ = writeln!(o);
+}
 
+/// Requests, rates, latency, connections and status codes of an HTTP run.
+fn http_blocks(o: &mut String, r: &Report) {
+    let s = &r.summary;
     let q = &s.requests;
     let _ = writeln!(
         o,
@@ -136,22 +169,17 @@ pub fn render_text(r: &Report) -> String {
             "                 requests that would have arrived meanwhile are never sent; -R measures those)"
         );
     }
-    distribution_block(&mut o, &s.latency);
+    distribution_block(o, &s.latency);
     if let Some(service) = &s.service_time {
         short_line(
-            &mut o,
+            o,
             "Service time",
             service,
             "first byte written to last byte read",
         );
     }
     if let Some(lag) = &s.schedule_lag {
-        short_line(
-            &mut o,
-            "Schedule lag",
-            lag,
-            "actual minus intended send time",
-        );
+        short_line(o, "Schedule lag", lag, "actual minus intended send time");
     }
     if open {
         let _ = writeln!(
@@ -165,7 +193,7 @@ pub fn render_text(r: &Report) -> String {
             }
         );
     }
-    short_line(&mut o, "TTFB", &s.ttfb, "");
+    short_line(o, "TTFB", &s.ttfb, "");
     let _ = writeln!(
         o,
         "  Connect       {} connection{} opened: p50 {}  p99 {}  max {}",
@@ -175,8 +203,6 @@ pub fn render_text(r: &Report) -> String {
         format_us(s.connect.percentile(99.0).unwrap_or(0) as f64),
         format_us(s.connect.max_us as f64),
     );
-    let _ = writeln!(o);
-
     let codes: Vec<String> = s.status.iter().map(|(c, n)| format!("{c}: {n}")).collect();
     let _ = writeln!(
         o,
@@ -195,6 +221,17 @@ pub fn render_text(r: &Report) -> String {
     if !classes.is_empty() {
         let _ = writeln!(o, "                {}", classes.join(", "));
     }
+}
+
+/// Errors, client CPU, warnings: the same for every kind of run.
+fn errors_and_health(o: &mut String, r: &Report) {
+    let s = &r.summary;
+    let q = &s.requests;
+    let unit = if s.websocket.is_some() {
+        "message"
+    } else {
+        "request"
+    };
     if s.errors.total() == 0 {
         let _ = writeln!(o, "  Errors        none");
     } else {
@@ -211,7 +248,7 @@ pub fn render_text(r: &Report) -> String {
     }
     let _ = writeln!(
         o,
-        "  Client CPU    {:.2}s user, {:.2}s system ({:.1}µs per request)",
+        "  Client CPU    {:.2}s user, {:.2}s system ({:.1}µs per {unit})",
         r.run.client_cpu.user_s, r.run.client_cpu.system_s, r.run.client_cpu.per_request_us
     );
     for finding in &r.run.health.findings {
@@ -223,18 +260,16 @@ pub fn render_text(r: &Report) -> String {
         let _ = writeln!(o);
         let _ = writeln!(
             o,
-            "  WARNING: {failed} of {} requests failed ({:.2}%): {} errors, {} non-2xx/3xx responses",
+            "  WARNING: {failed} of {} {unit}s failed ({:.2}%): {} errors, {} non-2xx/3xx responses",
             q.completed,
             failed as f64 * 100.0 / q.completed.max(1) as f64,
             q.errors,
             q.non_success_responses
         );
     }
-    o.push_str(&crate::threshold::render_thresholds_text(&r.thresholds));
-    o
 }
 
-fn distribution_block(o: &mut String, d: &Distribution) {
+pub(crate) fn distribution_block(o: &mut String, d: &Distribution) {
     let _ = writeln!(
         o,
         "                min {}  mean {}  stdev {}  max {}",
@@ -251,7 +286,7 @@ fn distribution_block(o: &mut String, d: &Distribution) {
     }
 }
 
-fn short_line(o: &mut String, label: &str, d: &Distribution, what: &str) {
+pub(crate) fn short_line(o: &mut String, label: &str, d: &Distribution, what: &str) {
     let _ = writeln!(
         o,
         "  {label:<13} p50 {}  p99 {}  max {}{}",

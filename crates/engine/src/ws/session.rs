@@ -49,6 +49,10 @@ use crate::transport::{classify_io, Transport};
 /// First size of a session's read buffer; it grows for larger frames and shrinks back.
 const READ_BUFFER_BYTES: usize = 8 * 1024;
 
+/// Unwritten bytes a session may hold before it stops queueing due messages: a server that
+/// does not read makes the session's sends late (and the lag shows), never its memory grow.
+const WRITE_BACKLOG: usize = 64 * 1024;
+
 /// How long a closing session waits for the server's Close after sending its own.
 const CLOSE_WAIT: Duration = Duration::from_secs(1);
 
@@ -179,6 +183,8 @@ struct Failure {
 /// What woke the session's loop.
 enum Io {
     Read,
+    /// The write backlog went below [`WRITE_BACKLOG`] while due sends were held back.
+    Writable,
     Eof,
     Timer,
     ReadFailed(io::Error),
@@ -241,6 +247,7 @@ async fn session<T: Transport>(
         next_ping_seq: 0,
         rng: next_random(rng) | 1,
         server_close: None,
+        held_back: false,
         recorder: &shared.recorder,
         in_flight: &shared.in_flight,
         ws,
@@ -389,6 +396,8 @@ struct Live<'a, S> {
     rng: u64,
     /// The code and reason of the server's Close, once it came.
     server_close: Option<(u16, String)>,
+    /// Due sends wait because the write backlog is full.
+    held_back: bool,
     recorder: &'a RefCell<Recorder>,
     in_flight: &'a std::cell::Cell<u64>,
     ws: &'a WsShared,
@@ -434,8 +443,14 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Live<'_, S> {
                 if sending {
                     match spec.mode {
                         WsMode::Echo | WsMode::Send => {
-                            // Every message due goes out now, each with its own intended time.
+                            // Every message due goes out now, each with its own intended time,
+                            // unless the server is not reading what was sent already.
+                            self.held_back = false;
                             while next_send <= now {
+                                if self.backlog() >= WRITE_BACKLOG {
+                                    self.held_back = true;
+                                    break;
+                                }
                                 if !claimed && !budget.claim() {
                                     sending = false;
                                     count_spent = true;
@@ -513,7 +528,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Live<'_, S> {
             if let Some(c) = closing {
                 wake = wake.min(c);
             } else {
-                if sending && matches!(spec.mode, WsMode::Echo | WsMode::Send) {
+                if sending && matches!(spec.mode, WsMode::Echo | WsMode::Send) && !self.held_back {
                     wake = wake.min(next_send);
                 }
                 if let Some(t) = stop_at {
@@ -533,7 +548,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Live<'_, S> {
             let io = poll_fn(|cx| self.poll_io(cx, sleep.as_mut())).await;
             let now = Instant::now();
             match io {
-                Io::Timer => {}
+                Io::Timer | Io::Writable => {}
                 Io::Read => {
                     if self.on_read(now)? {
                         // The server's Close: the end of a closing session, or an early end.
@@ -603,6 +618,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Live<'_, S> {
                     Poll::Pending => break,
                 }
             }
+            if self.held_back && write.len() - self.wpos < WRITE_BACKLOG {
+                return Poll::Ready(Io::Writable);
+            }
             if self.wpos == write.len() {
                 write.clear();
                 self.wpos = 0;
@@ -631,6 +649,11 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Live<'_, S> {
             Poll::Ready(()) => Poll::Ready(Io::Timer),
             Poll::Pending => Poll::Pending,
         }
+    }
+
+    /// Bytes queued and not yet written.
+    fn backlog(&self) -> usize {
+        self.bufs.write.len() - self.wpos
     }
 
     /// Makes at least `want` free bytes after `rend`, moving unparsed bytes to the front.
@@ -841,6 +864,11 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Live<'_, S> {
 
     /// Queues the next data message; `intended` is its place on the schedule.
     fn send_message(&mut self, intended: Option<Instant>, now: Instant) {
+        // Written bytes at the front go, so a long backlog never grows the buffer.
+        if self.wpos > 0 && self.wpos >= self.bufs.write.len() / 2 {
+            self.bufs.write.drain(..self.wpos);
+            self.wpos = 0;
+        }
         let rng = &mut self.rng;
         let seq = self.next_seq;
         self.next_seq += 1;
