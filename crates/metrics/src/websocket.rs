@@ -100,14 +100,18 @@ mod tests {
 
     #[test]
     fn merges_exactly_and_round_trips_json() {
-        let mut a = WsStats::default();
-        a.sessions_opened = 2;
-        a.messages_sent = 10;
+        let mut a = WsStats {
+            sessions_opened: 2,
+            messages_sent: 10,
+            ..Default::default()
+        };
         *a.upgrade_status.entry(101).or_default() += 2;
         *a.close_codes.entry(1001).or_default() += 1;
         a.ping_rtt.record(150).unwrap();
-        let mut b = WsStats::default();
-        b.messages_sent = 5;
+        let mut b = WsStats {
+            messages_sent: 5,
+            ..Default::default()
+        };
         *b.upgrade_status.entry(200).or_default() += 1;
         *b.close_codes.entry(1001).or_default() += 2;
         b.ping_rtt.record(300).unwrap();

@@ -1,0 +1,391 @@
+//! WebSocket load over real loopback sockets: against the built-in target (an independent
+//! implementation, tungstenite, that counts exactly) and against raw TCP servers that send
+//! exact bytes.
+
+mod common;
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::time::{Duration, Instant};
+
+use common::RawServer;
+use loadmark_engine::ws::handshake::accept_for;
+use loadmark_engine::{run, RunResult, StopHandle};
+use loadmark_metrics::{ErrorKind, WsStats};
+use loadmark_plan::{Plan, RequestSpec, Settings, Target, WsMode, WsPayload, WsSpec};
+use loadmark_target::{start, RunningServer, ServerConfig};
+
+fn target() -> RunningServer {
+    start(ServerConfig {
+        addr: ([127, 0, 0, 1], 0).into(),
+        ..Default::default()
+    })
+    .unwrap()
+}
+
+fn echo_spec(interval_ms: u64) -> WsSpec {
+    WsSpec {
+        mode: WsMode::Echo,
+        payload: WsPayload::Random {
+            min: 128,
+            max: 4096,
+        },
+        binary: false,
+        interval: Some(Duration::from_millis(interval_ms)),
+        session_duration: None,
+        ping: None,
+        reply_match: None,
+    }
+}
+
+fn ws_plan(url: &str, spec: WsSpec, settings: Settings) -> Plan {
+    let request = RequestSpec {
+        method: "GET".into(),
+        url: Target::parse_ws(url).unwrap(),
+        headers: vec![("X-Test".into(), "1".into())],
+        body: Vec::new(),
+        keep_alive: true,
+    };
+    settings.to_ws_plan(request, spec, 2).unwrap()
+}
+
+fn settings(sessions: usize, duration_ms: Option<u64>, count: Option<u64>) -> Settings {
+    Settings {
+        connections: Some(sessions),
+        threads: Some(sessions.min(2)),
+        duration: duration_ms.map(Duration::from_millis),
+        requests: count,
+        timeout: Some(Duration::from_secs(3)),
+        ..Default::default()
+    }
+}
+
+fn stats(r: &RunResult) -> WsStats {
+    r.totals
+        .snapshot
+        .websocket
+        .as_deref()
+        .cloned()
+        .unwrap_or_default()
+}
+
+#[test]
+fn echo_counts_are_exact_and_the_server_agrees() {
+    let server = target();
+    let url = format!("ws://{}/ws/echo", server.local_addr());
+    let p = ws_plan(&url, echo_spec(5), settings(8, Some(1500), None));
+    let r = run(&p, &StopHandle::new(), |_| {}).unwrap();
+    let ws = stats(&r);
+    let s = &r.totals.snapshot;
+    // 8 sessions, one message every 5 ms for 1.5 s: 300 each, one less for a session whose
+    // handshake took longer than an interval (the schedule starts at the 101).
+    assert!(
+        (8 * 299..=8 * 300).contains(&ws.messages_sent),
+        "the schedule sends what it owes: {}",
+        ws.messages_sent
+    );
+    assert_eq!(ws.messages_received, ws.messages_sent, "no loss on echo");
+    assert_eq!(s.responses, ws.messages_sent, "every echo matched its send");
+    assert_eq!(s.errors.total(), 0, "{:?}", s.errors);
+    assert_eq!(r.totals.in_flight, 0);
+    assert_eq!(s.latency.len(), ws.messages_sent);
+    assert_eq!(s.lag.len(), ws.messages_sent, "schedule lag of every send");
+    assert_eq!(server.ws_messages_received(), ws.messages_sent);
+    assert_eq!(server.ws_messages_sent(), ws.messages_received);
+    assert_eq!(server.ws_bytes_received(), ws.payload_bytes_sent);
+    assert_eq!(ws.payload_bytes_received, ws.payload_bytes_sent);
+    assert!(ws.payload_bytes_sent >= 2400 * 128 && ws.payload_bytes_sent <= 2400 * 4096);
+    assert_eq!((ws.sessions_opened, ws.sessions_completed), (8, 8));
+    assert_eq!(server.ws_sessions(), 8);
+    assert_eq!((ws.upgrades_passed(), ws.upgrades_failed()), (8, 0));
+    assert_eq!(ws.close_codes.get(&1000), Some(&8), "closed politely");
+    assert_eq!(s.connections_opened, 8);
+    assert_eq!(s.connect.len(), 8, "one handshake time per session");
+    let per_second: u64 = r.totals.series.iter().map(|p| p.messages_sent).sum();
+    assert_eq!(per_second, ws.messages_sent, "the series adds up");
+    assert!(
+        s.bytes_written > ws.payload_bytes_sent,
+        "frames and handshakes on the wire"
+    );
+}
+
+#[test]
+fn binary_messages_and_pings_round_trip() {
+    let server = target();
+    let url = format!("ws://{}/ws/echo", server.local_addr());
+    let spec = WsSpec {
+        binary: true,
+        ping: Some(Duration::from_millis(50)),
+        payload: WsPayload::Random {
+            min: 0,
+            max: 70_000,
+        },
+        ..echo_spec(20)
+    };
+    let p = ws_plan(&url, spec, settings(2, Some(1000), None));
+    let r = run(&p, &StopHandle::new(), |_| {}).unwrap();
+    let ws = stats(&r);
+    assert_eq!(ws.messages_sent, 2 * 50);
+    assert_eq!(r.totals.snapshot.responses, ws.messages_sent);
+    assert_eq!(r.totals.snapshot.errors.total(), 0);
+    assert!(ws.pings_sent >= 2 * 18, "{} pings", ws.pings_sent);
+    assert!(
+        ws.pongs_received + 2 >= ws.pings_sent,
+        "{} pongs for {} pings",
+        ws.pongs_received,
+        ws.pings_sent
+    );
+    assert_eq!(ws.ping_rtt.len(), ws.pongs_received);
+}
+
+#[test]
+fn request_mode_sends_exactly_n_and_matches_replies_by_field() {
+    let server = target();
+    let url = format!("ws://{}/ws/json", server.local_addr());
+    let spec = WsSpec {
+        mode: WsMode::Request,
+        interval: None,
+        payload: WsPayload::Message(
+            "{\"controller\":\"geo\",\"id\":{{seq}},\"lat\":{{rand_f 30 45}}}".into(),
+        ),
+        reply_match: Some("id".into()),
+        ..echo_spec(1)
+    };
+    let p = ws_plan(&url, spec, settings(5, None, Some(2000)));
+    let started = Instant::now();
+    let r = run(&p, &StopHandle::new(), |_| {}).unwrap();
+    let ws = stats(&r);
+    assert_eq!(ws.messages_sent, 2000);
+    assert_eq!(r.totals.snapshot.responses, 2000);
+    assert_eq!(
+        r.totals.snapshot.errors.total(),
+        0,
+        "{:?}",
+        r.totals.snapshot.errors
+    );
+    assert_eq!(server.ws_messages_received(), 2000);
+    assert_eq!(ws.sessions_opened, 5);
+    assert!(started.elapsed() < Duration::from_secs(10));
+}
+
+#[test]
+fn sessions_end_on_their_own_duration_and_are_replaced() {
+    let server = target();
+    let url = format!("ws://{}/ws/echo", server.local_addr());
+    let spec = WsSpec {
+        session_duration: Some(Duration::from_millis(250)),
+        ..echo_spec(10)
+    };
+    let p = ws_plan(&url, spec, settings(2, Some(1000), None));
+    let r = run(&p, &StopHandle::new(), |_| {}).unwrap();
+    let ws = stats(&r);
+    assert!(
+        (6..=8).contains(&ws.sessions_opened),
+        "{} sessions",
+        ws.sessions_opened
+    );
+    assert_eq!(ws.sessions_completed, ws.sessions_opened);
+    assert_eq!(server.ws_sessions(), ws.sessions_opened);
+    assert_eq!(ws.session_duration.len(), ws.sessions_opened);
+    assert!(ws.session_duration.value_at_quantile(0.5) >= 250_000);
+    assert_eq!(ws.messages_received, ws.messages_sent);
+    assert_eq!(r.totals.snapshot.errors.total(), 0);
+}
+
+#[test]
+fn an_answer_other_than_101_is_a_handshake_error_and_counts_end_the_run() {
+    let server = target();
+    let url = format!("ws://{}/status", server.local_addr());
+    let p = ws_plan(&url, echo_spec(10), settings(2, None, Some(7)));
+    let r = run(&p, &StopHandle::new(), |_| {}).unwrap();
+    let s = &r.totals.snapshot;
+    let ws = stats(&r);
+    assert_eq!(
+        s.errors.get(ErrorKind::Handshake).count,
+        7,
+        "{:?}",
+        s.errors
+    );
+    assert!(s
+        .errors
+        .get(ErrorKind::Handshake)
+        .first_example
+        .as_deref()
+        .unwrap()
+        .contains("answered 200"));
+    assert_eq!(ws.upgrade_status.get(&200), Some(&7));
+    assert_eq!((ws.upgrades_passed(), ws.upgrades_failed()), (0, 7));
+    assert_eq!(ws.sessions_opened, 0);
+    assert_eq!(r.totals.in_flight, 0);
+}
+
+#[test]
+fn a_refused_connection_is_a_connect_error() {
+    let port = {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let p = ws_plan(
+        &format!("ws://127.0.0.1:{port}/ws/echo"),
+        echo_spec(10),
+        settings(1, None, Some(3)),
+    );
+    let r = run(&p, &StopHandle::new(), |_| {}).unwrap();
+    assert_eq!(r.totals.snapshot.errors.get(ErrorKind::Connect).count, 3);
+    assert_eq!(r.totals.snapshot.completed(), 3);
+}
+
+#[test]
+fn a_server_closing_mid_session_is_counted_with_its_code() {
+    let server = target();
+    let url = format!("ws://{}/ws/close-after/5", server.local_addr());
+    let p = ws_plan(&url, echo_spec(10), settings(1, Some(700), None));
+    let r = run(&p, &StopHandle::new(), |_| {}).unwrap();
+    let ws = stats(&r);
+    let s = &r.totals.snapshot;
+    assert!(ws.sessions_opened >= 2, "sessions reopen after a close");
+    // The run's end may cut the last session short (loadmark then ends it itself).
+    let by_server = ws.close_codes.get(&1001).copied().unwrap_or(0);
+    assert!(by_server + 1 >= ws.sessions_opened, "{:?}", ws.close_codes);
+    assert_eq!(ws.sessions_completed, ws.sessions_opened - by_server);
+    assert!(
+        s.responses >= 5 * by_server && s.responses <= 5 * ws.sessions_opened,
+        "five echoes per session: {} for {} sessions",
+        s.responses,
+        ws.sessions_opened
+    );
+    let closed = s.errors.get(ErrorKind::Closed);
+    assert!(closed.count >= by_server, "{closed:?}");
+    assert!(
+        closed
+            .first_example
+            .as_deref()
+            .unwrap()
+            .contains("closed the session with 1001"),
+        "{closed:?}"
+    );
+    // Every message sent was answered, or is in flight, or counted as a `closed` error; an
+    // early end with nothing owed is one error of its own, so it is never hidden.
+    let unanswered = ws.messages_sent - s.responses - r.totals.in_flight;
+    assert!(closed.count >= unanswered.max(by_server));
+    assert!(closed.count <= unanswered + by_server);
+}
+
+#[test]
+fn a_dropped_connection_without_close_is_a_closed_error() {
+    let server = target();
+    let url = format!("ws://{}/ws/drop-after/3", server.local_addr());
+    let p = ws_plan(&url, echo_spec(10), settings(1, None, Some(40)));
+    let r = run(&p, &StopHandle::new(), |_| {}).unwrap();
+    let s = &r.totals.snapshot;
+    let closed = s.errors.get(ErrorKind::Closed);
+    assert!(closed.count > 0);
+    assert!(
+        closed
+            .first_example
+            .as_deref()
+            .unwrap()
+            .contains("without a Close frame"),
+        "{closed:?}"
+    );
+    assert_eq!(
+        stats(&r).messages_sent,
+        40,
+        "-n counts messages across sessions"
+    );
+    assert_eq!(r.totals.in_flight, 0);
+}
+
+/// A raw server that completes the upgrade, then runs `then` on the connection.
+fn raw_ws_server(then: fn(&mut TcpStream)) -> RawServer {
+    RawServer::start_raw(move |mut conn, _, _| {
+        let mut head = Vec::new();
+        let mut byte = [0u8; 1];
+        while !head.ends_with(b"\r\n\r\n") {
+            if conn.read(&mut byte).unwrap_or(0) == 0 {
+                return;
+            }
+            head.push(byte[0]);
+        }
+        let head = String::from_utf8_lossy(&head).to_string();
+        let key = head
+            .lines()
+            .find_map(|l| l.strip_prefix("Sec-WebSocket-Key: "))
+            .unwrap()
+            .trim()
+            .to_string();
+        let answer = format!(
+            "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: {}\r\n\r\n",
+            accept_for(&key)
+        );
+        let _ = conn.write_all(answer.as_bytes());
+        then(&mut conn);
+    })
+}
+
+#[test]
+fn frames_that_break_rfc_6455_are_protocol_errors() {
+    // A masked frame from the server, right after the 101.
+    let server = raw_ws_server(|conn| {
+        let _ = conn.write_all(&[0x81, 0x82, 1, 2, 3, 4, b'h' ^ 1, b'i' ^ 2]);
+        std::thread::sleep(Duration::from_millis(300));
+    });
+    let url = format!("ws://{}/ws", server.addr);
+    let p = ws_plan(&url, echo_spec(10), settings(1, None, Some(1)));
+    let r = run(&p, &StopHandle::new(), |_| {}).unwrap();
+    let e = r.totals.snapshot.errors.get(ErrorKind::Protocol);
+    assert_eq!(e.count, 1, "{:?}", r.totals.snapshot.errors);
+    assert!(e.first_example.as_deref().unwrap().contains("masked frame"));
+
+    // Text that is not UTF-8.
+    let server = raw_ws_server(|conn| {
+        let _ = conn.write_all(&[0x81, 0x02, 0xC3, 0x28]);
+        std::thread::sleep(Duration::from_millis(300));
+    });
+    let url = format!("ws://{}/ws", server.addr);
+    let p = ws_plan(&url, echo_spec(10), settings(1, None, Some(1)));
+    let r = run(&p, &StopHandle::new(), |_| {}).unwrap();
+    let e = r.totals.snapshot.errors.get(ErrorKind::Protocol);
+    assert!(
+        e.first_example.as_deref().unwrap().contains("UTF-8"),
+        "{e:?}"
+    );
+}
+
+#[test]
+fn unanswered_messages_time_out_and_a_server_that_never_reads_cannot_grow_memory() {
+    // The server upgrades and then neither reads nor answers.
+    let server = raw_ws_server(|_conn| std::thread::sleep(Duration::from_secs(4)));
+    let url = format!("ws://{}/ws", server.addr);
+    let spec = WsSpec {
+        payload: WsPayload::Random {
+            min: 60_000,
+            max: 60_000,
+        },
+        ..echo_spec(1)
+    };
+    let mut s = settings(1, Some(1500), None);
+    s.timeout = Some(Duration::from_millis(300));
+    let p = ws_plan(&url, spec, s);
+    let started = Instant::now();
+    let r = run(&p, &StopHandle::new(), |_| {}).unwrap();
+    let ws = stats(&r);
+    // 1500 sends were due; the socket buffers fill and the session holds sends back.
+    assert!(
+        ws.messages_sent < 1000,
+        "sends wait behind a full write backlog ({} sent)",
+        ws.messages_sent
+    );
+    let snap = &r.totals.snapshot;
+    assert_eq!(snap.responses, 0);
+    assert!(snap.errors.get(ErrorKind::Timeout).count > 0);
+    assert_eq!(
+        ws.messages_sent,
+        snap.errors.total() + r.totals.in_flight,
+        "every message sent is an error or in flight"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(6),
+        "ends on its own"
+    );
+}
