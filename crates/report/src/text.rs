@@ -203,6 +203,7 @@ fn http_blocks(o: &mut String, r: &Report) {
         format_us(s.connect.percentile(99.0).unwrap_or(0) as f64),
         format_us(s.connect.max_us as f64),
     );
+    let _ = writeln!(o);
     let codes: Vec<String> = s.status.iter().map(|(c, n)| format!("{c}: {n}")).collect();
     let _ = writeln!(
         o,
