@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use loadmark_plan::{CompareFile, Load, Plan, Stop, TlsPolicy};
+use loadmark_plan::{CompareFile, Load, Plan, Stop, TlsPolicy, WsPayload};
 
 use crate::environment::Environment;
 use crate::model::{ReadError, Report, SCHEMA_VERSION};
@@ -141,9 +141,37 @@ pub fn equivalent_command(plan: &Plan) -> String {
     use loadmark_plan::format_duration as d;
     let mut args = vec![
         "loadmark".to_string(),
-        "run".to_string(),
+        if plan.websocket.is_some() {
+            "ws"
+        } else {
+            "run"
+        }
+        .to_string(),
         quote(plan.request.url.as_str()),
     ];
+    if let Some(ws) = &plan.websocket {
+        args.push(format!("--mode {}", ws.mode.as_str()));
+        if let Some(i) = ws.interval {
+            args.push(format!("--interval {}", d(i)));
+        }
+        match &ws.payload {
+            WsPayload::Random { min, max } if min == max => args.push(format!("--payload {min}")),
+            WsPayload::Random { min, max } => args.push(format!("--payload {min}..{max}")),
+            WsPayload::Message(text) => args.push(format!("--message {}", quote(text))),
+        }
+        if ws.binary {
+            args.push("--binary".into());
+        }
+        if let Some(field) = &ws.reply_match {
+            args.push(format!("--reply-match {}", quote(field)));
+        }
+        if let Some(s) = ws.session_duration {
+            args.push(format!("--session-duration {}", d(s)));
+        }
+        if let Some(p) = ws.ping {
+            args.push(format!("--ping {}", d(p)));
+        }
+    }
     match &plan.load {
         Load::Closed {
             connections,
@@ -181,7 +209,7 @@ pub fn equivalent_command(plan: &Plan) -> String {
             Stop::Requests(n) => args.push(format!("-n {n}")),
         }
     }
-    if plan.request.method != "GET" {
+    if plan.request.method != "GET" && plan.websocket.is_none() {
         args.push(format!("-m {}", plan.request.method));
     }
     for (name, value) in &plan.request.headers {

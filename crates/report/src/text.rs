@@ -261,11 +261,15 @@ fn errors_and_health(o: &mut String, r: &Report) {
         let _ = writeln!(o);
         let _ = writeln!(
             o,
-            "  WARNING: {failed} of {} {unit}s failed ({:.2}%): {} errors, {} non-2xx/3xx responses",
+            "  WARNING: {failed} of {} {unit}s failed ({:.2}%): {} errors{}",
             q.completed,
             failed as f64 * 100.0 / q.completed.max(1) as f64,
             q.errors,
-            q.non_success_responses
+            if s.websocket.is_some() {
+                String::new()
+            } else {
+                format!(", {} non-2xx/3xx responses", q.non_success_responses)
+            }
         );
     }
 }

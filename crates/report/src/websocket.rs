@@ -350,7 +350,7 @@ pub fn render_html_section(o: &mut String, b: &crate::bundle::Bundle) {
     }
     let _ = writeln!(
         o,
-        "<section><h2>WebSocket</h2><table class=\"num\"><tr><th>step</th><th>sessions</th><th>upgrade 101 pass</th><th>fail</th><th>msgs sent/s</th><th>msgs received/s</th><th>data sent/s</th><th>data received/s</th><th>round trip p50</th><th>p99</th><th>handshake p50</th><th>ping RTT p50</th><th>server closes</th></tr>"
+        "<section><h2>WebSocket</h2><table class=\"num\"><tr><th>step</th><th>sessions</th><th>upgrade 101 pass / fail</th><th>messages/s sent / received</th><th>payload/s sent / received</th><th>round trip p50 / p99</th><th>handshake p50</th><th>ping RTT p50</th><th>server closes</th></tr>"
     );
     for (step, ws) in rows {
         let s = &step.report.summary;
@@ -363,7 +363,7 @@ pub fn render_html_section(o: &mut String, b: &crate::bundle::Bundle) {
             .collect();
         let _ = writeln!(
             o,
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.0}</td><td>{:.0}</td><td>{}/s</td><td>{}/s</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            "<tr><td>{}</td><td>{}</td><td>{} / {}</td><td>{:.0} / {:.0}</td><td>{} / {}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
             step.number,
             ws.sessions_opened,
             ws.upgrades_passed,
@@ -372,8 +372,11 @@ pub fn render_html_section(o: &mut String, b: &crate::bundle::Bundle) {
             ws.messages_received_per_s,
             format_bytes(ws.payload_sent_per_s),
             format_bytes(ws.payload_received_per_s),
-            if round_trips { pct(&s.latency, 50.0) } else { "–".into() },
-            if round_trips { pct(&s.latency, 99.0) } else { "–".into() },
+            if round_trips {
+                format!("{} / {}", pct(&s.latency, 50.0), pct(&s.latency, 99.0))
+            } else {
+                "–".into()
+            },
             pct(&s.connect, 50.0),
             if ws.pongs_received > 0 { pct(&ws.ping_rtt, 50.0) } else { "–".into() },
             esc(&if closes.is_empty() { "–".to_string() } else { closes.join(", ") }),

@@ -241,6 +241,11 @@ fn html_reports_render_in_chromium() {
             "server-cpu",
         ],
     );
+    check_in_browser(
+        "report-websocket",
+        &render_html(&common::ws_report()),
+        &["spectrum", "rps", "latency-over-time", "errors", "messages"],
+    );
     let slow = report_of(5, 150, &[600, 1_800, 3_000, 5_000, 40_000], 40, 2);
     let c = compare(
         "base.json",

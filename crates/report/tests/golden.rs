@@ -1,6 +1,8 @@
 //! Golden files of every renderer: a fixed report must render byte for byte as saved.
 //! Regenerate after an intended change with `UPDATE_GOLDEN=1 cargo test -p loadmark-report`.
 
+mod common;
+
 use std::path::PathBuf;
 use std::time::{Duration, Instant, UNIX_EPOCH};
 
@@ -123,4 +125,36 @@ fn newer_schema_is_refused() {
         render_json(&fixed_report()).replacen("\"schema_version\": 1", "\"schema_version\": 99", 1);
     let err = Report::from_json(&json).unwrap_err().to_string();
     assert!(err.contains("upgrade loadmark"), "{err}");
+}
+
+#[test]
+fn websocket_text_markdown_and_json() {
+    let report = common::ws_report();
+    let ws = report
+        .summary
+        .websocket
+        .as_ref()
+        .expect("a WebSocket summary");
+    assert_eq!((ws.messages_sent, ws.messages_received), (2000, 2000));
+    assert_eq!((ws.upgrades_passed, ws.upgrades_failed), (4, 1));
+    assert_eq!(ws.requested_send_rate, Some(1000.0));
+    assert!(report.run.latency_definition.contains("intended send time"));
+    let text = render_text(&report);
+    assert!(
+        text.contains("upgrade check (101): 4 passed, 1 failed (101: 4, 403: 1)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("sent 2000 (1000.00/s of 1000/s requested)"),
+        "{text}"
+    );
+    assert!(text.contains("Server closes 1000: 3, 1001: 1"), "{text}");
+    check("ws.txt", &text);
+    let md = loadmark_report::render_markdown(&loadmark_report::Bundle::of_report(report.clone()));
+    assert!(md.contains("## WebSocket"), "{md}");
+    check("ws.md", &md);
+    let json = render_json(&report);
+    assert!(json.contains("\"messages_sent\": 2000"), "{json}");
+    let again = render_json(&Report::from_json(&json).unwrap());
+    assert!(again == json, "WebSocket JSON does not round-trip");
 }

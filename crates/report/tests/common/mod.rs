@@ -91,3 +91,102 @@ pub fn env() -> Environment {
         kernel: "6.1.0-test".into(),
     }
 }
+
+/// A WebSocket echo run: 4 sessions, round trips from the schedule, pings, a server close.
+pub fn ws_report() -> Report {
+    let origin = Instant::now();
+    let mut recorder = Recorder::new(origin);
+    recorder.record_connection(origin, Duration::from_micros(900));
+    for i in 0..2000u64 {
+        let intended = origin + Duration::from_micros(1_000 + i * 1_000);
+        let sent = intended + Duration::from_micros(50 + i % 300);
+        let ended = sent + Duration::from_micros(100 + (i * 7919) % 2_000);
+        let ws = recorder.websocket(sent);
+        ws.messages_sent += 1;
+        ws.payload_bytes_sent += 128 + i % 3968;
+        recorder.record_round_trip(Some(intended), sent, ended);
+        let ws = recorder.websocket(ended);
+        ws.messages_received += 1;
+        ws.payload_bytes_received += 128 + i % 3968;
+        recorder.record_bytes(ended, 136 + i % 3968, 142 + i % 3968);
+        if i % 100 == 0 {
+            let ws = recorder.websocket(ended);
+            ws.pings_sent += 1;
+            ws.pongs_received += 1;
+            ws.ping_rtt.record(150 + i / 10).unwrap();
+        }
+    }
+    {
+        let end = origin + Duration::from_millis(2_100);
+        let ws = recorder.websocket(end);
+        ws.sessions_opened = 4;
+        ws.sessions_completed = 3;
+        *ws.upgrade_status.entry(101).or_default() += 4;
+        *ws.upgrade_status.entry(403).or_default() += 1;
+        *ws.close_codes.entry(1000).or_default() += 3;
+        *ws.close_codes.entry(1001).or_default() += 1;
+        for _ in 0..4 {
+            ws.session_duration.record(2_000_000).unwrap();
+        }
+    }
+    recorder.record_error(
+        ErrorKind::Handshake,
+        origin + Duration::from_millis(500),
+        &"upgrade answered 403 Forbidden, expected 101 Switching Protocols",
+    );
+    recorder.record_error(
+        ErrorKind::Closed,
+        origin + Duration::from_millis(1_500),
+        &"the server closed the session with 1001 (going away) 1.5s in",
+    );
+    let mut aggregate = Aggregate::new(1, 0);
+    aggregate.add(recorder.finish());
+    let mut plan = loadmark_plan::Settings {
+        connections: Some(4),
+        threads: Some(1),
+        duration: Some(Duration::from_secs(2)),
+        ..Default::default()
+    }
+    .to_ws_plan(
+        RequestSpec {
+            method: "GET".into(),
+            url: Target::parse_ws("ws://127.0.0.1:8080/ws/echo").unwrap(),
+            headers: Vec::new(),
+            body: Vec::new(),
+            keep_alive: true,
+        },
+        loadmark_plan::WsSpec {
+            mode: loadmark_plan::WsMode::Echo,
+            payload: loadmark_plan::WsPayload::Random {
+                min: 128,
+                max: 4096,
+            },
+            binary: false,
+            interval: Some(Duration::from_millis(4)),
+            session_duration: Some(Duration::from_secs(10)),
+            ping: Some(Duration::from_millis(100)),
+            reply_match: None,
+        },
+        1,
+    )
+    .unwrap();
+    plan.tls = TlsPolicy::Verify;
+    let facts = RunFacts {
+        started_at: UNIX_EPOCH + Duration::from_secs(1_795_381_503),
+        elapsed: Duration::from_secs(2),
+        measured: Duration::from_secs(2),
+        interrupted: false,
+        client_cpu_user: Duration::from_millis(20),
+        client_cpu_system: Duration::from_millis(30),
+        busiest_worker: 0.2,
+        target_addr: "127.0.0.1:8080".into(),
+    };
+    let env = Environment {
+        cpu_model: "Test CPU @ 3.00GHz".into(),
+        cores: 2,
+        memory_bytes: 24 << 30,
+        os: "Debian GNU/Linux 12 (bookworm)".into(),
+        kernel: "6.1.0-test".into(),
+    };
+    Report::new(&plan, &facts, aggregate.finish(), env)
+}
