@@ -194,6 +194,7 @@ fn the_example_plans_run_shortened() {
         "concurrency-sweep",
         "stack-comparison",
         "cache-comparison",
+        "websocket-echo",
     ] {
         let text = std::fs::read_to_string(examples.join(format!("{name}.yaml"))).unwrap();
         let short = text
@@ -204,6 +205,8 @@ fn the_example_plans_run_shortened() {
             .replace("requests: 2000", "requests: 50")
             .replace("connections: 1000", "connections: 20")
             .replace("connections: [1, 100, 600]", "connections: [1, 20]")
+            .replace("connections: [200, 400]", "connections: [4, 8]")
+            .replace("session_duration: 10s", "session_duration: 500ms")
             .replace("pause: 2s", "pause: 0s")
             .replace("cwd: .", &format!("cwd: {}", examples.display()));
         let dir = temp_dir("bench", name);
@@ -226,6 +229,16 @@ fn the_example_plans_run_shortened() {
             );
         }
         assert!(md.contains("## Results"), "{name}");
+        if name == "websocket-echo" {
+            assert!(md.contains("## WebSocket"), "{md}");
+            let ws = bundle.steps[1].report.summary.websocket.clone().unwrap();
+            assert_eq!(ws.messages_received, ws.messages_sent, "{ws:?}");
+            assert!(ws.sessions_opened >= 8 && ws.upgrades_failed == 0, "{ws:?}");
+            assert!(
+                md.contains("loadmark ws ws://127.0.0.1:18405/ws/echo"),
+                "{md}"
+            );
+        }
         if name == "stack-comparison" {
             assert!(md.contains("| stack \\ connections | 1 | 20 |"), "{md}");
             let nginx = bundle.steps.iter().find(|s| s.target == "nginx").unwrap();

@@ -32,6 +32,11 @@ pub struct PlanFile {
     /// request, going round; relative to the plan file.
     #[serde(default)]
     pub data: Option<String>,
+    /// A WebSocket scenario instead of HTTP requests (`loadmark ws`): the targets' URLs are
+    /// ws:// or wss://, `request.path` and `request.headers` shape the upgrade request,
+    /// `load.connections` are sessions and `load.requests` counts messages.
+    #[serde(default)]
+    pub websocket: Option<WebSocketFile>,
     /// How hard, and for how long, each step loads its target.
     #[serde(default)]
     pub load: LoadFile,
@@ -159,6 +164,37 @@ impl Default for RequestFile {
             weight: None,
         }
     }
+}
+
+/// What each WebSocket session does; the same words as `loadmark ws`'s flags.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WebSocketFile {
+    /// `echo` (send every `interval`, match each echo), `request` (send, wait for the reply),
+    /// `send` or `receive` [default: echo with `interval`, else request].
+    #[serde(default)]
+    pub mode: Option<String>,
+    /// One message per session every `interval`, e.g. `5ms` (echo and send modes).
+    #[serde(default)]
+    pub interval: Option<String>,
+    /// Message size in bytes, or a range drawn per message, e.g. `128..4096` [default: 128].
+    #[serde(default)]
+    pub payload: Option<String>,
+    /// A text message template instead: `{{seq}}`, `{{rand_int A B}}`, `{{rand_f A B}}`.
+    #[serde(default)]
+    pub message: Option<String>,
+    /// Binary frames instead of text.
+    #[serde(default)]
+    pub binary: Option<bool>,
+    /// Each session ends after this long and a new one takes its place, e.g. `10s`.
+    #[serde(default)]
+    pub session_duration: Option<String>,
+    /// Send a ping this often and time its pong, e.g. `1s`.
+    #[serde(default)]
+    pub ping: Option<String>,
+    /// Request mode: the JSON field a reply must share with its request, e.g. `id`.
+    #[serde(default)]
+    pub reply_match: Option<String>,
 }
 
 /// Load settings; the same words as `loadmark run`'s flags.

@@ -9,6 +9,7 @@ use crate::plan::{Plan, RequestSpec};
 use crate::settings::Settings;
 use crate::target::Target;
 use crate::text::parse_duration;
+use crate::websocket::{WsMode, WsPayload, WsSpec};
 
 /// Something wrong in a plan file, located as precisely as the file allows.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -162,6 +163,45 @@ impl PlanFile {
 }
 
 /// Reads, parses and checks a plan file; every error names the file, line and column.
+/// The `websocket:` section as a checked [`WsSpec`]; errors point at its keys.
+fn websocket_spec(
+    w: &crate::file::WebSocketFile,
+    err: &dyn Fn(&[&str], String) -> PlanFileError,
+    duration: &dyn Fn(&[&str], &Option<String>) -> Result<Option<Duration>, PlanFileError>,
+) -> Result<WsSpec, PlanFileError> {
+    let interval = duration(&["websocket", "interval"], &w.interval)?;
+    let mode = match &w.mode {
+        Some(m) => WsMode::parse(m)
+            .map_err(|e| err(&["websocket", "mode"], format!("websocket.mode: {e}")))?,
+        None if interval.is_some() => WsMode::Echo,
+        None => WsMode::Request,
+    };
+    let payload = match (&w.message, &w.payload) {
+        (Some(_), Some(_)) => {
+            return Err(err(
+                &["websocket", "message"],
+                "websocket: give payload or message, not both".into(),
+            ))
+        }
+        (Some(text), None) => WsPayload::Message(text.clone()),
+        (None, Some(range)) => WsPayload::parse_range(range)
+            .map_err(|e| err(&["websocket", "payload"], format!("websocket.payload: {e}")))?,
+        (None, None) => WsPayload::Random { min: 128, max: 128 },
+    };
+    let spec = WsSpec {
+        mode,
+        payload,
+        binary: w.binary.unwrap_or(false),
+        interval,
+        session_duration: duration(&["websocket", "session_duration"], &w.session_duration)?,
+        ping: duration(&["websocket", "ping"], &w.ping)?,
+        reply_match: w.reply_match.clone(),
+    };
+    spec.validate()
+        .map_err(|e| err(&["websocket"], format!("websocket: {e}")))?;
+    Ok(spec)
+}
+
 pub fn load_plan_file(path: &Path, cores: usize) -> Result<LoadedPlan, PlanFileError> {
     let name = path.display().to_string();
     let text = std::fs::read_to_string(path).map_err(|e| PlanFileError {
@@ -229,6 +269,16 @@ fn expand(
         warmup: duration(&["load", "warmup"], &load.warmup)?,
         insecure: load.insecure.unwrap_or(false),
     };
+    let websocket = match &file.websocket {
+        Some(w) => Some(websocket_spec(w, &err, &duration)?),
+        None => None,
+    };
+    if websocket.is_some() && !file.requests.is_empty() {
+        return Err(err(
+            &["requests"],
+            "a WebSocket plan sends its messages from `websocket`; `requests` is for HTTP".into(),
+        ));
+    }
     if !file.requests.is_empty() && file.request != crate::file::RequestFile::default() {
         return Err(err(
             &["requests"],
@@ -345,7 +395,12 @@ fn expand(
         let mut specs = Vec::new();
         for ((section, r), body) in request_files.iter().zip(&bodies) {
             let url_text = format!("{}{}", target.url.trim_end_matches('/'), r.path);
-            let url = Target::parse(&url_text).map_err(|e| {
+            let parse = if websocket.is_some() {
+                Target::parse_ws
+            } else {
+                Target::parse
+            };
+            let url = parse(&url_text).map_err(|e| {
                 let keys: &[&str] = if r.path.is_empty() {
                     &["targets", name, "url"]
                 } else {
@@ -381,7 +436,11 @@ fn expand(
                 }
             }
             let request = specs[0].1.clone();
-            let mut plan = s.to_plan(request, cores).map_err(|e| {
+            let planned = match &websocket {
+                Some(spec) => s.to_ws_plan(request, spec.clone(), cores),
+                None => s.to_plan(request, cores),
+            };
+            let mut plan = planned.map_err(|e| {
                 let key = combo.last().map_or("load", |(k, _)| k.as_str());
                 let section = if combo.is_empty() { "load" } else { "sweep" };
                 err(
@@ -390,22 +449,26 @@ fn expand(
                 )
             })?;
             let keep_alive = plan.request.keep_alive;
-            plan.mix = crate::plan::Mix {
-                weight: specs[0].0,
-                others: specs[1..]
-                    .iter()
-                    .map(|(w, r)| {
-                        (
-                            *w,
-                            RequestSpec {
-                                keep_alive,
-                                ..r.clone()
-                            },
-                        )
-                    })
-                    .collect(),
-                templated,
-                data: data.clone(),
+            plan.mix = if websocket.is_some() {
+                Default::default()
+            } else {
+                crate::plan::Mix {
+                    weight: specs[0].0,
+                    others: specs[1..]
+                        .iter()
+                        .map(|(w, r)| {
+                            (
+                                *w,
+                                RequestSpec {
+                                    keep_alive,
+                                    ..r.clone()
+                                },
+                            )
+                        })
+                        .collect(),
+                    templated,
+                    data: data.clone(),
+                }
             };
             let mut params = Vec::new();
             if names.len() > 1 {
@@ -475,12 +538,15 @@ fn expand(
                 http: None,
                 delay: None,
             } => {
-                let t = Target::parse(&target.url).map_err(|e| {
-                    err(
-                        &["targets", name, "url"],
-                        format!("targets.{name}.url: {e}"),
-                    )
-                })?;
+                // Only the host and port matter here: either kind of URL will do.
+                let t = Target::parse(&target.url)
+                    .or_else(|e| Target::parse_ws(&target.url).map_err(|_| e))
+                    .map_err(|e| {
+                        err(
+                            &["targets", name, "url"],
+                            format!("targets.{name}.url: {e}"),
+                        )
+                    })?;
                 Ready::Port(format!("{}:{}", t.host(), t.port()))
             }
             _ => {

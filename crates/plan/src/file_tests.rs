@@ -184,3 +184,62 @@ load: {connections: 10, keepalive: false}
     let e = load_plan_text(bad, "p.yaml", 2).unwrap_err();
     assert_eq!(e.line, 4, "{e}");
 }
+
+#[test]
+fn a_websocket_plan_sweeps_sessions() {
+    let text = r#"
+name: WebSocket echo
+targets:
+  echo: {url: "ws://127.0.0.1:8080"}
+request:
+  path: /ws/echo
+  headers: {Origin: "http://bench"}
+websocket:
+  interval: 5ms
+  payload: 128..4096
+  session_duration: 10s
+  ping: 1s
+load: {duration: 20s}
+sweep: {connections: [200, 400]}
+"#;
+    let p = load_plan_text(text, "ws.yaml", 2).unwrap();
+    assert_eq!(p.steps.len(), 2);
+    let step = &p.steps[1];
+    let ws = step.plan.websocket.as_ref().expect("a WebSocket step");
+    assert_eq!(ws.mode, crate::WsMode::Echo);
+    assert_eq!(ws.interval, Some(Duration::from_millis(5)));
+    assert_eq!(
+        ws.payload,
+        crate::WsPayload::Random {
+            min: 128,
+            max: 4096
+        }
+    );
+    assert_eq!(ws.session_duration, Some(Duration::from_secs(10)));
+    assert_eq!(step.plan.load.max_connections(), 400);
+    assert_eq!(
+        step.plan.request.url.as_str(),
+        "ws://127.0.0.1:8080/ws/echo"
+    );
+    assert_eq!(step.plan.request.headers[0].0, "Origin");
+}
+
+#[test]
+fn websocket_mistakes_are_located() {
+    let bad_mode = "targets:\n  a: {url: \"ws://127.0.0.1:1\"}\nwebsocket:\n  mode: stream\n";
+    let e = load_plan_text(bad_mode, "ws.yaml", 2).unwrap_err();
+    assert_eq!((e.line, e.column), (4, 3), "{e}");
+    assert!(e.message.contains("echo, request, send, receive"), "{e}");
+
+    let http_url = "targets:\n  a: {url: \"http://127.0.0.1:1\"}\nwebsocket:\n  interval: 5ms\n";
+    let e = load_plan_text(http_url, "ws.yaml", 2).unwrap_err();
+    assert!(e.message.contains("ws://"), "{e}");
+
+    let no_interval = "targets:\n  a: {url: \"ws://127.0.0.1:1\"}\nwebsocket:\n  mode: echo\n";
+    let e = load_plan_text(no_interval, "ws.yaml", 2).unwrap_err();
+    assert!(e.message.contains("--interval"), "{e}");
+
+    let typo = "targets:\n  a: {url: \"ws://127.0.0.1:1\"}\nwebsocket:\n  intervall: 5ms\n";
+    let e = load_plan_text(typo, "ws.yaml", 2).unwrap_err();
+    assert!(e.message.contains("interval"), "{e}");
+}

@@ -30,7 +30,7 @@ mod websocket;
 
 pub use file::{
     AttachFile, CompareFile, CompareMetric, LaunchFile, LoadFile, MonitorFile, PlanFile, ReadyFile,
-    RequestFile, SweepFile, TargetFile,
+    RequestFile, SweepFile, TargetFile, WebSocketFile,
 };
 pub use file_steps::{
     load_plan_file, load_plan_text, Launch, LoadedPlan, PlanFileError, Ready, Step,
