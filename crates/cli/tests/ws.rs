@@ -1,0 +1,172 @@
+//! `loadmark ws` end to end: the binary against the built-in target's WebSocket endpoints.
+
+mod common;
+
+use common::*;
+
+use std::process::{Command, Stdio};
+
+use loadmark_report::Report;
+
+fn loadmark() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_loadmark"))
+}
+
+#[test]
+fn ws_echo_reports_messages_both_ways_and_the_server_agrees() {
+    let server = target();
+    let dir = temp_dir("ws", "echo");
+    let out = dir.join("ws.json");
+    let url = format!("ws://{}/ws/echo", server.local_addr());
+    let run = loadmark()
+        .args([
+            "ws",
+            &url,
+            "--sessions",
+            "4",
+            "--interval",
+            "10ms",
+            "--payload",
+            "128..4096",
+            "--ping",
+            "200ms",
+            "-d",
+            "1s",
+            "-q",
+            "--threshold",
+            "errors<1%",
+            "-o",
+        ])
+        .arg(&out)
+        .stdout(Stdio::piped())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    assert!(
+        run.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    assert!(
+        stdout.contains("upgrade check (101): 4 passed, 0 failed"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("Round trip"), "{stdout}");
+    assert!(stdout.contains("Ping RTT"), "{stdout}");
+    let report = Report::from_json(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    let ws = report.summary.websocket.as_ref().unwrap();
+    assert_eq!(ws.messages_sent, ws.messages_received);
+    assert_eq!(report.summary.requests.responses, ws.messages_sent);
+    assert_eq!(server.ws_messages_received(), ws.messages_sent);
+    assert_eq!(server.ws_sessions(), 4);
+    assert!(report.run.latency_definition.contains("intended send time"));
+    // Renders again from the file, in every format.
+    for format in ["text", "md", "html", "csv"] {
+        let again = loadmark()
+            .args(["report", "--format", format])
+            .arg(&out)
+            .output()
+            .unwrap();
+        assert!(again.status.success(), "{format}");
+        assert!(!again.stdout.is_empty(), "{format}");
+    }
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn ws_request_mode_counts_exactly() {
+    let server = target();
+    let url = format!("ws://{}/ws/json", server.local_addr());
+    let run = loadmark()
+        .args([
+            "ws",
+            &url,
+            "-c",
+            "3",
+            "-n",
+            "300",
+            "--message",
+            "{\"id\":{{seq}},\"lat\":{{rand_f 30 45}},\"lon\":{{rand_f -10 10}}}",
+            "--reply-match",
+            "id",
+            "-q",
+            "--format",
+            "json",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let report = Report::from_json(&String::from_utf8_lossy(&run.stdout)).unwrap();
+    assert_eq!(report.summary.requests.responses, 300);
+    assert_eq!(report.summary.requests.errors, 0);
+    assert_eq!(server.ws_messages_received(), 300);
+}
+
+#[test]
+fn ws_bad_input_exits_2_naming_the_problem() {
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (vec!["ws", "http://127.0.0.1:1/"], "ws://"),
+        (
+            vec!["ws", "ws://127.0.0.1:1/", "--mode", "stream"],
+            "--mode",
+        ),
+        (
+            vec!["ws", "ws://127.0.0.1:1/", "--mode", "echo"],
+            "--interval",
+        ),
+        (
+            vec![
+                "ws",
+                "ws://127.0.0.1:1/",
+                "--mode",
+                "request",
+                "--interval",
+                "5ms",
+            ],
+            "--interval",
+        ),
+        (
+            vec![
+                "ws",
+                "ws://127.0.0.1:1/",
+                "--interval",
+                "5ms",
+                "--payload",
+                "9..3",
+            ],
+            "--payload",
+        ),
+        (
+            vec!["ws", "ws://127.0.0.1:1/", "--message", "{{nope}}"],
+            "--message",
+        ),
+        (
+            vec![
+                "ws",
+                "ws://127.0.0.1:1/",
+                "--interval",
+                "5ms",
+                "--reply-match",
+                "id",
+            ],
+            "--reply-match",
+        ),
+    ];
+    for (args, needle) in cases {
+        let out = loadmark().args(&args).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(needle), "{args:?}: {stderr}");
+    }
+    // The run command points WebSocket URLs to `loadmark ws`.
+    let out = loadmark()
+        .args(["run", "ws://127.0.0.1:1/"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("loadmark ws"));
+}
