@@ -13,8 +13,8 @@ use loadmark_plan::{
 #[command(
     name = "loadmark",
     version,
-    about = "A fast, truthful HTTP load generator and benchmark-report tool",
-    long_about = "A fast, truthful HTTP load generator and benchmark-report tool.\n\n\
+    about = "A fast, truthful HTTP and WebSocket load generator and benchmark-report tool",
+    long_about = "A fast, truthful HTTP and WebSocket load generator and benchmark-report tool.\n\n\
         Latency is recorded in HDR histograms, every request is accounted for (response, \
         classified error, or in flight at the end), and reports come as text or JSON.",
     after_help = "Exit codes: 0 ok, 1 run error, 2 usage or plan error, 3 thresholds (--threshold, compare --fail-if) failed, 4 run not clean under --strict, 130 interrupted (report still written).\n\
@@ -34,7 +34,8 @@ pub enum Command {
     /// send a message and wait for its reply (closed loop), with pings and upgrade checks.
     Ws(Box<WsArgs>),
     /// Serve the built-in target (/status, /bytes/N, /json, /delay/MS, /status/CODE, /echo,
-    /// /chunked/N, /close) until Ctrl-C.
+    /// /chunked/N, /close; WebSocket /ws/echo, /ws/json, /ws/close-after/N, /ws/drop-after/N)
+    /// until Ctrl-C.
     Serve(ServeArgs),
     /// Start the built-in target in this process and benchmark it: the whole tool in one go.
     Quickstart(QuickstartArgs),

@@ -9,6 +9,7 @@ pub struct ProgressLine {
     enabled: bool,
     total: Stop,
     drawn: bool,
+    websocket: bool,
 }
 
 impl ProgressLine {
@@ -17,6 +18,7 @@ impl ProgressLine {
             enabled: !quiet && std::io::stderr().is_terminal(),
             total: plan.stop,
             drawn: false,
+            websocket: plan.websocket.is_some(),
         }
     }
 
@@ -30,6 +32,17 @@ impl ProgressLine {
             }
             Stop::Requests(n) => format!("{} / {n} requests", p.completed),
         };
+        if self.websocket {
+            let (sent, received) = p
+                .last_second
+                .map_or((0, 0), |s| (s.messages_sent, s.messages_received));
+            let line = format!(
+                "  [{goal}]  {sent} msg/s sent, {received} msg/s received  {} round trips  {} failed  (Ctrl-C stops and reports)",
+                p.completed, p.failed
+            );
+            self.draw(&line);
+            return;
+        }
         let rate = p
             .last_second
             .map_or_else(|| "-".to_string(), |s| s.responses.to_string());
@@ -37,6 +50,10 @@ impl ProgressLine {
             "  [{goal}]  {rate} req/s  {} done  {} failed  (Ctrl-C stops and reports)",
             p.completed, p.failed
         );
+        self.draw(&line);
+    }
+
+    fn draw(&mut self, line: &str) {
         let mut err = std::io::stderr().lock();
         let _ = write!(err, "\r\x1b[2K{line}");
         let _ = err.flush();
