@@ -163,11 +163,15 @@ impl PlanFile {
 }
 
 /// Reads, parses and checks a plan file; every error names the file, line and column.
+/// Reads an optional duration at some keys of the plan, or says where it is wrong.
+type ParseDuration<'a> =
+    dyn Fn(&[&str], &Option<String>) -> Result<Option<Duration>, PlanFileError> + 'a;
+
 /// The `websocket:` section as a checked [`WsSpec`]; errors point at its keys.
 fn websocket_spec(
     w: &crate::file::WebSocketFile,
     err: &dyn Fn(&[&str], String) -> PlanFileError,
-    duration: &dyn Fn(&[&str], &Option<String>) -> Result<Option<Duration>, PlanFileError>,
+    duration: &ParseDuration<'_>,
 ) -> Result<WsSpec, PlanFileError> {
     let interval = duration(&["websocket", "interval"], &w.interval)?;
     let mode = match &w.mode {
