@@ -16,6 +16,7 @@
 
 pub mod frame;
 pub mod handshake;
+mod messages;
 mod session;
 
 pub(crate) use session::{session_loop, WsShared};
