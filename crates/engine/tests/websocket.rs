@@ -389,3 +389,122 @@ fn unanswered_messages_time_out_and_a_server_that_never_reads_cannot_grow_memory
         "ends on its own"
     );
 }
+
+/// A blocking wss:// echo server (rustls, self-signed): upgrade, then echo every data frame
+/// unmasked, answer pings, echo a Close and stop.
+fn wss_echo_server() -> std::net::SocketAddr {
+    use std::sync::Arc;
+    let cert = rcgen::generate_simple_self_signed(vec!["127.0.0.1".to_string()]).unwrap();
+    let key = rustls::pki_types::PrivateKeyDer::Pkcs8(cert.key_pair.serialize_der().into());
+    let config = Arc::new(
+        rustls::ServerConfig::builder_with_provider(Arc::new(
+            rustls::crypto::ring::default_provider(),
+        ))
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(vec![cert.cert.der().clone()], key)
+        .unwrap(),
+    );
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for tcp in listener.incoming().flatten() {
+            let config = config.clone();
+            std::thread::spawn(move || {
+                let conn = rustls::ServerConnection::new(config).unwrap();
+                let mut tls = rustls::StreamOwned::new(conn, tcp);
+                let _ = echo_frames(&mut tls);
+            });
+        }
+    });
+    addr
+}
+
+fn echo_frames(s: &mut (impl Read + Write)) -> std::io::Result<()> {
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") {
+        s.read_exact(&mut byte)?;
+        head.push(byte[0]);
+    }
+    let head = String::from_utf8_lossy(&head).to_string();
+    let key = head
+        .lines()
+        .find_map(|l| l.strip_prefix("Sec-WebSocket-Key: "))
+        .unwrap()
+        .trim()
+        .to_string();
+    write!(
+        s,
+        "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: {}\r\n\r\n",
+        accept_for(&key)
+    )?;
+    s.flush()?;
+    loop {
+        let mut h = [0u8; 2];
+        s.read_exact(&mut h)?;
+        let opcode = h[0] & 0x0F;
+        let mut len = u64::from(h[1] & 0x7F);
+        if len == 126 {
+            let mut b = [0u8; 2];
+            s.read_exact(&mut b)?;
+            len = u64::from(u16::from_be_bytes(b));
+        } else if len == 127 {
+            let mut b = [0u8; 8];
+            s.read_exact(&mut b)?;
+            len = u64::from_be_bytes(b);
+        }
+        let mut mask = [0u8; 4];
+        s.read_exact(&mut mask)?;
+        let mut payload = vec![0u8; len as usize];
+        s.read_exact(&mut payload)?;
+        for (i, b) in payload.iter_mut().enumerate() {
+            *b ^= mask[i % 4];
+        }
+        let reply = if opcode == 0x9 { 0xA } else { opcode };
+        let mut frame = vec![0x80 | reply];
+        match payload.len() {
+            n @ 0..=125 => frame.push(n as u8),
+            n @ 126..=0xFFFF => {
+                frame.push(126);
+                frame.extend_from_slice(&(n as u16).to_be_bytes());
+            }
+            n => {
+                frame.push(127);
+                frame.extend_from_slice(&(n as u64).to_be_bytes());
+            }
+        }
+        frame.extend_from_slice(&payload);
+        s.write_all(&frame)?;
+        s.flush()?;
+        if opcode == 0x8 {
+            return Ok(());
+        }
+    }
+}
+
+#[test]
+fn wss_goes_through_tls_verified_by_default() {
+    let addr = wss_echo_server();
+    let url = format!("wss://{addr}/ws");
+    let p = ws_plan(&url, echo_spec(20), settings(2, None, Some(4)));
+    let r = run(&p, &StopHandle::new(), |_| {}).unwrap();
+    let tls = r.totals.snapshot.errors.get(ErrorKind::Tls);
+    assert_eq!(tls.count, 4, "a self-signed certificate is refused");
+
+    let mut p = ws_plan(&url, echo_spec(20), settings(2, Some(1000), None));
+    p.tls = loadmark_plan::TlsPolicy::Insecure;
+    let r = run(&p, &StopHandle::new(), |_| {}).unwrap();
+    let ws = stats(&r);
+    assert!(ws.messages_sent >= 90, "{} sent", ws.messages_sent);
+    assert_eq!(ws.messages_received, ws.messages_sent);
+    assert_eq!(r.totals.snapshot.responses, ws.messages_sent);
+    assert_eq!(
+        r.totals.snapshot.errors.total(),
+        0,
+        "{:?}",
+        r.totals.snapshot.errors
+    );
+    assert_eq!(ws.close_codes.get(&1000), Some(&2), "the Close was echoed");
+}
