@@ -4,7 +4,6 @@ mod common;
 
 use std::io::{Read, Write};
 use std::net::TcpListener;
-use std::sync::Arc;
 
 use common::plan;
 use loadmark_engine::{run, StopHandle};
@@ -13,17 +12,7 @@ use loadmark_plan::{Stop, TlsPolicy};
 
 /// A blocking TLS server with a fresh self-signed certificate for 127.0.0.1.
 fn tls_server() -> std::net::SocketAddr {
-    let cert = rcgen::generate_simple_self_signed(vec!["127.0.0.1".to_string()]).unwrap();
-    let key = rustls::pki_types::PrivateKeyDer::Pkcs8(cert.key_pair.serialize_der().into());
-    let config = rustls::ServerConfig::builder_with_provider(Arc::new(
-        rustls::crypto::ring::default_provider(),
-    ))
-    .with_safe_default_protocol_versions()
-    .unwrap()
-    .with_no_client_auth()
-    .with_single_cert(vec![cert.cert.der().clone()], key)
-    .unwrap();
-    let config = Arc::new(config);
+    let config = common::self_signed_tls();
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
     std::thread::spawn(move || {

@@ -296,29 +296,35 @@ fn a_dropped_connection_without_close_is_a_closed_error() {
     assert_eq!(r.totals.in_flight, 0);
 }
 
+/// Reads an upgrade request and answers 101 with the accept value its key calls for.
+fn accept_upgrade(s: &mut (impl Read + Write)) -> std::io::Result<()> {
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") {
+        s.read_exact(&mut byte)?;
+        head.push(byte[0]);
+    }
+    let head = String::from_utf8_lossy(&head).to_string();
+    let key = head
+        .lines()
+        .find_map(|l| l.strip_prefix("Sec-WebSocket-Key: "))
+        .unwrap()
+        .trim()
+        .to_string();
+    write!(
+        s,
+        "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: {}\r\n\r\n",
+        accept_for(&key)
+    )?;
+    s.flush()
+}
+
 /// A raw server that completes the upgrade, then runs `then` on the connection.
 fn raw_ws_server(then: fn(&mut TcpStream)) -> RawServer {
     RawServer::start_raw(move |mut conn, _, _| {
-        let mut head = Vec::new();
-        let mut byte = [0u8; 1];
-        while !head.ends_with(b"\r\n\r\n") {
-            if conn.read(&mut byte).unwrap_or(0) == 0 {
-                return;
-            }
-            head.push(byte[0]);
+        if accept_upgrade(&mut conn).is_err() {
+            return;
         }
-        let head = String::from_utf8_lossy(&head).to_string();
-        let key = head
-            .lines()
-            .find_map(|l| l.strip_prefix("Sec-WebSocket-Key: "))
-            .unwrap()
-            .trim()
-            .to_string();
-        let answer = format!(
-            "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: {}\r\n\r\n",
-            accept_for(&key)
-        );
-        let _ = conn.write_all(answer.as_bytes());
         then(&mut conn);
     })
 }
@@ -393,19 +399,7 @@ fn unanswered_messages_time_out_and_a_server_that_never_reads_cannot_grow_memory
 /// A blocking wss:// echo server (rustls, self-signed): upgrade, then echo every data frame
 /// unmasked, answer pings, echo a Close and stop.
 fn wss_echo_server() -> std::net::SocketAddr {
-    use std::sync::Arc;
-    let cert = rcgen::generate_simple_self_signed(vec!["127.0.0.1".to_string()]).unwrap();
-    let key = rustls::pki_types::PrivateKeyDer::Pkcs8(cert.key_pair.serialize_der().into());
-    let config = Arc::new(
-        rustls::ServerConfig::builder_with_provider(Arc::new(
-            rustls::crypto::ring::default_provider(),
-        ))
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_no_client_auth()
-        .with_single_cert(vec![cert.cert.der().clone()], key)
-        .unwrap(),
-    );
+    let config = common::self_signed_tls();
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
     std::thread::spawn(move || {
@@ -422,25 +416,7 @@ fn wss_echo_server() -> std::net::SocketAddr {
 }
 
 fn echo_frames(s: &mut (impl Read + Write)) -> std::io::Result<()> {
-    let mut head = Vec::new();
-    let mut byte = [0u8; 1];
-    while !head.ends_with(b"\r\n\r\n") {
-        s.read_exact(&mut byte)?;
-        head.push(byte[0]);
-    }
-    let head = String::from_utf8_lossy(&head).to_string();
-    let key = head
-        .lines()
-        .find_map(|l| l.strip_prefix("Sec-WebSocket-Key: "))
-        .unwrap()
-        .trim()
-        .to_string();
-    write!(
-        s,
-        "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: {}\r\n\r\n",
-        accept_for(&key)
-    )?;
-    s.flush()?;
+    accept_upgrade(s)?;
     loop {
         let mut h = [0u8; 2];
         s.read_exact(&mut h)?;

@@ -251,11 +251,72 @@ pub fn render_text_block(o: &mut String, r: &Report, ws: &WsSummary) {
     );
 }
 
+/// The columns of the WebSocket table in Markdown and HTML.
+const TABLE_HEADS: [&str; 10] = [
+    "step",
+    "sessions",
+    "upgrade 101 pass / fail",
+    "messages/s sent / received",
+    "payload/s sent / received",
+    "round trip p50 / p99",
+    "handshake p50",
+    "ping RTT p50",
+    "server closes",
+    "errors",
+];
+
+/// One row of the WebSocket table, formatted.
+fn table_row(step: &str, r: &Report, ws: &WsSummary) -> [String; 10] {
+    let s = &r.summary;
+    let pct = |d: &Distribution, q: f64| format_us(d.percentile(q).unwrap_or(0) as f64);
+    let closes: Vec<String> = ws
+        .close_codes
+        .iter()
+        .map(|(c, n)| format!("{c}: {n}"))
+        .collect();
+    [
+        step.to_string(),
+        ws.sessions_opened.to_string(),
+        format!("{} / {}", ws.upgrades_passed, ws.upgrades_failed),
+        format!(
+            "{:.0} / {:.0}",
+            ws.messages_sent_per_s, ws.messages_received_per_s
+        ),
+        format!(
+            "{} / {}",
+            format_bytes(ws.payload_sent_per_s),
+            format_bytes(ws.payload_received_per_s)
+        ),
+        if matches!(ws.mode, WsMode::Echo | WsMode::Request) {
+            format!("{} / {}", pct(&s.latency, 50.0), pct(&s.latency, 99.0))
+        } else {
+            "–".into()
+        },
+        pct(&s.connect, 50.0),
+        if ws.pongs_received > 0 {
+            pct(&ws.ping_rtt, 50.0)
+        } else {
+            "–".into()
+        },
+        if closes.is_empty() {
+            "–".to_string()
+        } else {
+            closes.join(", ")
+        },
+        s.requests.errors.to_string(),
+    ]
+}
+
 /// A Markdown table of the WebSocket figures of every step that has them.
 pub fn render_markdown_section(o: &mut String, steps: &[(String, &Report)]) {
-    let rows: Vec<(&String, &Report, &WsSummary)> = steps
+    let rows: Vec<[String; 10]> = steps
         .iter()
-        .filter_map(|(name, r)| r.summary.websocket.as_ref().map(|ws| (name, *r, ws)))
+        .filter_map(|(name, r)| {
+            r.summary
+                .websocket
+                .as_ref()
+                .map(|ws| table_row(name, r, ws))
+        })
         .collect();
     if rows.is_empty() {
         return;
@@ -265,55 +326,41 @@ pub fn render_markdown_section(o: &mut String, steps: &[(String, &Report)]) {
         o,
         "Round trip: from the intended send time (echo) or the write (request) to the answer. Handshake: TCP, TLS and upgrade until the 101.\n"
     );
-    let _ = writeln!(o, "| step | sessions | upgrade 101 pass / fail | msgs sent/s | msgs received/s | data sent/s | data received/s | round trip p50 | p99 | handshake p50 | ping RTT p50 | server closes | errors |");
+    let _ = writeln!(o, "| {} |", TABLE_HEADS.join(" | "));
+    let _ = writeln!(o, "|---|{}", "---:|".repeat(TABLE_HEADS.len() - 1));
+    for row in rows {
+        let cells: Vec<String> = row.iter().map(|c| c.replace('|', "\\|")).collect();
+        let _ = writeln!(o, "| {} |", cells.join(" | "));
+    }
+}
+
+/// An HTML table of the WebSocket figures of every step that has them.
+pub fn render_html_section(o: &mut String, b: &crate::bundle::Bundle) {
+    use crate::html::esc;
+    let rows: Vec<[String; 10]> = b
+        .steps
+        .iter()
+        .filter_map(|s| {
+            let ws = s.report.summary.websocket.as_ref()?;
+            Some(table_row(&s.number.to_string(), &s.report, ws))
+        })
+        .collect();
+    if rows.is_empty() {
+        return;
+    }
+    let heads: String = TABLE_HEADS
+        .iter()
+        .map(|h| format!("<th>{h}</th>"))
+        .collect();
     let _ = writeln!(
         o,
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|"
+        "<section><h2>WebSocket</h2><table class=\"num\"><tr>{heads}</tr>"
     );
-    for (name, r, ws) in rows {
-        let s = &r.summary;
-        let pct = |d: &Distribution, q: f64| format_us(d.percentile(q).unwrap_or(0) as f64);
-        let closes: Vec<String> = ws
-            .close_codes
-            .iter()
-            .map(|(c, n)| format!("{c}: {n}"))
-            .collect();
-        let round_trips = matches!(ws.mode, WsMode::Echo | WsMode::Request);
-        let _ = writeln!(
-            o,
-            "| {} | {} | {} / {} | {:.0} | {:.0} | {}/s | {}/s | {} | {} | {} | {} | {} | {} |",
-            name.replace('|', "\\|"),
-            ws.sessions_opened,
-            ws.upgrades_passed,
-            ws.upgrades_failed,
-            ws.messages_sent_per_s,
-            ws.messages_received_per_s,
-            format_bytes(ws.payload_sent_per_s),
-            format_bytes(ws.payload_received_per_s),
-            if round_trips {
-                pct(&s.latency, 50.0)
-            } else {
-                "—".into()
-            },
-            if round_trips {
-                pct(&s.latency, 99.0)
-            } else {
-                "—".into()
-            },
-            pct(&s.connect, 50.0),
-            if ws.pongs_received > 0 {
-                pct(&ws.ping_rtt, 50.0)
-            } else {
-                "—".into()
-            },
-            if closes.is_empty() {
-                "—".into()
-            } else {
-                closes.join(", ")
-            },
-            s.requests.errors,
-        );
+    for row in rows {
+        let cells: String = row.iter().map(|c| format!("<td>{}</td>", esc(c))).collect();
+        let _ = writeln!(o, "<tr>{cells}</tr>");
     }
+    let _ = writeln!(o, "</table></section>");
 }
 
 /// Plain-words findings about a WebSocket run: a send rate not held, sends that left late.
@@ -335,52 +382,4 @@ pub fn findings(ws: &WsSummary, lag_p99_us: Option<u64>, late_us: u64) -> Vec<St
         ));
     }
     out
-}
-
-/// An HTML table of the WebSocket figures of every step that has them.
-pub fn render_html_section(o: &mut String, b: &crate::bundle::Bundle) {
-    use crate::html::esc;
-    let rows: Vec<_> = b
-        .steps
-        .iter()
-        .filter_map(|s| s.report.summary.websocket.as_ref().map(|ws| (s, ws)))
-        .collect();
-    if rows.is_empty() {
-        return;
-    }
-    let _ = writeln!(
-        o,
-        "<section><h2>WebSocket</h2><table class=\"num\"><tr><th>step</th><th>sessions</th><th>upgrade 101 pass / fail</th><th>messages/s sent / received</th><th>payload/s sent / received</th><th>round trip p50 / p99</th><th>handshake p50</th><th>ping RTT p50</th><th>server closes</th></tr>"
-    );
-    for (step, ws) in rows {
-        let s = &step.report.summary;
-        let pct = |d: &Distribution, q: f64| format_us(d.percentile(q).unwrap_or(0) as f64);
-        let round_trips = matches!(ws.mode, WsMode::Echo | WsMode::Request);
-        let closes: Vec<String> = ws
-            .close_codes
-            .iter()
-            .map(|(c, n)| format!("{c}: {n}"))
-            .collect();
-        let _ = writeln!(
-            o,
-            "<tr><td>{}</td><td>{}</td><td>{} / {}</td><td>{:.0} / {:.0}</td><td>{} / {}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-            step.number,
-            ws.sessions_opened,
-            ws.upgrades_passed,
-            ws.upgrades_failed,
-            ws.messages_sent_per_s,
-            ws.messages_received_per_s,
-            format_bytes(ws.payload_sent_per_s),
-            format_bytes(ws.payload_received_per_s),
-            if round_trips {
-                format!("{} / {}", pct(&s.latency, 50.0), pct(&s.latency, 99.0))
-            } else {
-                "–".into()
-            },
-            pct(&s.connect, 50.0),
-            if ws.pongs_received > 0 { pct(&ws.ping_rtt, 50.0) } else { "–".into() },
-            esc(&if closes.is_empty() { "–".to_string() } else { closes.join(", ") }),
-        );
-    }
-    let _ = writeln!(o, "</table></section>");
 }

@@ -195,3 +195,19 @@ pub fn plan(url: &str, connections: usize, threads: usize, stop: Stop) -> Plan {
         websocket: None,
     }
 }
+
+/// A TLS server configuration with a fresh self-signed certificate for 127.0.0.1.
+pub fn self_signed_tls() -> Arc<rustls::ServerConfig> {
+    let cert = rcgen::generate_simple_self_signed(vec!["127.0.0.1".to_string()]).unwrap();
+    let key = rustls::pki_types::PrivateKeyDer::Pkcs8(cert.key_pair.serialize_der().into());
+    Arc::new(
+        rustls::ServerConfig::builder_with_provider(Arc::new(
+            rustls::crypto::ring::default_provider(),
+        ))
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(vec![cert.cert.der().clone()], key)
+        .unwrap(),
+    )
+}
