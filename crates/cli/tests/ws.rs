@@ -170,3 +170,52 @@ fn ws_bad_input_exits_2_naming_the_problem() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("loadmark ws"));
 }
+
+#[test]
+fn ctrl_c_stops_a_ws_run_and_still_writes_the_report() {
+    let server = target();
+    let dir = temp_dir("ws", "sigint");
+    let out = dir.join("ws.json");
+    let url = format!("ws://{}/ws/echo", server.local_addr());
+    let mut child = loadmark()
+        .args([
+            "ws",
+            &url,
+            "-c",
+            "4",
+            "--interval",
+            "5ms",
+            "-d",
+            "60s",
+            "-q",
+            "-o",
+        ])
+        .arg(&out)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let t0 = std::time::Instant::now();
+    while server.ws_messages_received() < 200 {
+        assert!(
+            t0.elapsed() < std::time::Duration::from_secs(20),
+            "load never started"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    // SAFETY: signalling the child this test spawned, by its PID.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130));
+    let report = Report::from_json(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    let ws = report.summary.websocket.as_ref().unwrap();
+    assert!(report.run.interrupted && ws.messages_sent >= 200, "{ws:?}");
+    // Every message sent was answered or is reported in flight: none vanished.
+    assert_eq!(
+        ws.messages_sent,
+        report.summary.requests.responses
+            + report.summary.requests.errors
+            + report.summary.requests.in_flight_at_end
+    );
+    std::fs::remove_dir_all(dir).unwrap();
+}
