@@ -103,6 +103,16 @@ fn echo_counts_are_exact_and_the_server_agrees() {
     assert_eq!(s.connect.len(), 8, "one handshake time per session");
     let per_second: u64 = r.totals.series.iter().map(|p| p.messages_sent).sum();
     assert_eq!(per_second, ws.messages_sent, "the series adds up");
+    let bytes_per_second: u64 = r.totals.series.iter().map(|p| p.bytes_read).sum();
+    assert_eq!(
+        bytes_per_second, s.bytes_read,
+        "wire bytes land in the seconds they moved"
+    );
+    let busiest = r.totals.series.iter().map(|p| p.bytes_read).max().unwrap();
+    assert!(
+        busiest < s.bytes_read,
+        "spread over the run, not lumped at its end"
+    );
     assert!(
         s.bytes_written > ws.payload_bytes_sent,
         "frames and handshakes on the wire"

@@ -544,6 +544,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Live<'_, S> {
             }
             let io = poll_fn(|cx| self.poll_io(cx, sleep.as_mut())).await;
             let now = Instant::now();
+            self.flush_byte_counts(now);
             match io {
                 Io::Timer | Io::Writable => {}
                 Io::Read => {
@@ -645,6 +646,18 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Live<'_, S> {
         match sleep.poll(cx) {
             Poll::Ready(()) => Poll::Ready(Io::Timer),
             Poll::Pending => Poll::Pending,
+        }
+    }
+
+    /// Hands the wire bytes read and written since the last call to the recorder, so the
+    /// per-second series carries them in the second they moved.
+    fn flush_byte_counts(&mut self, now: Instant) {
+        if self.read_bytes > 0 || self.written_bytes > 0 {
+            self.recorder
+                .borrow_mut()
+                .record_bytes(now, self.read_bytes, self.written_bytes);
+            self.read_bytes = 0;
+            self.written_bytes = 0;
         }
     }
 
