@@ -12,7 +12,7 @@ use loadmark_plan::{Load, Plan, Profile, Scheme, Stop};
 use tokio::sync::watch;
 
 use crate::closed::{connection_loop, ramp_loop, Budget};
-use crate::connection::Shared;
+use crate::connection::{Scratch, Shared};
 use crate::error::EngineError;
 use crate::open::{schedule_loop, Share};
 use crate::source::RequestSource;
@@ -302,6 +302,7 @@ impl<T: Transport> Worker<T> {
             timeout: self.timeout,
             recorder: std::cell::RefCell::new(Recorder::new(self.origin)),
             in_flight: std::cell::Cell::new(0),
+            scratch: Scratch::new(),
         });
         local.block_on(&runtime, async {
             let mut tasks = tokio::task::JoinSet::new();
