@@ -17,7 +17,7 @@ use crate::error::EngineError;
 use crate::open::{schedule_loop, Share};
 use crate::source::RequestSource;
 use crate::sys::{raise_file_limit, thread_cpu_time, CpuTime};
-use crate::transport::{Tcp, Tls, Transport};
+use crate::transport::{DirectTcp, Tcp, Tls, Transport};
 
 /// Stops a run from another thread (a signal handler): the load stops, and the run returns
 /// its result for the time that ran.
@@ -88,7 +88,7 @@ pub fn run(
         connect_timeout: plan.timeouts.connect,
     };
     match url.scheme() {
-        Scheme::Http => run_with(plan, addr, tcp, stop, &mut on_progress),
+        Scheme::Http => run_with(plan, addr, DirectTcp(tcp), stop, &mut on_progress),
         Scheme::Https => {
             let tls =
                 Tls::new(tcp, url.host(), plan.tls).map_err(|e| EngineError::Tls(e.message))?;
