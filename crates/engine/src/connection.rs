@@ -26,7 +26,7 @@
 //!   HTTP/1.1 has no request ids.
 
 use std::cell::{Cell, RefCell};
-use std::future::poll_fn;
+use std::future::{poll_fn, Future};
 use std::io;
 use std::pin::Pin;
 use std::task::{Context, Poll};
@@ -34,14 +34,31 @@ use std::time::{Duration, Instant};
 
 use loadmark_metrics::{ErrorKind, Recorder, Sample};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::time::Sleep;
 
 use crate::http1::{Feed, Limits, ParseError, Response, ResponseParser};
 use crate::source::{Picked, RequestSource};
 use crate::transport::{classify_io, Transport};
 
-/// First size of a connection's read buffer; it grows only for heads larger than this, and
-/// shrinks back when the connection closes.
-const READ_BUFFER_BYTES: usize = 8 * 1024;
+/// Size of a worker's receive buffer, shared by all its connections: every read lands there
+/// and is parsed at once, so memory does not grow with the number of connections. It grows
+/// only when a partial head kept from an earlier read plus [`MIN_READ_BYTES`] do not fit.
+const SCRATCH_BYTES: usize = 64 * 1024;
+/// The least room a read is given.
+const MIN_READ_BYTES: usize = 16 * 1024;
+/// A connection keeps unparsed bytes (a head split across reads) in its own buffer; a buffer
+/// grown past this by a large head is given back when the connection closes.
+const PENDING_KEEP_BYTES: usize = 4 * 1024;
+
+/// The receive buffer of one worker, lent to one read at a time. Reads and parsing happen
+/// inside a single poll, never across an await, so the borrow cannot overlap another.
+pub(crate) struct Scratch(RefCell<Vec<u8>>);
+
+impl Scratch {
+    pub(crate) fn new() -> Self {
+        Scratch(RefCell::new(Vec::new()))
+    }
+}
 
 /// What the connections of one worker share (single-threaded, so `Cell`/`RefCell`).
 pub(crate) struct Shared<T: Transport> {
@@ -52,34 +69,41 @@ pub(crate) struct Shared<T: Transport> {
     pub recorder: RefCell<Recorder>,
     /// Requests begun and not yet ended; what remains when the worker stops is "in flight".
     pub in_flight: Cell<u64>,
+    /// Where every read of this worker lands.
+    pub scratch: Scratch,
 }
 
-/// A connection slot: the stream if open, its reusable buffer and parser.
+/// A connection slot: the stream if open, unparsed bytes, the parser, and the timer.
 pub(crate) struct Connection<S> {
     stream: Option<S>,
-    buf: Vec<u8>,
+    /// Bytes read but not yet parsed: the start of a head split across reads (usually empty).
+    pending: Vec<u8>,
     parser: ResponseParser,
     /// Where templated requests are rendered (stays empty for fixed requests).
     rendered: Vec<u8>,
+    /// The request timeout, kept registered between requests: it is moved only when it fires
+    /// before the current request's deadline, so a request costs no timer registration.
+    timer: Option<Pin<Box<Sleep>>>,
 }
 
 impl<S> Connection<S> {
     pub(crate) fn new() -> Self {
         Connection {
             stream: None,
-            buf: vec![0u8; READ_BUFFER_BYTES],
+            pending: Vec::new(),
             parser: ResponseParser::new(Limits::default()),
             rendered: Vec::new(),
+            timer: None,
         }
     }
 
-    /// Drops the stream; a buffer grown by a large head goes back to its first size, so a
-    /// hostile server cannot keep every slot's memory at the head limit.
+    /// Drops the stream and any unparsed bytes; a buffer grown by a large head is given back,
+    /// so a hostile server cannot keep every slot's memory at the head limit.
     fn close(&mut self) {
         self.stream = None;
-        if self.buf.len() > READ_BUFFER_BYTES {
-            self.buf.truncate(READ_BUFFER_BYTES);
-            self.buf.shrink_to_fit();
+        self.pending.clear();
+        if self.pending.capacity() > PENDING_KEEP_BYTES {
+            self.pending = Vec::new();
         }
     }
 }
@@ -92,6 +116,8 @@ struct Failure {
 
 struct Exchange {
     first_byte: Instant,
+    /// When the last byte was read: `first_byte` itself when the response came in one read.
+    ended: Instant,
     status: u16,
     reusable: bool,
 }
@@ -125,17 +151,19 @@ pub(crate) async fn perform<T: Transport>(
 ) -> Instant {
     shared.in_flight.set(shared.in_flight.get() + 1);
     let outcome = request(shared, conn, scheduled).await;
-    let now = Instant::now();
     shared.in_flight.set(shared.in_flight.get() - 1);
     let mut recorder = shared.recorder.borrow_mut();
     match outcome {
-        Outcome::Response(mut sample) => {
-            sample.ended = now;
+        Outcome::Response(sample) => {
             recorder.record(&sample);
+            sample.ended
         }
-        Outcome::Failed(f) => recorder.record_error(f.kind, now, &f.message),
+        Outcome::Failed(f) => {
+            let now = Instant::now();
+            recorder.record_error(f.kind, now, &f.message);
+            now
+        }
     }
-    now
 }
 
 /// Opens a connection, recording it; a failure is the request's error.
@@ -183,14 +211,13 @@ async fn send<T: Transport>(
     head_request: bool,
 ) -> Outcome {
     if let Some(stream) = conn.stream.as_mut() {
-        match check_idle(stream, &mut conn.buf).await {
+        match check_idle(stream, &shared.scratch).await {
             Idle::Open => {}
             Idle::Closed => conn.close(),
-            Idle::Unsolicited(n) => {
+            Idle::Unsolicited(n, start) => {
                 let message = format!(
                     "{n} bytes arrived on an idle keep-alive connection, answering no request \
-                     (starting {:?}); connection closed, this request not sent",
-                    excerpt(&conn.buf[..n])
+                     (starting {start:?}); connection closed, this request not sent"
                 );
                 conn.close();
                 return Outcome::Failed(Failure {
@@ -223,12 +250,14 @@ async fn send<T: Transport>(
             (now, deadline)
         });
         let mut progress = Progress::default();
-        let result = tokio::time::timeout_at(
-            deadline.into(),
+        let result = within(
+            deadline,
+            &mut conn.timer,
             exchange(
                 stream,
                 bytes,
-                &mut conn.buf,
+                &shared.scratch,
+                &mut conn.pending,
                 &mut conn.parser,
                 head_request,
                 &mut progress,
@@ -245,7 +274,7 @@ async fn send<T: Transport>(
                     scheduled,
                     started,
                     first_byte: ex.first_byte,
-                    ended: ex.first_byte, // set when recorded
+                    ended: ex.ended,
                     status: ex.status,
                     bytes_read: progress.received,
                     bytes_written,
@@ -288,6 +317,37 @@ fn timeout_message<T: Transport>(shared: &Shared<T>, p: &Progress, request_len: 
     }
 }
 
+/// The request timed out.
+struct Elapsed;
+
+/// Runs `work` until `deadline`, on the connection's long-lived timer: the timer is left
+/// registered at an earlier request's deadline and moved only when it fires early, so a
+/// request that ends in time (nearly all) costs no timer registration and removal.
+async fn within<F: Future>(
+    deadline: Instant,
+    timer: &mut Option<Pin<Box<Sleep>>>,
+    work: F,
+) -> Result<F::Output, Elapsed> {
+    let timer = timer.get_or_insert_with(|| Box::pin(tokio::time::sleep_until(deadline.into())));
+    if timer.deadline() > deadline.into() {
+        timer.as_mut().reset(deadline.into());
+    }
+    let mut work = std::pin::pin!(work);
+    poll_fn(|cx| {
+        if let Poll::Ready(out) = work.as_mut().poll(cx) {
+            return Poll::Ready(Ok(out));
+        }
+        while timer.as_mut().poll(cx).is_ready() {
+            if Instant::now() >= deadline {
+                return Poll::Ready(Err(Elapsed));
+            }
+            timer.as_mut().reset(deadline.into());
+        }
+        Poll::Pending
+    })
+    .await
+}
+
 /// `t + d`, or far in the future when that overflows (an absurd --timeout).
 fn later(t: Instant, d: Duration) -> Instant {
     t.checked_add(d)
@@ -298,30 +358,37 @@ enum Idle {
     Open,
     /// EOF or reset: the server closed the idle connection.
     Closed,
-    /// This many bytes, now at the start of the buffer, answer no request.
-    Unsolicited(usize),
+    /// This many bytes answer no request; the excerpt shows how they start.
+    Unsolicited(usize, String),
 }
 
 /// Looks at a kept-alive connection before reusing it, without waiting. For TCP this costs
 /// no syscall unless the event loop has seen the socket become readable since the last read.
-async fn check_idle<S: AsyncRead + Unpin>(stream: &mut S, buf: &mut [u8]) -> Idle {
-    let mut rb = ReadBuf::new(buf);
-    let polled = poll_fn(|cx| Poll::Ready(Pin::new(&mut *stream).poll_read(cx, &mut rb))).await;
-    match polled {
-        Poll::Pending => Idle::Open,
-        Poll::Ready(Err(_)) => Idle::Closed,
-        Poll::Ready(Ok(())) => {
-            let data = rb.filled();
-            // A server timing out an idle connection may say so with a 408 before closing
-            // (Go's client ignores it too).
-            if data.is_empty() || (data.starts_with(b"HTTP/1.") && data.get(9..12) == Some(b"408"))
-            {
-                Idle::Closed
-            } else {
-                Idle::Unsolicited(data.len())
-            }
+async fn check_idle<S: AsyncRead + Unpin>(stream: &mut S, scratch: &Scratch) -> Idle {
+    poll_fn(|cx| {
+        let mut buf = scratch.0.borrow_mut();
+        if buf.len() < SCRATCH_BYTES {
+            buf.resize(SCRATCH_BYTES, 0);
         }
-    }
+        let mut rb = ReadBuf::new(&mut buf);
+        Poll::Ready(match Pin::new(&mut *stream).poll_read(cx, &mut rb) {
+            Poll::Pending => Idle::Open,
+            Poll::Ready(Err(_)) => Idle::Closed,
+            Poll::Ready(Ok(())) => {
+                let data = rb.filled();
+                // A server timing out an idle connection may say so with a 408 before closing
+                // (Go's client ignores it too).
+                if data.is_empty()
+                    || (data.starts_with(b"HTTP/1.") && data.get(9..12) == Some(b"408"))
+                {
+                    Idle::Closed
+                } else {
+                    Idle::Unsolicited(data.len(), excerpt(data))
+                }
+            }
+        })
+    })
+    .await
 }
 
 /// Writes what is left of the request, as far as the socket takes it. Ready when the
@@ -357,36 +424,18 @@ fn poll_send<S: AsyncWrite + Unpin>(
     Poll::Ready(())
 }
 
-/// Reads what the server sent next into `dst`, writing the rest of the request meanwhile:
-/// a server may answer before it has read the whole request, and then may stop reading.
-async fn read_some<S: AsyncRead + AsyncWrite + Unpin>(
-    stream: &mut S,
-    request: &[u8],
-    p: &mut Progress,
-    dst: &mut [u8],
-) -> io::Result<usize> {
-    let mut rb = ReadBuf::new(dst);
-    poll_fn(|cx| {
-        let _ = poll_send(stream, request, p, cx);
-        Pin::new(&mut *stream)
-            .poll_read(cx, &mut rb)
-            .map_ok(|()| rb.filled().len())
-    })
-    .await
-}
-
 /// Writes the request and reads one whole response, counting its bytes.
 async fn exchange<S: AsyncRead + AsyncWrite + Unpin>(
     stream: &mut S,
     request: &[u8],
-    buf: &mut Vec<u8>,
+    scratch: &Scratch,
+    pending: &mut Vec<u8>,
     parser: &mut ResponseParser,
     head_request: bool,
     p: &mut Progress,
 ) -> Result<Exchange, Failure> {
     parser.reset(head_request);
-    let mut first_byte = None;
-    let result = receive(stream, request, buf, parser, p, &mut first_byte).await;
+    let result = receive(stream, request, scratch, pending, parser, p).await;
     let write_failure = |p: &Progress| {
         p.write_error.as_ref().map(|e| Failure {
             kind: classify_io(e, ErrorKind::Write),
@@ -399,23 +448,24 @@ async fn exchange<S: AsyncRead + AsyncWrite + Unpin>(
         })
     };
     match result {
-        Ok((response, leftover)) => {
-            let first_byte = first_byte.unwrap_or_else(Instant::now);
-            if leftover > 0 && response.status != 101 {
-                let data = &buf[..leftover];
-                return Err(Failure {
-                    kind: ErrorKind::Protocol,
-                    message: format!(
-                        "{leftover} bytes followed a complete {} response (a second response, \
-                         or more body than the response announced), starting {:?}; \
-                         connection closed",
-                        response.status,
-                        excerpt(data)
-                    ),
-                });
+        Ok(received) => {
+            let response = received.response;
+            if let Some((extra, start)) = received.extra {
+                if response.status != 101 {
+                    return Err(Failure {
+                        kind: ErrorKind::Protocol,
+                        message: format!(
+                            "{extra} bytes followed a complete {} response (a second \
+                             response, or more body than the response announced), starting \
+                             {start:?}; connection closed",
+                            response.status,
+                        ),
+                    });
+                }
             }
             Ok(Exchange {
-                first_byte,
+                first_byte: received.first_byte,
+                ended: received.ended,
                 status: response.status,
                 reusable: response.keep_alive && p.sent,
             })
@@ -427,48 +477,94 @@ async fn exchange<S: AsyncRead + AsyncWrite + Unpin>(
     }
 }
 
-/// Reads one response. Returns it and how many bytes followed it (moved to the start of `buf`).
+/// One response, read whole.
+struct Received {
+    response: Response,
+    first_byte: Instant,
+    ended: Instant,
+    /// Bytes that followed the response, and how they start.
+    extra: Option<(usize, String)>,
+}
+
+/// Reads one response, writing the rest of the request meanwhile: a server may answer before
+/// it has read the whole request, and then may stop reading.
+///
+/// Each read lands in the worker's shared buffer and is parsed in the same poll; only the
+/// start of a head split across reads is copied into the connection's `pending` bytes. A read
+/// is attempted only when the event loop says the socket is readable (a short read clears
+/// that), so a response that arrives whole costs exactly one read.
 async fn receive<S: AsyncRead + AsyncWrite + Unpin>(
     stream: &mut S,
     request: &[u8],
-    buf: &mut Vec<u8>,
+    scratch: &Scratch,
+    pending: &mut Vec<u8>,
     parser: &mut ResponseParser,
     p: &mut Progress,
-    first_byte: &mut Option<Instant>,
-) -> Result<(Response, usize), Failure> {
-    let mut filled = 0;
-    loop {
-        if filled == buf.len() {
-            // Only a head larger than the buffer gets here; the parser caps it.
-            buf.resize(buf.len() * 2, 0);
-        }
-        let n = read_some(stream, request, p, &mut buf[filled..])
-            .await
-            .map_err(|e| Failure {
-                kind: classify_io(&e, ErrorKind::Read),
-                message: format!(
-                    "read response: {e} ({} bytes of response received)",
-                    p.received
-                ),
-            })?;
-        first_byte.get_or_insert_with(Instant::now);
-        if n == 0 {
-            return Ok((parser.finish_eof().map_err(parse_failure)?, 0));
-        }
-        p.received += n as u64;
-        let data = &buf[..filled + n];
-        match parser.feed(data).map_err(parse_failure)? {
-            Feed::Done { consumed, response } => {
-                let leftover = data.len() - consumed;
-                buf.copy_within(consumed..filled + n, 0);
-                return Ok((response, leftover));
+) -> Result<Received, Failure> {
+    let mut first_byte = None;
+    poll_fn(|cx| {
+        let _ = poll_send(stream, request, p, cx);
+        let mut buf = scratch.0.borrow_mut();
+        loop {
+            let keep = pending.len();
+            if buf.len() < keep + MIN_READ_BYTES {
+                buf.resize((keep + MIN_READ_BYTES).max(SCRATCH_BYTES), 0);
             }
-            Feed::NeedMore { consumed } => {
-                buf.copy_within(consumed..filled + n, 0);
-                filled = filled + n - consumed;
+            buf[..keep].copy_from_slice(pending);
+            let mut rb = ReadBuf::new(&mut buf[keep..]);
+            let n = match Pin::new(&mut *stream).poll_read(cx, &mut rb) {
+                Poll::Pending => return Poll::Pending,
+                Poll::Ready(Ok(())) => rb.filled().len(),
+                Poll::Ready(Err(e)) => {
+                    return Poll::Ready(Err(Failure {
+                        kind: classify_io(&e, ErrorKind::Read),
+                        message: format!(
+                            "read response: {e} ({} bytes of response received)",
+                            p.received
+                        ),
+                    }))
+                }
+            };
+            let first_read = first_byte.is_none();
+            let first = *first_byte.get_or_insert_with(Instant::now);
+            // A response that came in the read that brought its first byte ended then too
+            // (parsing it takes well under a microsecond): one clock read, not two.
+            let ended = || if first_read { first } else { Instant::now() };
+            if n == 0 {
+                return Poll::Ready(
+                    parser
+                        .finish_eof()
+                        .map(|response| Received {
+                            response,
+                            first_byte: first,
+                            ended: ended(),
+                            extra: None,
+                        })
+                        .map_err(parse_failure),
+                );
+            }
+            p.received += n as u64;
+            let data = &buf[..keep + n];
+            match parser.feed(data) {
+                Err(e) => return Poll::Ready(Err(parse_failure(e))),
+                Ok(Feed::Done { consumed, response }) => {
+                    pending.clear();
+                    let rest = &data[consumed..];
+                    return Poll::Ready(Ok(Received {
+                        response,
+                        first_byte: first,
+                        ended: ended(),
+                        extra: (!rest.is_empty()).then(|| (rest.len(), excerpt(rest))),
+                    }));
+                }
+                Ok(Feed::NeedMore { consumed }) => {
+                    pending.clear();
+                    pending.extend_from_slice(&data[consumed..]);
+                }
             }
         }
-    }
+    })
+    .await
 }
 
 fn excerpt(bytes: &[u8]) -> String {

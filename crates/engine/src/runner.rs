@@ -12,12 +12,12 @@ use loadmark_plan::{Load, Plan, Profile, Stop, Target, WsSpec};
 use tokio::sync::watch;
 
 use crate::closed::{connection_loop, ramp_loop, Budget};
-use crate::connection::Shared;
+use crate::connection::{Scratch, Shared};
 use crate::error::EngineError;
 use crate::open::{schedule_loop, Share};
 use crate::source::RequestSource;
 use crate::sys::{raise_file_limit, thread_cpu_time, CpuTime};
-use crate::transport::{Tcp, Tls, Transport};
+use crate::transport::{DirectTcp, Tcp, Tls, Transport};
 use crate::ws::{session_loop, WsShared};
 
 /// Stops a run from another thread (a signal handler): the load stops, and the run returns
@@ -92,7 +92,7 @@ pub fn run(
         let tls = Tls::new(tcp, url.host(), plan.tls).map_err(|e| EngineError::Tls(e.message))?;
         run_with(plan, addr, tls, stop, &mut on_progress)
     } else {
-        run_with(plan, addr, tcp, stop, &mut on_progress)
+        run_with(plan, addr, DirectTcp(tcp), stop, &mut on_progress)
     }
 }
 
@@ -323,6 +323,7 @@ impl<T: Transport> Worker<T> {
             timeout: self.timeout,
             recorder: std::cell::RefCell::new(Recorder::new(self.origin)),
             in_flight: std::cell::Cell::new(0),
+            scratch: Scratch::new(),
         });
         local.block_on(&runtime, async {
             let mut tasks = tokio::task::JoinSet::new();

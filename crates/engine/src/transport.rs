@@ -4,12 +4,14 @@
 use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use loadmark_metrics::ErrorKind;
 use loadmark_plan::TlsPolicy;
-use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 
 /// A connection attempt that failed, already classified.
@@ -46,23 +48,129 @@ pub trait Transport: Clone + Send + 'static {
 }
 
 async fn tcp_connect(addr: SocketAddr, timeout: Duration) -> Result<TcpStream, ConnectError> {
-    let stream = match tokio::time::timeout(timeout, TcpStream::connect(addr)).await {
-        Ok(Ok(s)) => s,
-        Ok(Err(e)) => return Err(ConnectError::io(addr, &e)),
-        Err(_) => {
-            return Err(ConnectError {
-                kind: ErrorKind::Connect,
-                message: format!(
-                    "connect to {addr}: no answer within {timeout:?} (--connect-timeout)"
-                ),
-            })
+    let error = |e: io::Error| ConnectError::io(addr, &e);
+    let (socket, state) = start_connect(addr).map_err(error)?;
+    let stream = TcpStream::from_std(socket).map_err(error)?;
+    if state == Connect::InProgress {
+        // A real network: wait for the handshake (as tokio's own connect does).
+        match tokio::time::timeout(timeout, stream.writable()).await {
+            Ok(ready) => ready.map_err(error)?,
+            Err(_) => {
+                return Err(ConnectError {
+                    kind: ErrorKind::Connect,
+                    message: format!(
+                        "connect to {addr}: no answer within {timeout:?} (--connect-timeout)"
+                    ),
+                })
+            }
         }
+    }
+    if state != Connect::Done {
+        if let Some(e) = stream.take_error().map_err(error)? {
+            return Err(error(e));
+        }
+    }
+    Ok(stream)
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Connect {
+    /// Established when `connect` returned.
+    Done,
+    /// The handshake is under way.
+    InProgress,
+    /// It ended with an error, kept as the socket's pending error.
+    Failed,
+}
+
+/// Opens a non-blocking TCP socket with Nagle off and connects it, without the event loop.
+///
+/// On loopback the whole handshake runs inside `connect` (it still says EINPROGRESS), so one
+/// zero-timeout `poll` tells that the connection is up and the request can be written at
+/// once: no wait for the event loop to report the socket writable, and no timer for
+/// --connect-timeout. Only a handshake still under way goes through the event loop.
+fn start_connect(addr: SocketAddr) -> io::Result<(std::net::TcpStream, Connect)> {
+    use std::os::fd::{AsRawFd, FromRawFd};
+
+    let family = match addr {
+        SocketAddr::V4(_) => libc::AF_INET,
+        SocketAddr::V6(_) => libc::AF_INET6,
+    };
+    // SAFETY: plain syscalls; the fd is owned by the TcpStream as soon as it exists.
+    let socket = unsafe {
+        let fd = libc::socket(
+            family,
+            libc::SOCK_STREAM | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
+            0,
+        );
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        std::net::TcpStream::from_raw_fd(fd)
     };
     // Requests are small and written whole: never wait for Nagle.
-    stream
-        .set_nodelay(true)
-        .map_err(|e| ConnectError::io(addr, &e))?;
-    Ok(stream)
+    socket.set_nodelay(true)?;
+    let (storage, len) = sockaddr(&addr);
+    let fd = socket.as_raw_fd();
+    // SAFETY: `storage` holds a valid sockaddr of `len` bytes.
+    let rc = unsafe { libc::connect(fd, &storage as *const _ as *const libc::sockaddr, len) };
+    if rc == 0 {
+        return Ok((socket, Connect::Done));
+    }
+    let e = io::Error::last_os_error();
+    if e.raw_os_error() != Some(libc::EINPROGRESS) {
+        return Err(e);
+    }
+    let mut pfd = libc::pollfd {
+        fd,
+        events: libc::POLLOUT,
+        revents: 0,
+    };
+    // SAFETY: one pollfd we own, zero timeout.
+    let n = unsafe { libc::poll(&mut pfd, 1, 0) };
+    let state = if n == 1 && pfd.revents & (libc::POLLERR | libc::POLLHUP) != 0 {
+        Connect::Failed
+    } else if n == 1 && pfd.revents & libc::POLLOUT != 0 {
+        Connect::Done
+    } else {
+        Connect::InProgress
+    };
+    Ok((socket, state))
+}
+
+fn sockaddr(addr: &SocketAddr) -> (libc::sockaddr_storage, libc::socklen_t) {
+    // SAFETY: all-zero is a valid sockaddr_storage.
+    let mut storage: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
+    let len = match addr {
+        SocketAddr::V4(a) => {
+            let sin = libc::sockaddr_in {
+                sin_family: libc::AF_INET as libc::sa_family_t,
+                sin_port: a.port().to_be(),
+                sin_addr: libc::in_addr {
+                    s_addr: u32::from_ne_bytes(a.ip().octets()),
+                },
+                sin_zero: [0; 8],
+            };
+            // SAFETY: sockaddr_storage is larger than and aligned for sockaddr_in.
+            unsafe { std::ptr::write(&mut storage as *mut _ as *mut libc::sockaddr_in, sin) };
+            std::mem::size_of::<libc::sockaddr_in>()
+        }
+        SocketAddr::V6(a) => {
+            let sin6 = libc::sockaddr_in6 {
+                sin6_family: libc::AF_INET6 as libc::sa_family_t,
+                sin6_port: a.port().to_be(),
+                sin6_flowinfo: a.flowinfo(),
+                sin6_addr: libc::in6_addr {
+                    s6_addr: a.ip().octets(),
+                },
+                sin6_scope_id: a.scope_id(),
+            };
+            // SAFETY: sockaddr_storage is larger than and aligned for sockaddr_in6.
+            unsafe { std::ptr::write(&mut storage as *mut _ as *mut libc::sockaddr_in6, sin6) };
+            std::mem::size_of::<libc::sockaddr_in6>()
+        }
+    };
+    (storage, len as libc::socklen_t)
 }
 
 /// Plain TCP.
@@ -76,6 +184,72 @@ impl Transport for Tcp {
     type Stream = TcpStream;
     async fn connect(&self) -> Result<TcpStream, ConnectError> {
         tcp_connect(self.addr, self.connect_timeout).await
+    }
+}
+
+/// Plain TCP for the engine's own HTTP/1.1 executors: streams that write their first bytes
+/// at once (see [`TcpConn`]).
+#[derive(Clone)]
+pub(crate) struct DirectTcp(pub Tcp);
+
+impl Transport for DirectTcp {
+    type Stream = TcpConn;
+    async fn connect(&self) -> Result<TcpConn, ConnectError> {
+        Ok(TcpConn {
+            inner: self.0.connect().await?,
+            fresh: true,
+        })
+    }
+}
+
+/// A TCP stream whose first write goes straight to the socket. tokio writes only once its
+/// event loop has reported a socket writable, and a new socket has not been reported yet:
+/// that costs every new connection a trip through the event loop before its request goes
+/// out. The connection is known to be up ([`tcp_connect`] checked), so the first write is
+/// simply tried; only if the socket cannot take it does the stream wait like any other.
+pub(crate) struct TcpConn {
+    inner: TcpStream,
+    fresh: bool,
+}
+
+impl AsyncRead for TcpConn {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_read(cx, buf)
+    }
+}
+
+impl AsyncWrite for TcpConn {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        if std::mem::take(&mut self.fresh) {
+            use std::os::fd::AsRawFd;
+            let fd = self.inner.as_raw_fd();
+            // SAFETY: `buf` is valid for `buf.len()` bytes; the fd is open while `inner` is.
+            let n = unsafe { libc::send(fd, buf.as_ptr().cast(), buf.len(), libc::MSG_NOSIGNAL) };
+            if n >= 0 {
+                return Poll::Ready(Ok(n as usize));
+            }
+            let e = io::Error::last_os_error();
+            if e.kind() != io::ErrorKind::WouldBlock {
+                return Poll::Ready(Err(e));
+            }
+        }
+        Pin::new(&mut self.inner).poll_write(cx, buf)
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_shutdown(cx)
     }
 }
 
