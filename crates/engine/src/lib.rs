@@ -14,8 +14,9 @@
 //! - One OS thread per worker, each with its own current-thread tokio runtime and its own
 //!   `Recorder` (wrk's model): no lock or cross-thread traffic per request; workers hand over
 //!   whole seconds once a second.
-//! - Request bytes are encoded once per run and written as-is; each connection reuses one
-//!   read buffer; bodies are counted by the incremental parser, never stored.
+//! - Request bytes are encoded once per run and written as-is; reads land in one receive
+//!   buffer per worker (not per connection) and are parsed at once; bodies are counted by the
+//!   incremental parser, never stored.
 //! - Transports (TCP, TLS) sit behind the [`transport::Transport`] trait, so executors do not
 //!   care what carries the bytes.
 //! - Latency in a closed loop runs from the first byte written to the last byte read; connect
