@@ -230,8 +230,14 @@ where
             Err(WsError::Capacity(CapacityError::MessageTooLong { .. })) => {
                 fail(&mut ws, CloseCode::Size, "message too big").await;
             }
-            Err(WsError::Protocol(_) | WsError::Utf8(_)) => {
-                fail(&mut ws, CloseCode::Protocol, "protocol error").await;
+            Err(e @ (WsError::Protocol(_) | WsError::Utf8(_))) => {
+                // The reason names the violation, so the client's report can show it (a
+                // Close reason holds at most 123 bytes).
+                let mut reason = format!("protocol error: {e}");
+                while reason.len() > 123 {
+                    reason.pop();
+                }
+                fail(&mut ws, CloseCode::Protocol, reason).await;
             }
             // I/O errors: the connection is gone, there is no one to tell.
             Err(_) => {}
@@ -327,7 +333,7 @@ where
 /// Fails the connection after a message the session cannot take: Close with `code`, then
 /// [`drain`], since the rest of the offending frame may still be on its way and tungstenite
 /// cannot parse past it.
-async fn fail<S>(ws: &mut WebSocketStream<S>, code: CloseCode, reason: &'static str)
+async fn fail<S>(ws: &mut WebSocketStream<S>, code: CloseCode, reason: impl Into<Utf8Bytes>)
 where
     S: AsyncRead + AsyncWrite + Unpin,
 {

@@ -2,9 +2,9 @@
 //! messages counted and matched to what they answer, pings timed, messages built straight
 //! into the write buffer.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
-use loadmark_metrics::ErrorKind;
+use loadmark_metrics::{ErrorKind, Recorder};
 use loadmark_plan::{next_random, RenderContext, WsMode, WsPayload, MAX_WS_MESSAGE, WS_SEQ_BYTES};
 use tokio::io::{AsyncRead, AsyncWrite};
 
@@ -174,7 +174,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Live<'_, S> {
                         ),
                     });
                 }
-                rec.record_round_trip(owed.intended, owed.sent, now);
+                answered(&mut rec, &owed, now, self.timeout);
             }
             WsMode::Request => {
                 let Some(owed) = self.owed.pop_front() else {
@@ -195,7 +195,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Live<'_, S> {
                         });
                     }
                 }
-                rec.record_round_trip(None, owed.sent, now);
+                answered(&mut rec, &owed, now, self.timeout);
             }
             WsMode::Send | WsMode::Receive => {}
         }
@@ -276,6 +276,23 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Live<'_, S> {
     pub(super) fn queue_frame(&mut self, opcode: u8, payload: &[u8]) {
         let mask = (next_random(&mut self.rng) as u32).to_ne_bytes();
         frame::encode(&mut self.bufs.write, opcode, payload, mask);
+    }
+}
+
+/// Records an answer: a round trip, or a `timeout` error when it came later than
+/// `--timeout` allows (before the session's next check had counted it as one).
+fn answered(rec: &mut Recorder, owed: &Owed, now: Instant, timeout: Duration) {
+    if now >= owed.since() + timeout {
+        rec.record_error(
+            ErrorKind::Timeout,
+            now,
+            &format_args!(
+                "no answer to message #{} within {timeout:?} (--timeout)",
+                owed.seq
+            ),
+        );
+    } else {
+        rec.record_round_trip(owed.intended, owed.sent, now);
     }
 }
 

@@ -44,11 +44,14 @@ use crate::connection::Shared;
 use crate::transport::{classify_io, Transport};
 
 /// First size of a session's read buffer; it grows for larger frames and shrinks back.
-pub(super) const READ_BUFFER_BYTES: usize = 8 * 1024;
+pub(super) const READ_BUFFER_BYTES: usize = 32 * 1024;
 
 /// Unwritten bytes a session may hold before it stops queueing due messages: a server that
 /// does not read makes the session's sends late (and the lag shows), never its memory grow.
 const WRITE_BACKLOG: usize = 64 * 1024;
+
+/// Messages a session sends in one go before it reads again, when it is behind schedule.
+const MAX_BURST: u32 = 16;
 
 /// How long a closing session waits for the server's Close after sending its own.
 const CLOSE_WAIT: Duration = Duration::from_secs(1);
@@ -166,7 +169,7 @@ pub(super) struct Owed {
 }
 
 impl Owed {
-    fn since(&self) -> Instant {
+    pub(super) fn since(&self) -> Instant {
         self.intended.unwrap_or(self.sent)
     }
 }
@@ -245,6 +248,7 @@ async fn session<T: Transport>(
         rng: next_random(rng) | 1,
         server_close: None,
         held_back: false,
+        timeout: shared.timeout,
         recorder: &shared.recorder,
         in_flight: &shared.in_flight,
         ws,
@@ -304,6 +308,10 @@ async fn open<T: Transport>(
                 kind: classify_io(&e, ErrorKind::Write),
                 message: format!("writing the upgrade request: {e}"),
             })?;
+        // Nothing of the last session may reach this one: bytes it could not write
+        // would be read by the server as broken frames.
+        bufs.write.clear();
+        bufs.fragments.clear();
         bufs.read.clear();
         bufs.read.resize(READ_BUFFER_BYTES, 0);
         let mut filled = 0;
@@ -393,8 +401,10 @@ pub(super) struct Live<'a, S> {
     pub(super) rng: u64,
     /// The code and reason of the server's Close, once it came.
     pub(super) server_close: Option<(u16, String)>,
-    /// Due sends wait because the write backlog is full.
+    /// Due sends wait because the write backlog is full or a burst ended.
     pub(super) held_back: bool,
+    /// How long an answer may take (`--timeout`).
+    pub(super) timeout: Duration,
     pub(super) recorder: &'a RefCell<Recorder>,
     pub(super) in_flight: &'a std::cell::Cell<u64>,
     pub(super) ws: &'a WsShared,
@@ -419,7 +429,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Live<'_, S> {
         // The first message was claimed before connecting.
         let mut claimed = sending;
         let mut count_spent = false;
-        let mut sent_on_schedule: u32 = 0;
+        let mut due_so_far: u32 = 0;
+        // Echo and send modes: message `k` is due at `start + k * interval`.
+        let interval = spec.interval.unwrap_or(Duration::ZERO);
         let mut next_send = start;
         let mut next_ping = spec.ping.map(|p| start + p);
         let mut closing: Option<Instant> = None;
@@ -436,15 +448,38 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Live<'_, S> {
             if closing.is_none() {
                 if sending && stop_at.is_some_and(|t| now >= t) {
                     sending = false;
+                    // Messages that fell due before the end but never left (held back
+                    // behind a server that stopped reading) are dropped, and counted.
+                    let end = stop_at.expect("checked");
+                    let mut dropped = 0;
+                    while spec.interval.is_some() && next_send < end {
+                        if !claimed && !budget.claim() {
+                            break;
+                        }
+                        claimed = false;
+                        dropped += 1;
+                        due_so_far += 1;
+                        next_send = start + interval * due_so_far;
+                    }
+                    if dropped > 0 {
+                        self.recorder.borrow_mut().record_dropped(now, dropped);
+                    }
                 }
+                // Sends held back are moot once sending is over; waking for them would spin.
+                self.held_back &= sending;
                 if sending {
                     match spec.mode {
                         WsMode::Echo | WsMode::Send => {
-                            // Every message due goes out now, each with its own intended time,
-                            // unless the server is not reading what was sent already.
+                            // Messages due go out now, each with its own intended time, in
+                            // bursts short enough that reading keeps up, and only while the
+                            // server reads what was sent. One due longer ago than its answer
+                            // may take could only time out: it is dropped, and counted.
                             self.held_back = false;
+                            let (mut burst, mut dropped) = (0, 0);
                             while next_send <= now {
-                                if self.backlog() >= WRITE_BACKLOG {
+                                let stale = next_send + timeout <= now;
+                                if !stale && (self.backlog() >= WRITE_BACKLOG || burst == MAX_BURST)
+                                {
                                     self.held_back = true;
                                     break;
                                 }
@@ -454,10 +489,17 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Live<'_, S> {
                                     break;
                                 }
                                 claimed = false;
-                                self.send_message(Some(next_send), now);
-                                sent_on_schedule += 1;
-                                next_send =
-                                    start + spec.interval.expect("validated") * sent_on_schedule;
+                                if stale {
+                                    dropped += 1;
+                                } else {
+                                    self.send_message(Some(next_send), now);
+                                    burst += 1;
+                                }
+                                due_so_far += 1;
+                                next_send = start + interval * due_so_far;
+                            }
+                            if dropped > 0 {
+                                self.recorder.borrow_mut().record_dropped(now, dropped);
                             }
                         }
                         WsMode::Request => {
@@ -528,7 +570,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Live<'_, S> {
                 if sending && matches!(spec.mode, WsMode::Echo | WsMode::Send) && !self.held_back {
                     wake = wake.min(next_send);
                 }
-                if let Some(t) = stop_at {
+                // The session's end, while it is still ahead: once passed, waking for it
+                // again would spin.
+                if let Some(t) = stop_at.filter(|&t| t > now) {
                     wake = wake.min(t);
                 }
                 if let Some(p) = next_ping {
@@ -616,9 +660,6 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Live<'_, S> {
                     Poll::Pending => break,
                 }
             }
-            if self.held_back && write.len() - self.wpos < WRITE_BACKLOG {
-                return Poll::Ready(Io::Writable);
-            }
             if self.wpos == write.len() {
                 write.clear();
                 self.wpos = 0;
@@ -642,6 +683,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Live<'_, S> {
             }
             Poll::Ready(Err(e)) => return Poll::Ready(Io::ReadFailed(e)),
             Poll::Pending => {}
+        }
+        // Held-back sends go on once nothing waits to be read and the backlog has room.
+        if self.held_back && self.backlog() < WRITE_BACKLOG {
+            return Poll::Ready(Io::Writable);
         }
         match sleep.poll(cx) {
             Poll::Ready(()) => Poll::Ready(Io::Timer),
