@@ -504,3 +504,34 @@ fn wss_goes_through_tls_verified_by_default() {
     );
     assert_eq!(ws.close_codes.get(&1000), Some(&2), "the Close was echoed");
 }
+
+#[test]
+fn waiting_out_unanswered_messages_after_the_end_costs_no_cpu() {
+    // The server reads every frame and answers none.
+    let server = raw_ws_server(|conn| {
+        let mut sink = [0u8; 65536];
+        while matches!(conn.read(&mut sink), Ok(n) if n > 0) {}
+    });
+    let url = format!("ws://{}/ws", server.addr);
+    let mut s = settings(1, Some(1000), None);
+    s.timeout = Some(Duration::from_millis(1500));
+    let p = ws_plan(&url, echo_spec(5), s);
+    let started = Instant::now();
+    let r = run(&p, &StopHandle::new(), |_| {}).unwrap();
+    let ws = stats(&r);
+    let snap = &r.totals.snapshot;
+    assert!(ws.messages_sent >= 195, "{} sent", ws.messages_sent);
+    // Every message sent before the end was owed an echo for up to 1.5 s after it.
+    assert_eq!(snap.errors.get(ErrorKind::Timeout).count, ws.messages_sent);
+    assert_eq!(r.totals.in_flight, 0);
+    let elapsed = started.elapsed();
+    assert!(
+        elapsed >= Duration::from_millis(2400) && elapsed < Duration::from_secs(5),
+        "{elapsed:?}"
+    );
+    let cpu = r.client_cpu.total();
+    assert!(
+        cpu < Duration::from_millis(500),
+        "client CPU {cpu:?} while waiting"
+    );
+}
