@@ -330,7 +330,7 @@ fn assess(plan: &Plan, facts: &RunFacts, summary: &Summary) -> Health {
             .schedule_lag
             .as_ref()
             .map(|l| l.percentile(99.0).unwrap_or(0));
-        let found = crate::websocket::findings(ws, lag, LATE_LAG_P99_US);
+        let found = crate::websocket::findings(ws, summary.dropped, lag, LATE_LAG_P99_US);
         if !found.is_empty() && !health.client_saturated {
             health.overloaded = true;
         }

@@ -164,7 +164,7 @@ pub fn render_text_block(o: &mut String, r: &Report, ws: &WsSummary) {
     );
     let _ = writeln!(
         o,
-        "  Messages      sent {} ({:.2}/s{}), received {} ({:.2}/s)",
+        "  Messages      sent {} ({:.2}/s{}), received {} ({:.2}/s){}",
         ws.messages_sent,
         ws.messages_sent_per_s,
         match ws.requested_send_rate {
@@ -172,7 +172,15 @@ pub fn render_text_block(o: &mut String, r: &Report, ws: &WsSummary) {
             None => String::new(),
         },
         ws.messages_received,
-        ws.messages_received_per_s
+        ws.messages_received_per_s,
+        if s.dropped > 0 {
+            format!(
+                "; {} due but dropped (never sent: over --timeout behind, or held back at the end)",
+                s.dropped
+            )
+        } else {
+            String::new()
+        }
     );
     let _ = writeln!(
         o,
@@ -364,8 +372,18 @@ pub fn render_html_section(o: &mut String, b: &crate::bundle::Bundle) {
 }
 
 /// Plain-words findings about a WebSocket run: a send rate not held, sends that left late.
-pub fn findings(ws: &WsSummary, lag_p99_us: Option<u64>, late_us: u64) -> Vec<String> {
+pub fn findings(
+    ws: &WsSummary,
+    dropped: u64,
+    lag_p99_us: Option<u64>,
+    late_us: u64,
+) -> Vec<String> {
     let mut out = Vec::new();
+    if dropped > 0 {
+        out.push(format!(
+            "{dropped} messages fell due but were never sent: the sessions were more than --timeout behind their schedule, or the server stopped reading what they sent"
+        ));
+    }
     if let (Some(held), Some(rate)) = (ws.send_rate_held(), ws.requested_send_rate) {
         if held < HELD_RATE {
             out.push(format!(
