@@ -185,8 +185,16 @@ fn serve(args: &ServeArgs) -> Result<ExitCode> {
     );
     let _ = signals.lock().expect("signal state").received.recv();
     let served = server.requests_served();
+    let sessions = server.ws_sessions();
+    let (received, sent) = (server.ws_messages_received(), server.ws_messages_sent());
     server.shutdown();
-    println!("served {served} requests");
+    if sessions > 0 {
+        println!(
+            "served {served} requests, of which {sessions} WebSocket sessions: {received} messages received, {sent} sent"
+        );
+    } else {
+        println!("served {served} requests");
+    }
     Ok(ExitCode::SUCCESS)
 }
 

@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
 pub struct Environment {
     pub cpu_model: String,
+    /// The machine's logical CPUs, whatever CPU affinity (taskset) loadmark ran under.
     pub cores: usize,
     pub memory_bytes: u64,
     pub os: String,
@@ -18,7 +19,14 @@ fn read(path: &str) -> String {
 impl Environment {
     /// Reads the facts from /proc and /etc (Linux); unknown fields stay empty.
     pub fn detect() -> Self {
-        let cpu_model = read("/proc/cpuinfo")
+        let cpuinfo = read("/proc/cpuinfo");
+        // The machine's CPUs, not the ones this process may use: a benchmark pinned with
+        // taskset still ran on a machine of this size.
+        let listed = cpuinfo
+            .lines()
+            .filter(|l| l.starts_with("processor"))
+            .count();
+        let cpu_model = cpuinfo
             .lines()
             .find_map(|l| l.strip_prefix("model name"))
             .and_then(|l| l.split_once(':'))
@@ -36,7 +44,11 @@ impl Environment {
             .unwrap_or_else(|| std::env::consts::OS.to_string());
         Environment {
             cpu_model,
-            cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            cores: if listed > 0 {
+                listed
+            } else {
+                std::thread::available_parallelism().map_or(1, |n| n.get())
+            },
             memory_bytes,
             os,
             kernel: read("/proc/sys/kernel/osrelease").trim().to_string(),
