@@ -1,15 +1,16 @@
 //! CSV for spreadsheets: the per-second series, and the summary (one row per run or step).
 //!
 //! Two separate files rather than two sections in one, because spreadsheets and `pandas`
-//! read one table per file. Latencies are integer microseconds, rates per second.
+//! read one table per file. Latencies are integer microseconds, rates per second. The
+//! WebSocket columns (messages, sessions) are zero or empty for HTTP runs.
 
 use std::fmt::Write as _;
 
 use crate::bundle::{Bundle, BundleStep};
 use crate::model::Report;
 
-const SERIES_HEADER: &str = "second,warmup,responses,errors,failed,bytes_read,connections_opened,latency_p50_us,latency_p99_us,latency_max_us";
-const SUMMARY_HEADER: &str = "started_at,method,url,measured_s,completed,responses,errors,non_success_responses,failed,dropped,in_flight_at_end,rps,read_bytes_per_s,latency_min_us,latency_mean_us,latency_stdev_us,latency_p50_us,latency_p75_us,latency_p90_us,latency_p95_us,latency_p99_us,latency_p99_9_us,latency_p99_99_us,latency_max_us";
+const SERIES_HEADER: &str = "second,warmup,responses,errors,failed,bytes_read,connections_opened,latency_p50_us,latency_p99_us,latency_max_us,messages_sent,messages_received";
+const SUMMARY_HEADER: &str = "started_at,method,url,measured_s,completed,responses,errors,non_success_responses,failed,dropped,in_flight_at_end,rps,read_bytes_per_s,latency_min_us,latency_mean_us,latency_stdev_us,latency_p50_us,latency_p75_us,latency_p90_us,latency_p95_us,latency_p99_us,latency_p99_9_us,latency_p99_99_us,latency_max_us,messages_sent_per_s,messages_received_per_s,sessions_opened";
 
 /// The per-second series of one run.
 pub fn render_csv(r: &Report) -> String {
@@ -57,7 +58,7 @@ fn series_rows(o: &mut String, prefix: &str, r: &Report) {
     for p in &r.series {
         let _ = writeln!(
             o,
-            "{prefix}{},{},{},{},{},{},{},{},{},{}",
+            "{prefix}{},{},{},{},{},{},{},{},{},{},{},{}",
             p.second,
             p.warmup,
             p.responses,
@@ -67,7 +68,9 @@ fn series_rows(o: &mut String, prefix: &str, r: &Report) {
             p.connections_opened,
             p.latency_p50_us,
             p.latency_p99_us,
-            p.latency_max_us
+            p.latency_max_us,
+            p.messages_sent,
+            p.messages_received
         );
     }
 }
@@ -84,7 +87,7 @@ fn summary_row(o: &mut String, prefix: &str, r: &Report) {
     };
     let _ = writeln!(
         o,
-        "{prefix}{},{},{},{:.3},{},{},{},{},{},{},{},{:.3},{:.1},{},{:.1},{:.1},{},{},{},{},{},{},{},{}",
+        "{prefix}{},{},{},{:.3},{},{},{},{},{},{},{},{:.3},{:.1},{},{:.1},{:.1},{},{},{},{},{},{},{},{},{}",
         field(&r.run.started_at),
         field(&r.plan.request.method),
         field(&r.plan.request.url.to_string()),
@@ -109,6 +112,14 @@ fn summary_row(o: &mut String, prefix: &str, r: &Report) {
         q(0.999),
         q(0.9999),
         s.latency.max_us,
+        // WebSocket runs only; empty for HTTP.
+        match &s.websocket {
+            Some(ws) => format!(
+                "{:.3},{:.3},{}",
+                ws.messages_sent_per_s, ws.messages_received_per_s, ws.sessions_opened
+            ),
+            None => ",,".to_string(),
+        },
     );
 }
 
