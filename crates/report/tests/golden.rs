@@ -159,9 +159,15 @@ fn websocket_text_markdown_and_json() {
         .skip(1)
         .map(|l| l.split(',').nth(10).unwrap().parse::<u64>().unwrap())
         .sum();
-    assert_eq!(sent, 2000, "the CSV series carries messages per second: {csv}");
+    assert_eq!(
+        sent, 2000,
+        "the CSV series carries messages per second: {csv}"
+    );
     let summary = loadmark_report::render_csv_summary(&report);
-    assert!(summary.trim_end().ends_with(",1000.000,1000.000,4"), "{summary}");
+    assert!(
+        summary.trim_end().ends_with(",1000.000,1000.000,4"),
+        "{summary}"
+    );
     let json = render_json(&report);
     assert!(json.contains("\"messages_sent\": 2000"), "{json}");
     let again = render_json(&Report::from_json(&json).unwrap());
