@@ -4,14 +4,10 @@ mod common;
 
 use common::*;
 
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use loadmark_report::Report;
-
-fn loadmark() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_loadmark"))
-}
 
 #[test]
 fn run_writes_a_json_report_that_matches_the_server_and_renders_again() {

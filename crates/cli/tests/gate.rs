@@ -5,13 +5,9 @@ mod common;
 use common::*;
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
 use loadmark_report::Report;
-
-fn loadmark() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_loadmark"))
-}
 
 /// Tests here run load; one at a time, so the comparison test measures its own runs only.
 static LOAD: std::sync::Mutex<()> = std::sync::Mutex::new(());

@@ -4,13 +4,9 @@ mod common;
 
 use common::*;
 
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 
 use loadmark_report::Report;
-
-fn loadmark() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_loadmark"))
-}
 
 #[test]
 fn ws_echo_reports_messages_both_ways_and_the_server_agrees() {

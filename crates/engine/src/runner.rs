@@ -146,7 +146,7 @@ fn run_with<T: Transport>(
                 Executor::WebSocket {
                     sessions: spread(*connections),
                     budget: budget.clone(),
-                    shared: Arc::new(plan.websocket.clone().expect("checked")),
+                    spec: Arc::new(plan.websocket.clone().expect("checked")),
                 },
                 load_end.map(|end| end + plan.timeouts.request + Duration::from_secs(2)),
             ),
@@ -285,7 +285,7 @@ enum Executor {
     WebSocket {
         sessions: usize,
         budget: Arc<Budget>,
-        shared: Arc<WsSpec>,
+        spec: Arc<WsSpec>,
     },
 }
 
@@ -356,7 +356,7 @@ impl<T: Transport> Worker<T> {
                 Executor::WebSocket {
                     sessions,
                     budget,
-                    shared: spec,
+                    spec,
                 } => {
                     let ws = Rc::new(WsShared::new(
                         (**spec).clone(),

@@ -3,7 +3,6 @@
 mod common;
 
 use std::io::{Read, Write};
-use std::net::TcpListener;
 
 use common::plan;
 use loadmark_engine::{run, StopHandle};
@@ -12,37 +11,26 @@ use loadmark_plan::{Stop, TlsPolicy};
 
 /// A blocking TLS server with a fresh self-signed certificate for 127.0.0.1.
 fn tls_server() -> std::net::SocketAddr {
-    let config = common::self_signed_tls();
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = listener.local_addr().unwrap();
-    std::thread::spawn(move || {
-        for tcp in listener.incoming().flatten() {
-            let config = config.clone();
-            std::thread::spawn(move || {
-                let conn = rustls::ServerConnection::new(config).unwrap();
-                let mut tls = rustls::StreamOwned::new(conn, tcp);
-                let mut buf = Vec::new();
-                let mut chunk = [0u8; 4096];
-                loop {
-                    while let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-                        buf.drain(..end + 4);
-                        if tls
-                            .write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nOK")
-                            .is_err()
-                        {
-                            return;
-                        }
-                        let _ = tls.flush();
-                    }
-                    match tls.read(&mut chunk) {
-                        Ok(0) | Err(_) => return,
-                        Ok(n) => buf.extend_from_slice(&chunk[..n]),
-                    }
+    common::tls_server(|tls| {
+        let mut buf = Vec::new();
+        let mut chunk = [0u8; 4096];
+        loop {
+            while let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                buf.drain(..end + 4);
+                if tls
+                    .write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nOK")
+                    .is_err()
+                {
+                    return;
                 }
-            });
+                let _ = tls.flush();
+            }
+            match tls.read(&mut chunk) {
+                Ok(0) | Err(_) => return,
+                Ok(n) => buf.extend_from_slice(&chunk[..n]),
+            }
         }
-    });
-    addr
+    })
 }
 
 #[test]

@@ -419,20 +419,9 @@ fn unanswered_messages_time_out_and_a_server_that_never_reads_cannot_grow_memory
 /// A blocking wss:// echo server (rustls, self-signed): upgrade, then echo every data frame
 /// unmasked, answer pings, echo a Close and stop.
 fn wss_echo_server() -> std::net::SocketAddr {
-    let config = common::self_signed_tls();
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = listener.local_addr().unwrap();
-    std::thread::spawn(move || {
-        for tcp in listener.incoming().flatten() {
-            let config = config.clone();
-            std::thread::spawn(move || {
-                let conn = rustls::ServerConnection::new(config).unwrap();
-                let mut tls = rustls::StreamOwned::new(conn, tcp);
-                let _ = echo_frames(&mut tls);
-            });
-        }
-    });
-    addr
+    common::tls_server(|tls| {
+        let _ = echo_frames(tls);
+    })
 }
 
 fn echo_frames(s: &mut (impl Read + Write)) -> std::io::Result<()> {

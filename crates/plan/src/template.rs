@@ -234,22 +234,27 @@ mod tests {
         assert!(Template::parse("/plain", "p", &[]).unwrap().is_literal());
     }
 
+    /// Renders `t` with the random state `rng`, carried from call to call.
+    fn render_random(t: &Template, rng: &mut u64) -> String {
+        let mut out = Vec::new();
+        t.render(
+            &mut RenderContext {
+                rng,
+                seq: 0,
+                row: &[],
+            },
+            &mut out,
+        );
+        String::from_utf8(out).unwrap()
+    }
+
     #[test]
     fn random_values_cover_the_range() {
         let t = Template::parse("{{rand_int 1 3}}", "p", &[]).unwrap();
         let mut rng = 1u64;
         let mut seen = [false; 4];
         for _ in 0..100 {
-            let mut out = Vec::new();
-            t.render(
-                &mut RenderContext {
-                    rng: &mut rng,
-                    seq: 0,
-                    row: &[],
-                },
-                &mut out,
-            );
-            seen[String::from_utf8(out).unwrap().parse::<usize>().unwrap()] = true;
+            seen[render_random(&t, &mut rng).parse::<usize>().unwrap()] = true;
         }
         assert_eq!(seen, [false, true, true, true]);
     }
@@ -260,16 +265,7 @@ mod tests {
         let mut rng = 7u64;
         let (mut lo, mut hi) = (f64::MAX, f64::MIN);
         for _ in 0..1000 {
-            let mut out = Vec::new();
-            t.render(
-                &mut RenderContext {
-                    rng: &mut rng,
-                    seq: 0,
-                    row: &[],
-                },
-                &mut out,
-            );
-            let text = String::from_utf8(out).unwrap();
+            let text = render_random(&t, &mut rng);
             assert_eq!(text.len() - text.find('.').unwrap() - 1, 6, "{text}");
             let v: f64 = text.parse().unwrap();
             (lo, hi) = (lo.min(v), hi.max(v));

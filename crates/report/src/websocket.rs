@@ -224,14 +224,11 @@ pub fn render_text_block(o: &mut String, r: &Report, ws: &WsSummary) {
         "TCP, TLS and upgrade, until the 101 was read",
     );
     if ws.pings_sent > 0 {
-        let _ = writeln!(
+        crate::text::short_line(
             o,
-            "  Ping RTT      p50 {}  p99 {}  max {}   ({} pings, {} pongs)",
-            format_us(ws.ping_rtt.percentile(50.0).unwrap_or(0) as f64),
-            format_us(ws.ping_rtt.percentile(99.0).unwrap_or(0) as f64),
-            format_us(ws.ping_rtt.max_us as f64),
-            ws.pings_sent,
-            ws.pongs_received
+            "Ping RTT",
+            &ws.ping_rtt,
+            &format!("{} pings, {} pongs", ws.pings_sent, ws.pongs_received),
         );
     }
     if ws.session_duration.count > 0 {

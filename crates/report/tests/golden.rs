@@ -8,7 +8,7 @@ use std::time::{Duration, Instant, UNIX_EPOCH};
 
 use loadmark_metrics::{Aggregate, ErrorKind, Recorder, Sample};
 use loadmark_plan::{Load, Plan, RequestSpec, Stop, Target, Timeouts, TlsPolicy};
-use loadmark_report::{render_json, render_text, Environment, Report, RunFacts};
+use loadmark_report::{render_json, render_text, Report, RunFacts};
 
 fn fixed_report() -> Report {
     let origin = Instant::now();
@@ -71,14 +71,12 @@ fn fixed_report() -> Report {
         busiest_worker: 0.35,
         target_addr: "127.0.0.1:8080".into(),
     };
-    let env = Environment {
-        cpu_model: "Test CPU @ 3.00GHz".into(),
-        cores: 2,
-        memory_bytes: 24 << 30,
-        os: "Debian GNU/Linux 12 (bookworm)".into(),
-        kernel: "6.1.0-test".into(),
-    };
-    Report::new(&plan, &facts, aggregate.finish(), env)
+    Report::new(
+        &plan,
+        &facts,
+        aggregate.finish(),
+        common::test_environment(),
+    )
 }
 
 fn check(name: &str, actual: &str) {

@@ -6,6 +6,11 @@ use std::path::PathBuf;
 
 use loadmark_target::{start, RunningServer, ServerConfig};
 
+/// The `loadmark` binary under test.
+pub fn loadmark() -> std::process::Command {
+    std::process::Command::new(env!("CARGO_BIN_EXE_loadmark"))
+}
+
 /// The built-in target on a free loopback port, one thread.
 pub fn target() -> RunningServer {
     start(ServerConfig {

@@ -211,3 +211,24 @@ pub fn self_signed_tls() -> Arc<rustls::ServerConfig> {
         .unwrap(),
     )
 }
+
+/// The TLS side of a blocking test server.
+pub type TlsStream = rustls::StreamOwned<rustls::ServerConnection, TcpStream>;
+
+/// A blocking TLS server (self-signed for 127.0.0.1) that hands every connection, on its own
+/// thread, to `handle`.
+pub fn tls_server(handle: fn(&mut TlsStream)) -> SocketAddr {
+    let config = self_signed_tls();
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    thread::spawn(move || {
+        for tcp in listener.incoming().flatten() {
+            let config = config.clone();
+            thread::spawn(move || {
+                let conn = rustls::ServerConnection::new(config).unwrap();
+                handle(&mut rustls::StreamOwned::new(conn, tcp));
+            });
+        }
+    });
+    addr
+}

@@ -141,7 +141,7 @@ pub fn ws_report() -> Report {
     );
     let mut aggregate = Aggregate::new(1, 0);
     aggregate.add(recorder.finish());
-    let mut plan = loadmark_plan::Settings {
+    let plan = loadmark_plan::Settings {
         connections: Some(4),
         threads: Some(1),
         duration: Some(Duration::from_secs(2)),
@@ -170,7 +170,6 @@ pub fn ws_report() -> Report {
         1,
     )
     .unwrap();
-    plan.tls = TlsPolicy::Verify;
     let facts = RunFacts {
         started_at: UNIX_EPOCH + Duration::from_secs(1_795_381_503),
         elapsed: Duration::from_secs(2),
@@ -181,12 +180,16 @@ pub fn ws_report() -> Report {
         busiest_worker: 0.2,
         target_addr: "127.0.0.1:8080".into(),
     };
-    let env = Environment {
+    Report::new(&plan, &facts, aggregate.finish(), test_environment())
+}
+
+/// The fixed machine every golden report ran on.
+pub fn test_environment() -> Environment {
+    Environment {
         cpu_model: "Test CPU @ 3.00GHz".into(),
         cores: 2,
         memory_bytes: 24 << 30,
         os: "Debian GNU/Linux 12 (bookworm)".into(),
         kernel: "6.1.0-test".into(),
-    };
-    Report::new(&plan, &facts, aggregate.finish(), env)
+    }
 }
