@@ -146,7 +146,7 @@ fn run_with<T: Transport>(
                 Executor::WebSocket {
                     sessions: spread(*connections),
                     budget: budget.clone(),
-                    spec: Arc::new(plan.websocket.clone().expect("checked")),
+                    spec: plan.websocket.clone().expect("checked"),
                 },
                 load_end.map(|end| end + plan.timeouts.request + Duration::from_secs(2)),
             ),
@@ -285,7 +285,7 @@ enum Executor {
     WebSocket {
         sessions: usize,
         budget: Arc<Budget>,
-        spec: Arc<WsSpec>,
+        spec: WsSpec,
     },
 }
 
@@ -359,7 +359,7 @@ impl<T: Transport> Worker<T> {
                     spec,
                 } => {
                     let ws = Rc::new(WsShared::new(
-                        (**spec).clone(),
+                        spec.clone(),
                         self.url.clone(),
                         self.headers.clone(),
                         self.connect_timeout,
