@@ -1,0 +1,177 @@
+//! The floor: the cheapest keep-alive HTTP/1.1 client this machine allows, to tell how much of
+//! a load generator's CPU per request is the kernel's share that every client pays.
+//!
+//! N connections, one fixed GET each, for D seconds. Every send and receive goes through one
+//! io_uring (one `io_uring_enter` per turn, no epoll), responses are checked only for their
+//! status line and Content-Length, nothing is recorded but a count. It is not a load
+//! generator: no timeouts, no latency, no error classification (any error aborts).
+//!
+//! Usage: loadmark-floor URL CONNECTIONS SECONDS [BATCH]
+//!   BATCH (default 1): a turn waits until BATCH completions are ready, or 100 µs have passed
+//!   with at least one ready (IORING_ENTER min_wait): fewer sleeps and wake-ups per request,
+//!   at the price of latency, which is why loadmark does not do it.
+
+use std::io::Write;
+use std::net::{TcpStream, ToSocketAddrs};
+use std::os::fd::AsRawFd;
+use std::time::{Duration, Instant};
+
+use io_uring::{opcode, types, IoUring};
+
+const BUFFER: usize = 64 * 1024;
+
+struct Conn {
+    stream: TcpStream,
+    buf: Box<[u8]>,
+    /// Bytes of the current response received so far, and its whole length once known.
+    have: usize,
+    need: Option<usize>,
+}
+
+fn fail(message: String) -> ! {
+    eprintln!("loadmark-floor: {message}");
+    std::process::exit(2)
+}
+
+/// The length of a whole response (head and Content-Length body) once its head is in `b`.
+fn response_length(b: &[u8]) -> Option<usize> {
+    let end = b.windows(4).position(|w| w == b"\r\n\r\n")? + 4;
+    let head = std::str::from_utf8(&b[..end]).unwrap_or_else(|_| fail("non-UTF-8 head".into()));
+    if !head.starts_with("HTTP/1.1 200 ") {
+        fail(format!("not a 200: {:?}", head.lines().next()));
+    }
+    let length = head
+        .lines()
+        .find_map(|l| {
+            let (name, value) = l.split_once(':')?;
+            if name.eq_ignore_ascii_case("content-length") {
+                value.trim().parse::<usize>().ok()
+            } else {
+                None
+            }
+        })
+        .unwrap_or_else(|| fail("no Content-Length".into()));
+    Some(end + length)
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    if args.len() < 4 {
+        fail("usage: loadmark-floor URL CONNECTIONS SECONDS [BATCH]".into());
+    }
+    let rest = args[1]
+        .strip_prefix("http://")
+        .unwrap_or_else(|| fail("only http:// URLs".into()));
+    let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+    let path = if path.is_empty() { "/" } else { path };
+    let conns: usize = args[2].parse().unwrap_or_else(|_| fail("bad CONNECTIONS".into()));
+    let secs: f64 = args[3].parse().unwrap_or_else(|_| fail("bad SECONDS".into()));
+    let batch: usize = args.get(4).map_or(1, |b| b.parse().unwrap_or_else(|_| fail("bad BATCH".into())));
+    let request = format!("GET {path} HTTP/1.1\r\nHost: {authority}\r\n\r\n").into_bytes();
+    let addr = authority
+        .to_socket_addrs()
+        .ok()
+        .and_then(|mut a| a.next())
+        .unwrap_or_else(|| fail(format!("cannot resolve {authority}")));
+
+    let mut ring = IoUring::builder()
+        .setup_single_issuer()
+        .setup_defer_taskrun()
+        .build(4096)
+        .unwrap_or_else(|e| fail(format!("io_uring: {e}")));
+    let mut cs: Vec<Conn> = (0..conns)
+        .map(|_| {
+            let stream = TcpStream::connect(addr).unwrap_or_else(|e| fail(format!("connect: {e}")));
+            stream.set_nodelay(true).unwrap();
+            Conn { stream, buf: vec![0u8; BUFFER].into_boxed_slice(), have: 0, need: None }
+        })
+        .collect();
+
+    // user data: connection index << 1, low bit 1 for a receive, 0 for a send.
+    let queue = |ring: &mut IoUring, c: &mut Conn, i: usize, send: bool| {
+        let fd = types::Fd(c.stream.as_raw_fd());
+        let mut sq = ring.submission();
+        // SAFETY: the request and the connection's buffer outlive every operation (the
+        // connections live until main returns, after the last completion).
+        unsafe {
+            if send {
+                let e = opcode::Send::new(fd, request.as_ptr(), request.len() as u32)
+                    .build()
+                    .user_data((i as u64) << 1);
+                sq.push(&e).expect("room for two entries per connection");
+            }
+            let free = &mut c.buf[c.have..];
+            let e = opcode::Recv::new(fd, free.as_mut_ptr(), free.len() as u32)
+                .build()
+                .user_data(((i as u64) << 1) | 1);
+            sq.push(&e).expect("room for two entries per connection");
+        }
+    };
+    for (i, c) in cs.iter_mut().enumerate() {
+        queue(&mut ring, c, i, true);
+    }
+    let start = Instant::now();
+    let end = start + Duration::from_secs_f64(secs);
+    let (mut responses, mut turns, mut completions, mut busy) = (0u64, 0u64, 0u64, conns);
+    let ts = types::Timespec::from(Duration::from_millis(100));
+    let args = types::SubmitArgs::new().timespec(&ts).min_wait_usec(if batch > 1 { 100 } else { 0 });
+    while busy > 0 {
+        let want = batch.min(busy);
+        match ring.submitter().submit_with_args(want, &args) {
+            Ok(_) => {}
+            Err(e) if e.raw_os_error() == Some(libc_etime()) => {}
+            Err(e) => fail(format!("io_uring_enter: {e}")),
+        }
+        turns += 1;
+        let stopping = Instant::now() >= end;
+        let done: Vec<(u64, i32)> = ring.completion().map(|c| (c.user_data(), c.result())).collect();
+        completions += done.len() as u64;
+        for (data, res) in done {
+            let i = (data >> 1) as usize;
+            if data & 1 == 0 {
+                if res != request.len() as i32 {
+                    fail(format!("send: {res}"));
+                }
+                continue;
+            }
+            if res <= 0 {
+                fail(format!("receive: {res} (connection closed or failed)"));
+            }
+            let c = &mut cs[i];
+            c.have += res as usize;
+            if c.need.is_none() {
+                c.need = response_length(&c.buf[..c.have]);
+            }
+            match c.need {
+                Some(n) if c.have >= n => {
+                    if c.have > n {
+                        fail("bytes after a response".into());
+                    }
+                    responses += 1;
+                    c.have = 0;
+                    c.need = None;
+                    if stopping {
+                        busy -= 1;
+                    } else {
+                        queue(&mut ring, c, i, true);
+                    }
+                }
+                _ if c.have == BUFFER => fail("response larger than the buffer".into()),
+                _ => queue(&mut ring, c, i, false),
+            }
+        }
+    }
+    let elapsed = start.elapsed().as_secs_f64();
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(
+        out,
+        "{responses} responses in {elapsed:.2}s, {:.0} req/s; {:.2} completions per io_uring_enter",
+        responses as f64 / elapsed,
+        completions as f64 / turns as f64
+    );
+}
+
+/// ETIME: a turn's timeout passed with fewer completions than wanted (not an error).
+fn libc_etime() -> i32 {
+    62
+}
