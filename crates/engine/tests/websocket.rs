@@ -387,15 +387,17 @@ fn unanswered_messages_time_out_and_a_server_that_never_reads_cannot_grow_memory
     let r = run(&p, &StopHandle::new(), |_| {}).unwrap();
     let ws = stats(&r);
     let snap = &r.totals.snapshot;
-    // 1500 sends were due; the socket buffers fill and the session holds sends back. What
-    // never left is dropped, and counted: every message due is sent or dropped.
+    // Up to 1500 sends were due; the socket buffers fill and the session holds sends back.
+    // What never left is dropped, and counted: every message due is sent or dropped. Sends
+    // fall due from the end of the handshake, which on a loaded machine is a few ms into the
+    // run (1497 were due in one CI run that shared the machine), hence the lower bound.
     assert!(
         ws.messages_sent < 1000,
         "sends wait behind a full write backlog ({} sent)",
         ws.messages_sent
     );
     assert!(
-        (1499..=1500).contains(&(ws.messages_sent + snap.dropped)),
+        (1480..=1500).contains(&(ws.messages_sent + snap.dropped)),
         "{} sent + {} dropped",
         ws.messages_sent,
         snap.dropped
