@@ -300,10 +300,16 @@ fn compare_flags_a_real_slowdown_and_not_a_repeat() {
     );
     assert_eq!(c["gates"][0]["passed"], false);
 
+    // The extremes are left out: a run during which the machine stalls more often has a
+    // higher max in every second (a CI run on an otherwise idle machine saw max 6.5 -> 15.6 ms
+    // in all four seconds of the repeat), and four per-second samples cannot tell that from a
+    // change in the server.
     let (code, c) = comparison(&base, &again, &["--fail-if", "p99>+10%"]);
+    let extremes = ["p99.9", "max"];
     assert!(
         verdicts(&c)
             .iter()
+            .filter(|(m, _)| !extremes.contains(&m.as_str()))
             .all(|(_, v)| v == "no_significant_change"),
         "the same configuration twice is not a change: {c:#}"
     );
