@@ -258,10 +258,12 @@ fn compare_flags_a_real_slowdown_and_not_a_repeat() {
     let dir = temp_dir("gate", "compare");
     // Server-side delays dominate the latency, so the CPU noise of a shared machine (other
     // tests run beside this one) does not move the figures; CPU-bound /status runs would.
+    // They are long enough that a stall of a few ms (seen on CI's virtual machines) is small
+    // beside them: with 2 ms delays this test failed in 5 of 11 runs on an idle machine.
     let runs = [
-        ("base", "/delay/2"),
-        ("again", "/delay/2"),
-        ("delay", "/delay/8"),
+        ("base", "/delay/50"),
+        ("again", "/delay/50"),
+        ("delay", "/delay/200"),
     ];
     for (name, route) in runs {
         let url = format!("http://{}{route}", server.local_addr());
@@ -287,7 +289,7 @@ fn compare_flags_a_real_slowdown_and_not_a_repeat() {
         dir.join("delay.json"),
     );
 
-    let (code, c) = comparison(&base, &delay, &["--fail-if", "p99>+10%"]);
+    let (code, c) = comparison(&base, &delay, &["--fail-if", "p99>+25%"]);
     let v = verdicts(&c);
     for metric in ["p50", "p99", "rps"] {
         let verdict = &v.iter().find(|(m, _)| m == metric).unwrap().1;
@@ -296,21 +298,22 @@ fn compare_flags_a_real_slowdown_and_not_a_repeat() {
     assert_eq!(
         code,
         Some(3),
-        "--fail-if p99>+10% fails on the delay: {c:#}"
+        "--fail-if p99>+25% fails on the delay: {c:#}"
     );
     assert_eq!(c["gates"][0]["passed"], false);
 
-    // The extremes are left out: a run during which the machine stalls more often has a
-    // higher max in every second (a CI run on an otherwise idle machine saw max 6.5 -> 15.6 ms
-    // in all four seconds of the repeat), and four per-second samples cannot tell that from a
-    // change in the server.
-    let (code, c) = comparison(&base, &again, &["--fail-if", "p99>+10%"]);
-    let extremes = ["p99.9", "max"];
+    // The tails are left out: four per-second samples per run allow p = 0.029 at best, which
+    // any steady drift of a shared machine between two runs reaches (CI runs on an otherwise
+    // idle machine saw the repeat's every second worse in max, 6.5 -> 15.6 ms, and in p99,
+    // +6.8%). The centre must not move, and the p99 gate must not fail.
+    let (code, c) = comparison(&base, &again, &["--fail-if", "p99>+25%"]);
+    let centre: Vec<_> = verdicts(&c)
+        .into_iter()
+        .filter(|(m, _)| ["rps", "p50", "p90", "error_rate"].contains(&m.as_str()))
+        .collect();
+    assert_eq!(centre.len(), 4, "{c:#}");
     assert!(
-        verdicts(&c)
-            .iter()
-            .filter(|(m, _)| !extremes.contains(&m.as_str()))
-            .all(|(_, v)| v == "no_significant_change"),
+        centre.iter().all(|(_, v)| v == "no_significant_change"),
         "the same configuration twice is not a change: {c:#}"
     );
     assert_eq!(code, Some(0), "{c:#}");
