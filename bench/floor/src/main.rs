@@ -64,9 +64,15 @@ fn main() {
         .unwrap_or_else(|| fail("only http:// URLs".into()));
     let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
     let path = if path.is_empty() { "/" } else { path };
-    let conns: usize = args[2].parse().unwrap_or_else(|_| fail("bad CONNECTIONS".into()));
-    let secs: f64 = args[3].parse().unwrap_or_else(|_| fail("bad SECONDS".into()));
-    let batch: usize = args.get(4).map_or(1, |b| b.parse().unwrap_or_else(|_| fail("bad BATCH".into())));
+    let conns: usize = args[2]
+        .parse()
+        .unwrap_or_else(|_| fail("bad CONNECTIONS".into()));
+    let secs: f64 = args[3]
+        .parse()
+        .unwrap_or_else(|_| fail("bad SECONDS".into()));
+    let batch: usize = args.get(4).map_or(1, |b| {
+        b.parse().unwrap_or_else(|_| fail("bad BATCH".into()))
+    });
     let request = format!("GET {path} HTTP/1.1\r\nHost: {authority}\r\n\r\n").into_bytes();
     let addr = authority
         .to_socket_addrs()
@@ -77,13 +83,18 @@ fn main() {
     let mut ring = IoUring::builder()
         .setup_single_issuer()
         .setup_defer_taskrun()
-        .build(4096)
+        .build((2 * conns as u32).next_power_of_two().max(8))
         .unwrap_or_else(|e| fail(format!("io_uring: {e}")));
     let mut cs: Vec<Conn> = (0..conns)
         .map(|_| {
             let stream = TcpStream::connect(addr).unwrap_or_else(|e| fail(format!("connect: {e}")));
             stream.set_nodelay(true).unwrap();
-            Conn { stream, buf: vec![0u8; BUFFER].into_boxed_slice(), have: 0, need: None }
+            Conn {
+                stream,
+                buf: vec![0u8; BUFFER].into_boxed_slice(),
+                have: 0,
+                need: None,
+            }
         })
         .collect();
 
@@ -98,13 +109,15 @@ fn main() {
                 let e = opcode::Send::new(fd, request.as_ptr(), request.len() as u32)
                     .build()
                     .user_data((i as u64) << 1);
-                sq.push(&e).expect("room for two entries per connection");
+                sq.push(&e)
+                    .expect("the ring holds two entries per connection");
             }
             let free = &mut c.buf[c.have..];
             let e = opcode::Recv::new(fd, free.as_mut_ptr(), free.len() as u32)
                 .build()
                 .user_data(((i as u64) << 1) | 1);
-            sq.push(&e).expect("room for two entries per connection");
+            sq.push(&e)
+                .expect("the ring holds two entries per connection");
         }
     };
     for (i, c) in cs.iter_mut().enumerate() {
@@ -114,17 +127,22 @@ fn main() {
     let end = start + Duration::from_secs_f64(secs);
     let (mut responses, mut turns, mut completions, mut busy) = (0u64, 0u64, 0u64, conns);
     let ts = types::Timespec::from(Duration::from_millis(100));
-    let args = types::SubmitArgs::new().timespec(&ts).min_wait_usec(if batch > 1 { 100 } else { 0 });
+    let args = types::SubmitArgs::new()
+        .timespec(&ts)
+        .min_wait_usec(if batch > 1 { 100 } else { 0 });
     while busy > 0 {
         let want = batch.min(busy);
         match ring.submitter().submit_with_args(want, &args) {
             Ok(_) => {}
-            Err(e) if e.raw_os_error() == Some(libc_etime()) => {}
+            Err(e) if e.raw_os_error() == Some(ETIME) => {}
             Err(e) => fail(format!("io_uring_enter: {e}")),
         }
         turns += 1;
         let stopping = Instant::now() >= end;
-        let done: Vec<(u64, i32)> = ring.completion().map(|c| (c.user_data(), c.result())).collect();
+        let done: Vec<(u64, i32)> = ring
+            .completion()
+            .map(|c| (c.user_data(), c.result()))
+            .collect();
         completions += done.len() as u64;
         for (data, res) in done {
             let i = (data >> 1) as usize;
@@ -171,7 +189,5 @@ fn main() {
     );
 }
 
-/// ETIME: a turn's timeout passed with fewer completions than wanted (not an error).
-fn libc_etime() -> i32 {
-    62
-}
+/// ETIME (Linux): a turn's timeout passed with fewer completions than wanted (not an error).
+const ETIME: i32 = 62;
