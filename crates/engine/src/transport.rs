@@ -43,9 +43,58 @@ pub fn classify_io(e: &io::Error, step: ErrorKind) -> ErrorKind {
 
 /// Opens connections to one target. Cloned into every worker thread.
 pub trait Transport: Clone + Send + 'static {
-    type Stream: AsyncRead + AsyncWrite + Unpin + 'static;
+    type Stream: AsyncRead + AsyncWrite + Discard + Unpin + 'static;
     fn connect(&self) -> impl Future<Output = Result<Self::Stream, ConnectError>>;
 }
+
+/// A stream that can drop received bytes without copying them into the process: a body the
+/// load generator only counts need not cross into user space (on TCP, `recv` with
+/// `MSG_TRUNC`, which Linux has honoured for TCP since 2.4).
+pub trait Discard {
+    /// False for streams that must read every byte (TLS decrypts and authenticates them).
+    const CAN_DISCARD: bool = false;
+
+    /// Drops up to `max` received bytes; ready with how many (0: the peer closed), or pending
+    /// until some arrive. Called only when [`Discard::CAN_DISCARD`] is true.
+    fn poll_discard(&mut self, _cx: &mut Context<'_>, _max: usize) -> Poll<io::Result<usize>> {
+        Poll::Ready(Err(io::ErrorKind::Unsupported.into()))
+    }
+}
+
+impl Discard for TcpStream {
+    const CAN_DISCARD: bool = true;
+
+    fn poll_discard(&mut self, cx: &mut Context<'_>, max: usize) -> Poll<io::Result<usize>> {
+        use std::os::fd::AsRawFd;
+        let fd = self.as_raw_fd();
+        loop {
+            std::task::ready!(self.poll_read_ready(cx))?;
+            // SAFETY: with MSG_TRUNC, TCP copies nothing, so no buffer is given; the fd is
+            // open while `self` is.
+            let dropped = self.try_io(tokio::io::Interest::READABLE, || {
+                let n = unsafe {
+                    libc::recv(
+                        fd,
+                        std::ptr::null_mut(),
+                        max,
+                        libc::MSG_TRUNC | libc::MSG_DONTWAIT,
+                    )
+                };
+                if n < 0 {
+                    Err(io::Error::last_os_error())
+                } else {
+                    Ok(n as usize)
+                }
+            });
+            match dropped {
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
+                other => return Poll::Ready(other),
+            }
+        }
+    }
+}
+
+impl<S> Discard for tokio_rustls::client::TlsStream<S> {}
 
 async fn tcp_connect(addr: SocketAddr, timeout: Duration) -> Result<TcpStream, ConnectError> {
     let error = |e: io::Error| ConnectError::io(addr, &e);
@@ -219,6 +268,14 @@ impl AsyncRead for TcpConn {
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
         Pin::new(&mut self.inner).poll_read(cx, buf)
+    }
+}
+
+impl Discard for TcpConn {
+    const CAN_DISCARD: bool = true;
+
+    fn poll_discard(&mut self, cx: &mut Context<'_>, max: usize) -> Poll<io::Result<usize>> {
+        self.inner.poll_discard(cx, max)
     }
 }
 

@@ -14,6 +14,7 @@
 //! | sends a garbage status line | `protocol` error quoting it |
 //! | sends a chunk size that is not hex | `protocol` error quoting it |
 //! | closes before Content-Length bytes came | `read` error, "N of M body bytes" |
+//! | the same, or bytes past the body, with a body long enough to be dropped unread | the same |
 //! | HTTP/1.0 body delimited by close | a response |
 //! | answers before reading the request body | a response with its status; connection closed |
 //! | sends two responses to one request | `protocol` error for that request; connection closed |
@@ -274,6 +275,85 @@ fn a_body_shorter_than_its_content_length_is_a_read_error() {
         ],
     );
     assert_eq!(server.requests(), 10);
+}
+
+/// Long enough that loadmark drops most of it unread (`recv` with `MSG_TRUNC`) instead of
+/// copying it: the counts and the verdicts must not change.
+const LONG_BODY: usize = 200 * 1024;
+
+#[test]
+fn a_long_body_is_counted_to_the_byte_whole_or_in_pieces() {
+    let whole = {
+        let mut bytes = head(LONG_BODY);
+        bytes.resize(bytes.len() + LONG_BODY, b'x');
+        bytes
+    };
+    let response_len = whole.len() as u64;
+    // Even requests: the response in one write. Odd: in pieces, with pauses, so the body is
+    // dropped as it arrives and the head may come alone.
+    let server = RawServer::start(move |i| {
+        let bytes = whole.clone();
+        if i % 2 == 0 {
+            return Reply::Bytes(bytes);
+        }
+        Reply::custom(move |conn| {
+            for piece in bytes.chunks(30_000) {
+                if conn.write_all(piece).is_err() {
+                    return false;
+                }
+                thread::sleep(Duration::from_millis(2));
+            }
+            true
+        })
+    });
+    let r = run_checked(&hostile_plan(&server, 1, Stop::Requests(20)));
+    let s = &r.totals.snapshot;
+    assert_eq!(s.responses, 20, "{:?}", s.errors);
+    assert_eq!(s.bytes_read, 20 * response_len, "every byte counted once");
+    assert_eq!(s.connections_opened, 1, "one kept-alive connection");
+    assert_eq!(server.requests(), 20);
+}
+
+#[test]
+fn bytes_past_a_long_body_are_a_protocol_error() {
+    // Odd requests get a second response glued to the first; each follows a clean one on the
+    // same connection, so the body before it is dropped the way kept-alive connections do.
+    let server = RawServer::start(|i| {
+        let mut bytes = head(LONG_BODY);
+        bytes.resize(bytes.len() + LONG_BODY, b'x');
+        if i % 2 == 1 {
+            bytes.extend_from_slice(b"HTTP/1.1 299 Unsolicited\r\nContent-Length: 0\r\n\r\n");
+        }
+        Reply::Bytes(bytes)
+    });
+    let r = run_checked(&hostile_plan(&server, 1, Stop::Requests(10)));
+    let s = &r.totals.snapshot;
+    assert_eq!(s.responses, 5, "the clean ones: {:?}", s.errors);
+    assert_errors(
+        &r,
+        ErrorKind::Protocol,
+        5,
+        &["bytes followed a complete 200 response", "HTTP/1.1 299"],
+    );
+    assert_eq!(s.status.get(299), 0, "never counted as an answer");
+    assert_eq!(s.connections_opened, 5, "closed after each error");
+}
+
+#[test]
+fn a_long_body_cut_short_is_a_read_error_with_the_bytes_that_came() {
+    let server = RawServer::start(|_| {
+        let mut bytes = head(LONG_BODY);
+        bytes.resize(bytes.len() + LONG_BODY / 2, b'x');
+        Reply::BytesThenClose(bytes)
+    });
+    let r = run_checked(&hostile_plan(&server, 2, Stop::Requests(6)));
+    let words = format!("{} of {LONG_BODY} body bytes", LONG_BODY / 2);
+    assert_errors(
+        &r,
+        ErrorKind::Read,
+        6,
+        &["before the Content-Length body was complete", &words],
+    );
 }
 
 #[test]

@@ -303,6 +303,34 @@ impl ResponseParser {
         }
     }
 
+    /// Body bytes still to come when the rest of the response is a Content-Length body, which
+    /// a caller that only counts bytes may drop unread ([`ResponseParser::skip_body`]).
+    pub fn body_left(&self) -> Option<u64> {
+        match self.state {
+            State::Length { remaining } => Some(remaining),
+            _ => None,
+        }
+    }
+
+    /// Counts `n` bytes of a Content-Length body that were dropped unread (at most
+    /// [`ResponseParser::body_left`]); the response when that completed it.
+    pub fn skip_body(&mut self, n: u64) -> Option<Response> {
+        let State::Length { remaining } = self.state else {
+            return None;
+        };
+        let take = n.min(remaining);
+        self.body_bytes += take;
+        if take == remaining {
+            self.state = State::Done;
+            Some(self.response())
+        } else {
+            self.state = State::Length {
+                remaining: remaining - take,
+            };
+            None
+        }
+    }
+
     /// The server closed the connection: completes a close-delimited body, or says what was
     /// missing.
     pub fn finish_eof(&mut self) -> Result<Response, ParseError> {

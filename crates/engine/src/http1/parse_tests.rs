@@ -220,3 +220,42 @@ fn interim_heads_count_against_the_head_limit() {
     let err = parse(&input).unwrap_err();
     assert!(matches!(err, ParseError::HeadTooLarge { .. }), "{err}");
 }
+
+#[test]
+fn a_content_length_body_can_be_skipped_unread_and_still_counted() {
+    let mut parser = ResponseParser::new(Limits::default());
+    parser.reset(false);
+    let head = b"HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n";
+    assert_eq!(parser.body_left(), None, "no body before the head");
+    let mut input = head.to_vec();
+    input.extend_from_slice(&[b'x'; 100]);
+    assert_eq!(
+        parser.feed(&input),
+        Ok(Feed::NeedMore {
+            consumed: input.len()
+        })
+    );
+    assert_eq!(parser.body_left(), Some(900));
+    assert_eq!(parser.skip_body(899), None);
+    assert_eq!(parser.body_left(), Some(1));
+    // More than is left counts only what belongs to the body.
+    let response = parser.skip_body(5).expect("complete");
+    assert_eq!(response.body_bytes, 1000);
+    assert_eq!(response.head_bytes, head.len() as u64);
+    assert_eq!(parser.body_left(), None);
+}
+
+#[test]
+fn only_content_length_bodies_can_be_skipped() {
+    for head in [
+        &b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"[..],
+        &b"HTTP/1.0 200 OK\r\n\r\n"[..],
+    ] {
+        let mut parser = ResponseParser::new(Limits::default());
+        parser.reset(false);
+        assert!(matches!(parser.feed(head), Ok(Feed::NeedMore { .. })));
+        assert_eq!(parser.body_left(), None, "{head:?}");
+        assert_eq!(parser.skip_body(10), None);
+        assert_eq!(parser.received(), head.len() as u64, "nothing was counted");
+    }
+}
