@@ -116,7 +116,7 @@ def main():
     i = s.find(HEADING)
     if i >= 0:
         j = s.find("\n## ", i + len(HEADING))
-        s = s[:i] + section + (s[j + 1:] if j >= 0 else "")
+        s = s[:i] + section + ("\n" + s[j + 1:] if j >= 0 else "")
     else:
         s = s.rstrip("\n") + "\n\n" + section
     open(a.results, "w").write(s)
