@@ -6,10 +6,12 @@
 //! status line and Content-Length, nothing is recorded but a count. It is not a load
 //! generator: no timeouts, no latency, no error classification (any error aborts).
 //!
-//! Usage: loadmark-floor URL CONNECTIONS SECONDS [BATCH]
+//! Usage: loadmark-floor URL CONNECTIONS SECONDS [BATCH | epoll]
 //!   BATCH (default 1): a turn waits until BATCH completions are ready, or 100 µs have passed
 //!   with at least one ready (IORING_ENTER min_wait): fewer sleeps and wake-ups per request,
 //!   at the price of latency, which is why loadmark does not do it.
+//!   `epoll`: the same client on epoll instead (edge-triggered, one `send` and one `recv` per
+//!   request, one `epoll_wait` per turn): the floor of the readiness model loadmark and wrk use.
 
 use std::io::Write;
 use std::net::{TcpStream, ToSocketAddrs};
@@ -70,9 +72,7 @@ fn main() {
     let secs: f64 = args[3]
         .parse()
         .unwrap_or_else(|_| fail("bad SECONDS".into()));
-    let batch: usize = args.get(4).map_or(1, |b| {
-        b.parse().unwrap_or_else(|_| fail("bad BATCH".into()))
-    });
+    let mode = args.get(4).map_or("1", |b| b.as_str());
     let request = format!("GET {path} HTTP/1.1\r\nHost: {authority}\r\n\r\n").into_bytes();
     let addr = authority
         .to_socket_addrs()
@@ -80,11 +80,6 @@ fn main() {
         .and_then(|mut a| a.next())
         .unwrap_or_else(|| fail(format!("cannot resolve {authority}")));
 
-    let mut ring = IoUring::builder()
-        .setup_single_issuer()
-        .setup_defer_taskrun()
-        .build((2 * conns as u32).next_power_of_two().max(8))
-        .unwrap_or_else(|e| fail(format!("io_uring: {e}")));
     let mut cs: Vec<Conn> = (0..conns)
         .map(|_| {
             let stream = TcpStream::connect(addr).unwrap_or_else(|e| fail(format!("connect: {e}")));
@@ -97,6 +92,140 @@ fn main() {
             }
         })
         .collect();
+    let (responses, elapsed, per_wait) = if mode == "epoll" {
+        run_epoll(&mut cs, &request, secs)
+    } else {
+        let batch = mode
+            .parse()
+            .unwrap_or_else(|_| fail("bad BATCH (a number, or epoll)".into()));
+        run_uring(&mut cs, &request, secs, batch)
+    };
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(
+        out,
+        "{responses} responses in {elapsed:.2}s, {:.0} req/s; {per_wait:.2} completions or \
+         events per wait",
+        responses as f64 / elapsed,
+    );
+}
+
+/// Takes `got` bytes into `c`; true when its response is complete (any error aborts).
+fn take(c: &mut Conn, got: usize) -> bool {
+    c.have += got;
+    if c.need.is_none() {
+        c.need = response_length(&c.buf[..c.have]);
+    }
+    match c.need {
+        Some(n) if c.have >= n => {
+            if c.have > n {
+                fail("bytes after a response".into());
+            }
+            c.have = 0;
+            c.need = None;
+            true
+        }
+        _ if c.have == BUFFER => fail("response larger than the buffer".into()),
+        _ => false,
+    }
+}
+
+/// The epoll client: returns responses, seconds, events per `epoll_wait`.
+fn run_epoll(cs: &mut [Conn], request: &[u8], secs: f64) -> (u64, f64, f64) {
+    // SAFETY: plain syscalls on fds owned by `cs` and buffers that outlive each call.
+    let ep = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
+    if ep < 0 {
+        fail(format!(
+            "epoll_create1: {}",
+            std::io::Error::last_os_error()
+        ));
+    }
+    let send = |c: &Conn| {
+        let n = unsafe {
+            libc::send(
+                c.stream.as_raw_fd(),
+                request.as_ptr().cast(),
+                request.len(),
+                libc::MSG_NOSIGNAL,
+            )
+        };
+        if n != request.len() as isize {
+            fail(format!("send: {n}"));
+        }
+    };
+    for (i, c) in cs.iter().enumerate() {
+        c.stream.set_nonblocking(true).unwrap();
+        let mut ev = libc::epoll_event {
+            events: (libc::EPOLLIN | libc::EPOLLET) as u32,
+            u64: i as u64,
+        };
+        if unsafe { libc::epoll_ctl(ep, libc::EPOLL_CTL_ADD, c.stream.as_raw_fd(), &mut ev) } != 0 {
+            fail(format!("epoll_ctl: {}", std::io::Error::last_os_error()));
+        }
+        send(c);
+    }
+    let start = Instant::now();
+    let end = start + Duration::from_secs_f64(secs);
+    let (mut responses, mut waits, mut events, mut busy) = (0u64, 0u64, 0u64, cs.len());
+    let mut ready = vec![libc::epoll_event { events: 0, u64: 0 }; cs.len().min(1024)];
+    while busy > 0 {
+        let n = unsafe { libc::epoll_wait(ep, ready.as_mut_ptr(), ready.len() as i32, 100) };
+        if n < 0 {
+            fail(format!("epoll_wait: {}", std::io::Error::last_os_error()));
+        }
+        waits += 1;
+        events += n as u64;
+        let stopping = Instant::now() >= end;
+        for ev in &ready[..n as usize] {
+            let c = &mut cs[ev.u64 as usize];
+            // Edge-triggered: read until the socket is drained (a short read says so).
+            loop {
+                let free = &mut c.buf[c.have..];
+                let got = unsafe {
+                    libc::recv(
+                        c.stream.as_raw_fd(),
+                        free.as_mut_ptr().cast(),
+                        free.len(),
+                        0,
+                    )
+                };
+                if got < 0
+                    && std::io::Error::last_os_error().kind() == std::io::ErrorKind::WouldBlock
+                {
+                    break;
+                }
+                if got <= 0 {
+                    fail(format!("receive: {got} (connection closed or failed)"));
+                }
+                let short = (got as usize) < free.len();
+                if take(c, got as usize) {
+                    responses += 1;
+                    if stopping {
+                        busy -= 1;
+                    } else {
+                        send(c);
+                    }
+                }
+                if short {
+                    break;
+                }
+            }
+        }
+    }
+    (
+        responses,
+        start.elapsed().as_secs_f64(),
+        events as f64 / waits as f64,
+    )
+}
+
+/// The io_uring client: returns responses, seconds, completions per `io_uring_enter`.
+fn run_uring(cs: &mut [Conn], request: &[u8], secs: f64, batch: usize) -> (u64, f64, f64) {
+    let conns = cs.len();
+    let mut ring = IoUring::builder()
+        .setup_single_issuer()
+        .setup_defer_taskrun()
+        .build((2 * conns as u32).next_power_of_two().max(8))
+        .unwrap_or_else(|e| fail(format!("io_uring: {e}")));
 
     // user data: connection index << 1, low bit 1 for a receive, 0 for a send.
     let queue = |ring: &mut IoUring, c: &mut Conn, i: usize, send: bool| {
@@ -156,37 +285,23 @@ fn main() {
                 fail(format!("receive: {res} (connection closed or failed)"));
             }
             let c = &mut cs[i];
-            c.have += res as usize;
-            if c.need.is_none() {
-                c.need = response_length(&c.buf[..c.have]);
-            }
-            match c.need {
-                Some(n) if c.have >= n => {
-                    if c.have > n {
-                        fail("bytes after a response".into());
-                    }
-                    responses += 1;
-                    c.have = 0;
-                    c.need = None;
-                    if stopping {
-                        busy -= 1;
-                    } else {
-                        queue(&mut ring, c, i, true);
-                    }
+            if take(c, res as usize) {
+                responses += 1;
+                if stopping {
+                    busy -= 1;
+                } else {
+                    queue(&mut ring, c, i, true);
                 }
-                _ if c.have == BUFFER => fail("response larger than the buffer".into()),
-                _ => queue(&mut ring, c, i, false),
+            } else {
+                queue(&mut ring, c, i, false);
             }
         }
     }
-    let elapsed = start.elapsed().as_secs_f64();
-    let mut out = std::io::stdout().lock();
-    let _ = writeln!(
-        out,
-        "{responses} responses in {elapsed:.2}s, {:.0} req/s; {:.2} completions per io_uring_enter",
-        responses as f64 / elapsed,
-        completions as f64 / turns as f64
-    );
+    (
+        responses,
+        start.elapsed().as_secs_f64(),
+        completions as f64 / turns as f64,
+    )
 }
 
 /// ETIME (Linux): a turn's timeout passed with fewer completions than wanted (not an error).
