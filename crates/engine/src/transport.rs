@@ -62,7 +62,8 @@ pub trait Discard {
 }
 
 impl Discard for TcpStream {
-    const CAN_DISCARD: bool = true;
+    /// Linux documents `MSG_TRUNC` for TCP (tcp(7)); elsewhere the body is read as before.
+    const CAN_DISCARD: bool = cfg!(target_os = "linux");
 
     fn poll_discard(&mut self, cx: &mut Context<'_>, max: usize) -> Poll<io::Result<usize>> {
         use std::os::fd::AsRawFd;
@@ -272,7 +273,7 @@ impl AsyncRead for TcpConn {
 }
 
 impl Discard for TcpConn {
-    const CAN_DISCARD: bool = true;
+    const CAN_DISCARD: bool = TcpStream::CAN_DISCARD;
 
     fn poll_discard(&mut self, cx: &mut Context<'_>, max: usize) -> Poll<io::Result<usize>> {
         self.inner.poll_discard(cx, max)
