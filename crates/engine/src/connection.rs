@@ -629,7 +629,7 @@ async fn receive<S: AsyncRead + AsyncWrite + Discard + Unpin>(
 /// when its body was long enough to be dropped unread, or everything there is (0).
 fn next_head_hint<S: Discard>(response: &Response) -> usize {
     if S::CAN_DISCARD
-        && response.body_bytes >= DISCARD_MIN_BYTES
+        && response.body_bytes > DISCARD_MIN_BYTES
         && response.head_bytes < MIN_READ_BYTES as u64
     {
         response.head_bytes as usize
