@@ -12,6 +12,8 @@
 //!   at the price of latency, which is why loadmark does not do it.
 //!   `epoll`: the same client on epoll instead (edge-triggered, one `send` and one `recv` per
 //!   request, one `epoll_wait` per turn): the floor of the readiness model loadmark and wrk use.
+//!   `epoll-close`: the same with `Connection: close`, a new connection per request (`socket`,
+//!   non-blocking `connect`, `epoll_ctl`, `send`, `recv`, `close`; IPv4 only).
 
 use std::io::Write;
 use std::net::{TcpStream, ToSocketAddrs};
@@ -25,6 +27,8 @@ const BUFFER: usize = 64 * 1024;
 struct Conn {
     stream: TcpStream,
     buf: Box<[u8]>,
+    /// The request waits for the handshake (epoll-close only; rare on loopback).
+    unsent: bool,
     /// Bytes of the current response received so far, and its whole length once known.
     have: usize,
     need: Option<usize>,
@@ -73,7 +77,12 @@ fn main() {
         .parse()
         .unwrap_or_else(|_| fail("bad SECONDS".into()));
     let mode = args.get(4).map_or("1", |b| b.as_str());
-    let request = format!("GET {path} HTTP/1.1\r\nHost: {authority}\r\n\r\n").into_bytes();
+    let close = if mode == "epoll-close" {
+        "Connection: close\r\n"
+    } else {
+        ""
+    };
+    let request = format!("GET {path} HTTP/1.1\r\nHost: {authority}\r\n{close}\r\n").into_bytes();
     let addr = authority
         .to_socket_addrs()
         .ok()
@@ -89,11 +98,25 @@ fn main() {
                 buf: vec![0u8; BUFFER].into_boxed_slice(),
                 have: 0,
                 need: None,
+                unsent: false,
             }
         })
         .collect();
     let (responses, elapsed, per_wait) = if mode == "epoll" {
-        run_epoll(&mut cs, &request, secs)
+        run_epoll(&mut cs, &request, secs, None)
+    } else if mode == "epoll-close" {
+        let std::net::SocketAddr::V4(v4) = addr else {
+            fail("epoll-close: IPv4 only".into())
+        };
+        let sa = libc::sockaddr_in {
+            sin_family: libc::AF_INET as libc::sa_family_t,
+            sin_port: v4.port().to_be(),
+            sin_addr: libc::in_addr {
+                s_addr: u32::from_ne_bytes(v4.ip().octets()),
+            },
+            sin_zero: [0; 8],
+        };
+        run_epoll(&mut cs, &request, secs, Some(sa))
     } else {
         let batch = mode
             .parse()
@@ -129,8 +152,42 @@ fn take(c: &mut Conn, got: usize) -> bool {
     }
 }
 
-/// The epoll client: returns responses, seconds, events per `epoll_wait`.
-fn run_epoll(cs: &mut [Conn], request: &[u8], secs: f64) -> (u64, f64, f64) {
+/// A new non-blocking socket connecting to `sa` (on loopback the handshake is done when
+/// `connect` returns, though it says EINPROGRESS).
+fn connect_nonblocking(sa: &libc::sockaddr_in) -> TcpStream {
+    use std::os::fd::FromRawFd;
+    // SAFETY: plain syscalls; the fd is owned by the TcpStream from here on.
+    unsafe {
+        let fd = libc::socket(
+            libc::AF_INET,
+            libc::SOCK_STREAM | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
+            0,
+        );
+        if fd < 0 {
+            fail(format!("socket: {}", std::io::Error::last_os_error()));
+        }
+        let stream = TcpStream::from_raw_fd(fd);
+        let rc = libc::connect(
+            fd,
+            (sa as *const libc::sockaddr_in).cast(),
+            std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t,
+        );
+        let e = std::io::Error::last_os_error();
+        if rc != 0 && e.raw_os_error() != Some(libc::EINPROGRESS) {
+            fail(format!("connect: {e}"));
+        }
+        stream
+    }
+}
+
+/// The epoll client: returns responses, seconds, events per `epoll_wait`. With `reconnect`,
+/// each response is followed by a close and a new connection to that address.
+fn run_epoll(
+    cs: &mut [Conn],
+    request: &[u8],
+    secs: f64,
+    reconnect: Option<libc::sockaddr_in>,
+) -> (u64, f64, f64) {
     // SAFETY: plain syscalls on fds owned by `cs` and buffers that outlive each call.
     let ep = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
     if ep < 0 {
@@ -139,7 +196,9 @@ fn run_epoll(cs: &mut [Conn], request: &[u8], secs: f64) -> (u64, f64, f64) {
             std::io::Error::last_os_error()
         ));
     }
-    let send = |c: &Conn| {
+    // Sends the request; false when the handshake is still under way (then the socket is
+    // also watched for writability and the request goes out when it is).
+    let send = |c: &mut Conn, i: usize| -> bool {
         let n = unsafe {
             libc::send(
                 c.stream.as_raw_fd(),
@@ -148,20 +207,23 @@ fn run_epoll(cs: &mut [Conn], request: &[u8], secs: f64) -> (u64, f64, f64) {
                 libc::MSG_NOSIGNAL,
             )
         };
-        if n != request.len() as isize {
-            fail(format!("send: {n}"));
+        if n == request.len() as isize {
+            c.unsent = false;
+            return true;
         }
+        let e = std::io::Error::last_os_error();
+        let waiting = matches!(e.raw_os_error(), Some(libc::EAGAIN) | Some(libc::ENOTCONN));
+        if n >= 0 || !waiting || c.unsent {
+            fail(format!("send: {n} ({e})"));
+        }
+        c.unsent = true;
+        watch(ep, c, i, libc::EPOLL_CTL_MOD, libc::EPOLLOUT);
+        false
     };
-    for (i, c) in cs.iter().enumerate() {
+    for (i, c) in cs.iter_mut().enumerate() {
         c.stream.set_nonblocking(true).unwrap();
-        let mut ev = libc::epoll_event {
-            events: (libc::EPOLLIN | libc::EPOLLET) as u32,
-            u64: i as u64,
-        };
-        if unsafe { libc::epoll_ctl(ep, libc::EPOLL_CTL_ADD, c.stream.as_raw_fd(), &mut ev) } != 0 {
-            fail(format!("epoll_ctl: {}", std::io::Error::last_os_error()));
-        }
-        send(c);
+        watch(ep, c, i, libc::EPOLL_CTL_ADD, 0);
+        send(c, i);
     }
     let start = Instant::now();
     let end = start + Duration::from_secs_f64(secs);
@@ -176,7 +238,11 @@ fn run_epoll(cs: &mut [Conn], request: &[u8], secs: f64) -> (u64, f64, f64) {
         events += n as u64;
         let stopping = Instant::now() >= end;
         for ev in &ready[..n as usize] {
-            let c = &mut cs[ev.u64 as usize];
+            let i = ev.u64 as usize;
+            let c = &mut cs[i];
+            if c.unsent && !send(c, i) {
+                continue;
+            }
             // Edge-triggered: read until the socket is drained (a short read says so).
             loop {
                 let free = &mut c.buf[c.have..];
@@ -201,8 +267,14 @@ fn run_epoll(cs: &mut [Conn], request: &[u8], secs: f64) -> (u64, f64, f64) {
                     responses += 1;
                     if stopping {
                         busy -= 1;
+                    } else if let Some(sa) = &reconnect {
+                        // Closes the old connection (the kernel forgets its epoll entry).
+                        c.stream = connect_nonblocking(sa);
+                        watch(ep, c, i, libc::EPOLL_CTL_ADD, 0);
+                        send(c, i);
+                        break;
                     } else {
-                        send(c);
+                        send(c, i);
                     }
                 }
                 if short {
@@ -216,6 +288,18 @@ fn run_epoll(cs: &mut [Conn], request: &[u8], secs: f64) -> (u64, f64, f64) {
         start.elapsed().as_secs_f64(),
         events as f64 / waits as f64,
     )
+}
+
+/// Registers (or changes) `c`'s socket in `ep`: readable, edge-triggered, plus `extra`.
+fn watch(ep: i32, c: &Conn, i: usize, op: i32, extra: i32) {
+    let mut ev = libc::epoll_event {
+        events: (libc::EPOLLIN | libc::EPOLLET | extra) as u32,
+        u64: i as u64,
+    };
+    // SAFETY: a valid epoll fd, a socket fd owned by `c`, an initialized event.
+    if unsafe { libc::epoll_ctl(ep, op, c.stream.as_raw_fd(), &mut ev) } != 0 {
+        fail(format!("epoll_ctl: {}", std::io::Error::last_os_error()));
+    }
 }
 
 /// The io_uring client: returns responses, seconds, completions per `io_uring_enter`.
