@@ -46,10 +46,11 @@ use crate::transport::{classify_io, Discard, Transport};
 const SCRATCH_BYTES: usize = 64 * 1024;
 /// The least room a read is given.
 const MIN_READ_BYTES: usize = 16 * 1024;
-/// Content-Length bodies longer than this are dropped unread where the stream can. It takes
-/// two more calls than reading them (a head-sized first read, the drop, then the last byte),
-/// which cost about what copying 32 KiB does on loopback: at 10 KiB dropping is no cheaper,
-/// at 64 KiB it saves 14% of the client's CPU, at 1 MiB 30% (bench/RESULTS.md).
+/// Bodies (or chunks of a chunked body) longer than this are dropped unread where the stream
+/// can. It takes two more calls than reading them (a head-sized first read, the drop, then
+/// the last byte), which cost about what copying 32 KiB does on loopback: at 10 KiB dropping
+/// is no cheaper, at 64 KiB it saves 14-21% of the client's CPU, at 1 MiB 30%
+/// (bench/RESULTS.md).
 const DISCARD_MIN_BYTES: u64 = 32 * 1024;
 /// A connection keeps unparsed bytes (a head split across reads) in its own buffer; a buffer
 /// grown past this by a large head is given back when the connection closes.
@@ -505,15 +506,15 @@ struct Received {
 /// it has read the whole request, and then may stop reading.
 ///
 /// Each read lands in the worker's shared buffer and is parsed in the same poll; only the
-/// start of a head split across reads is copied into the connection's [`Reader::pending`] bytes. A read
-/// is attempted only when the event loop says the socket is readable (a short read clears
-/// that), so a response that arrives whole costs exactly one read.
+/// start of a head split across reads is copied into the connection's [`Reader::pending`]
+/// bytes. A read is attempted only when the event loop says the socket is readable (a short
+/// read clears that), so a response that arrives whole costs exactly one read.
 ///
-/// A long Content-Length body is counted and dropped unread where the stream can
-/// ([`Discard`]), so its bytes are never copied into the process. [`Reader::head_hint`] is
-/// the head length of the connection's last response when its body was long (else 0): the
-/// first read then asks for that much, so the next head (usually as long) is read alone and
-/// the body dropped.
+/// A long Content-Length body, or a long chunk's data, is counted and dropped unread where the
+/// stream can ([`Discard`]), so its bytes are never copied into the process.
+/// [`Reader::head_hint`] is the head length of the connection's last response when its body
+/// was long (else 0): the first read then asks for that much, so the next head (usually as
+/// long) is read alone and the body dropped.
 async fn receive<S: AsyncRead + AsyncWrite + Discard + Unpin>(
     stream: &mut S,
     request: &[u8],

@@ -15,6 +15,7 @@
 //! | sends a chunk size that is not hex | `protocol` error quoting it |
 //! | closes before Content-Length bytes came | `read` error, "N of M body bytes" |
 //! | the same, or bytes past the body, with a body long enough to be dropped unread | the same |
+//! | long chunks (dropped unread) followed by bad chunk framing | `protocol` error |
 //! | HTTP/1.0 body delimited by close | a response |
 //! | answers before reading the request body | a response with its status; connection closed |
 //! | sends two responses to one request | `protocol` error for that request; connection closed |
@@ -337,6 +338,55 @@ fn bytes_past_a_long_body_are_a_protocol_error() {
     );
     assert_eq!(s.status.get(299), 0, "never counted as an answer");
     assert_eq!(s.connections_opened, 5, "closed after each error");
+}
+
+/// A chunked response of three long chunks; `after_data` ends each chunk's data.
+fn long_chunked(after_data: &[u8]) -> Vec<u8> {
+    let mut bytes = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n".to_vec();
+    for _ in 0..3 {
+        bytes.extend_from_slice(format!("{LONG_BODY:x}\r\n").as_bytes());
+        bytes.resize(bytes.len() + LONG_BODY, b'x');
+        bytes.extend_from_slice(after_data);
+    }
+    bytes.extend_from_slice(b"0\r\n\r\n");
+    bytes
+}
+
+#[test]
+fn long_chunks_are_counted_to_the_byte_and_their_framing_still_checked() {
+    let good = long_chunked(b"\r\n");
+    let response_len = good.len() as u64;
+    let server = RawServer::start(move |i| {
+        let bytes = good.clone();
+        if i % 2 == 0 {
+            return Reply::Bytes(bytes);
+        }
+        Reply::custom(move |conn| {
+            for piece in bytes.chunks(70_000) {
+                if conn.write_all(piece).is_err() {
+                    return false;
+                }
+                thread::sleep(Duration::from_millis(2));
+            }
+            true
+        })
+    });
+    let r = run_checked(&hostile_plan(&server, 1, Stop::Requests(10)));
+    let s = &r.totals.snapshot;
+    assert_eq!(s.responses, 10, "{:?}", s.errors);
+    assert_eq!(s.bytes_read, 10 * response_len, "every byte counted once");
+    assert_eq!(s.connections_opened, 1);
+
+    // The data of each chunk is dropped unread, but what follows it is still parsed.
+    let bad = long_chunked(b"!!");
+    let server = RawServer::start(move |_| Reply::Bytes(bad.clone()));
+    let r = run_checked(&hostile_plan(&server, 1, Stop::Requests(4)));
+    assert_errors(
+        &r,
+        ErrorKind::Protocol,
+        4,
+        &["chunk data not followed by CRLF"],
+    );
 }
 
 #[test]

@@ -303,32 +303,36 @@ impl ResponseParser {
         }
     }
 
-    /// Body bytes still to come when the rest of the response is a Content-Length body, which
-    /// a caller that only counts bytes may drop unread ([`ResponseParser::skip_body`]).
+    /// Body bytes that come next and need no parsing, so a caller that only counts them may
+    /// drop them unread ([`ResponseParser::skip_body`]): the rest of a Content-Length body, or
+    /// of the current chunk's data (its CRLF and the next chunk-size line must still be fed).
     pub fn body_left(&self) -> Option<u64> {
         match self.state {
-            State::Length { remaining } => Some(remaining),
+            State::Length { remaining } | State::ChunkData { remaining } => Some(remaining),
             _ => None,
         }
     }
 
-    /// Counts `n` bytes of a Content-Length body that were dropped unread (at most
-    /// [`ResponseParser::body_left`]); the response when that completed it.
+    /// Counts `n` body bytes that were dropped unread (at most [`ResponseParser::body_left`]);
+    /// the response when that completed it.
     pub fn skip_body(&mut self, n: u64) -> Option<Response> {
-        let State::Length { remaining } = self.state else {
-            return None;
+        let (remaining, next) = match self.state {
+            State::Length { remaining } => (remaining, State::Done),
+            State::ChunkData { remaining } => (remaining, State::ChunkDataEnd { cr: false }),
+            _ => return None,
         };
         let take = n.min(remaining);
         self.body_bytes += take;
-        if take == remaining {
-            self.state = State::Done;
-            Some(self.response())
-        } else {
-            self.state = State::Length {
+        self.state = match self.state {
+            _ if take == remaining => next,
+            State::Length { .. } => State::Length {
                 remaining: remaining - take,
-            };
-            None
-        }
+            },
+            _ => State::ChunkData {
+                remaining: remaining - take,
+            },
+        };
+        (self.state == State::Done).then(|| self.response())
     }
 
     /// The server closed the connection: completes a close-delimited body, or says what was

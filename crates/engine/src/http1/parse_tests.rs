@@ -246,7 +246,34 @@ fn a_content_length_body_can_be_skipped_unread_and_still_counted() {
 }
 
 #[test]
-fn only_content_length_bodies_can_be_skipped() {
+fn chunk_data_can_be_skipped_and_the_framing_still_parsed() {
+    let mut parser = ResponseParser::new(Limits::default());
+    parser.reset(false);
+    let head = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n";
+    let mut input = head.to_vec();
+    input.extend_from_slice(b"3e8\r\nxxxx"); // 1000 bytes of data announced, 4 sent
+    assert_eq!(
+        parser.feed(&input),
+        Ok(Feed::NeedMore {
+            consumed: input.len()
+        })
+    );
+    assert_eq!(parser.body_left(), Some(996));
+    assert_eq!(parser.skip_body(995), None);
+    assert_eq!(parser.body_left(), Some(1));
+    // The last data byte, the chunk's CRLF and the last chunk are parsed as usual.
+    let rest = b"x\r\n0\r\n\r\n";
+    match parser.feed(rest) {
+        Ok(Feed::Done { consumed, response }) => {
+            assert_eq!(consumed, rest.len());
+            assert_eq!(response.body_bytes, 5 + 1000 + 2 + 5, "framing counted too");
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn framing_and_close_delimited_bodies_cannot_be_skipped() {
     for head in [
         &b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"[..],
         &b"HTTP/1.0 200 OK\r\n\r\n"[..],
