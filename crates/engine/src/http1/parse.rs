@@ -316,21 +316,19 @@ impl ResponseParser {
     /// Counts `n` body bytes that were dropped unread (at most [`ResponseParser::body_left`]);
     /// the response when that completed it.
     pub fn skip_body(&mut self, n: u64) -> Option<Response> {
-        let (remaining, next) = match self.state {
-            State::Length { remaining } => (remaining, State::Done),
-            State::ChunkData { remaining } => (remaining, State::ChunkDataEnd { cr: false }),
+        let (remaining, chunked) = match self.state {
+            State::Length { remaining } => (remaining, false),
+            State::ChunkData { remaining } => (remaining, true),
             _ => return None,
         };
         let take = n.min(remaining);
         self.body_bytes += take;
-        self.state = match self.state {
-            _ if take == remaining => next,
-            State::Length { .. } => State::Length {
-                remaining: remaining - take,
-            },
-            _ => State::ChunkData {
-                remaining: remaining - take,
-            },
+        let left = remaining - take;
+        self.state = match (chunked, left) {
+            (false, 0) => State::Done,
+            (false, _) => State::Length { remaining: left },
+            (true, 0) => State::ChunkDataEnd { cr: false },
+            (true, _) => State::ChunkData { remaining: left },
         };
         (self.state == State::Done).then(|| self.response())
     }
