@@ -533,17 +533,17 @@ async fn receive<S: AsyncRead + AsyncWrite + Discard + Unpin>(
         let mut buf = scratch.0.borrow_mut();
         loop {
             let keep = pending.len();
-            let drop_body = S::CAN_DISCARD
-                && keep == 0
-                && parser
-                    .body_left()
-                    .is_some_and(|left| left > DISCARD_MIN_BYTES);
-            let polled = if drop_body {
+            let droppable = if S::CAN_DISCARD && keep == 0 {
+                parser.body_left().filter(|&left| left > DISCARD_MIN_BYTES)
+            } else {
+                None
+            };
+            let drop_body = droppable.is_some();
+            let polled = if let Some(left) = droppable {
                 // The last byte is read, not dropped: that read also takes any bytes past the
                 // body (a protocol error, shown by their start) and tells the event loop the
                 // socket is drained, so the next request's idle check costs no syscall.
-                let left = parser.body_left().unwrap_or(0) - 1;
-                stream.poll_discard(cx, usize::try_from(left).unwrap_or(usize::MAX))
+                stream.poll_discard(cx, usize::try_from(left - 1).unwrap_or(usize::MAX))
             } else {
                 if buf.len() < keep + MIN_READ_BYTES {
                     buf.resize((keep + MIN_READ_BYTES).max(SCRATCH_BYTES), 0);

@@ -282,6 +282,26 @@ fn a_body_shorter_than_its_content_length_is_a_read_error() {
 /// copying it: the counts and the verdicts must not change.
 const LONG_BODY: usize = 200 * 1024;
 
+/// Replies with `response`: to even requests in one write, to odd ones in `piece`-byte writes
+/// with pauses, so a long body is dropped as it arrives and the head may come alone.
+fn whole_or_in_pieces(response: Vec<u8>, piece: usize) -> impl Fn(u64) -> Reply {
+    move |i| {
+        let bytes = response.clone();
+        if i % 2 == 0 {
+            return Reply::Bytes(bytes);
+        }
+        Reply::custom(move |conn| {
+            for part in bytes.chunks(piece) {
+                if conn.write_all(part).is_err() {
+                    return false;
+                }
+                thread::sleep(Duration::from_millis(2));
+            }
+            true
+        })
+    }
+}
+
 #[test]
 fn a_long_body_is_counted_to_the_byte_whole_or_in_pieces() {
     let whole = {
@@ -290,23 +310,7 @@ fn a_long_body_is_counted_to_the_byte_whole_or_in_pieces() {
         bytes
     };
     let response_len = whole.len() as u64;
-    // Even requests: the response in one write. Odd: in pieces, with pauses, so the body is
-    // dropped as it arrives and the head may come alone.
-    let server = RawServer::start(move |i| {
-        let bytes = whole.clone();
-        if i % 2 == 0 {
-            return Reply::Bytes(bytes);
-        }
-        Reply::custom(move |conn| {
-            for piece in bytes.chunks(30_000) {
-                if conn.write_all(piece).is_err() {
-                    return false;
-                }
-                thread::sleep(Duration::from_millis(2));
-            }
-            true
-        })
-    });
+    let server = RawServer::start(whole_or_in_pieces(whole, 30_000));
     let r = run_checked(&hostile_plan(&server, 1, Stop::Requests(20)));
     let s = &r.totals.snapshot;
     assert_eq!(s.responses, 20, "{:?}", s.errors);
@@ -356,21 +360,7 @@ fn long_chunked(after_data: &[u8]) -> Vec<u8> {
 fn long_chunks_are_counted_to_the_byte_and_their_framing_still_checked() {
     let good = long_chunked(b"\r\n");
     let response_len = good.len() as u64;
-    let server = RawServer::start(move |i| {
-        let bytes = good.clone();
-        if i % 2 == 0 {
-            return Reply::Bytes(bytes);
-        }
-        Reply::custom(move |conn| {
-            for piece in bytes.chunks(70_000) {
-                if conn.write_all(piece).is_err() {
-                    return false;
-                }
-                thread::sleep(Duration::from_millis(2));
-            }
-            true
-        })
-    });
+    let server = RawServer::start(whole_or_in_pieces(good, 70_000));
     let r = run_checked(&hostile_plan(&server, 1, Stop::Requests(10)));
     let s = &r.totals.snapshot;
     assert_eq!(s.responses, 10, "{:?}", s.errors);
