@@ -184,6 +184,27 @@ pub struct ReportFlags {
     /// or requests (messages) left late
     #[arg(long = "strict")]
     pub strict: bool,
+
+    /// Exit with code 1 when any request failed this way: errors (transport errors), 4xx,
+    /// 5xx, or failed (errors and every non-2xx/3xx response); repeatable. Without it, only a
+    /// run in which no request succeeded exits 1
+    #[arg(long = "fail-on", value_enum, value_name = "WHAT")]
+    pub fail_on: Vec<FailOn>,
+}
+
+/// Failures that `--fail-on` turns into exit code 1.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum FailOn {
+    /// Transport errors of any kind (connect, tls, read, write, timeout, protocol, ...)
+    Errors,
+    /// Responses with a 4xx status
+    #[value(name = "4xx")]
+    Status4xx,
+    /// Responses with a 5xx status
+    #[value(name = "5xx")]
+    Status5xx,
+    /// Errors and every response that is not 2xx/3xx
+    Failed,
 }
 
 #[derive(Args, Debug)]

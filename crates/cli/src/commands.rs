@@ -7,11 +7,12 @@ use std::sync::OnceLock;
 
 use anyhow::{Context, Result};
 use loadmark_engine::{EngineError, RunResult, StopHandle};
+use loadmark_metrics::Snapshot;
 use loadmark_plan::{Load, Plan, RequestSpec, Stop, Target, Timeouts, TlsPolicy};
 use loadmark_report::{Environment, Report, RunFacts};
 
 use crate::args::{
-    Command, Format, QuickstartArgs, ReportArgs, ReportFlags, RunArgs, ServeArgs, WsArgs,
+    Command, FailOn, Format, QuickstartArgs, ReportArgs, ReportFlags, RunArgs, ServeArgs, WsArgs,
 };
 use crate::output::{check_writable, format_for, render, write_atomic};
 use crate::progress::ProgressLine;
@@ -117,7 +118,65 @@ pub(crate) fn run_plan(plan: &Plan, flags: &ReportFlags) -> Result<ExitCode> {
         eprintln!("loadmark: the run was not clean (--strict): see the warnings above");
         return Ok(ExitCode::from(crate::EXIT_NOT_CLEAN));
     }
+    if !result.interrupted {
+        if let Some(why) = failed_run(&result.totals.snapshot, &flags.fail_on) {
+            eprintln!("loadmark: the run failed: {why}");
+            return Ok(ExitCode::from(crate::EXIT_RUN_FAILED));
+        }
+    }
     Ok(exit_code(&result))
+}
+
+/// Why a finished run counts as failed for the exit code: nothing succeeded (no 2xx/3xx
+/// response; for WebSocket, no session opened), or a `--fail-on` class was seen.
+fn failed_run(totals: &Snapshot, fail_on: &[FailOn]) -> Option<String> {
+    let succeeded = match &totals.websocket {
+        Some(ws) => ws.sessions_opened,
+        None => totals.status.class(2) + totals.status.class(3),
+    };
+    if succeeded == 0 {
+        let what = if totals.websocket.is_some() {
+            "no WebSocket session opened"
+        } else {
+            "no request succeeded (no 2xx/3xx response)"
+        };
+        let first = totals
+            .errors
+            .nonzero()
+            .max_by_key(|(_, s)| s.count)
+            .and_then(|(kind, s)| Some(format!("; {kind}: {}", s.first_example.as_deref()?)))
+            .unwrap_or_default();
+        let statuses: Vec<String> = totals
+            .status
+            .iter()
+            .map(|(code, n)| format!("{n} x {code}"))
+            .collect();
+        let statuses = if statuses.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", statuses.join(", "))
+        };
+        return Some(format!(
+            "{what}: {} errors, {} responses{statuses}{first}",
+            totals.errors.total(),
+            totals.responses
+        ));
+    }
+    fail_on.iter().find_map(|f| {
+        let (count, what) = match f {
+            FailOn::Errors => (totals.errors.total(), "transport errors"),
+            FailOn::Status4xx => (totals.status.class(4), "4xx responses"),
+            FailOn::Status5xx => (totals.status.class(5), "5xx responses"),
+            FailOn::Failed => (totals.failed(), "failed requests (errors and non-2xx/3xx)"),
+        };
+        let flag = match f {
+            FailOn::Errors => "errors",
+            FailOn::Status4xx => "4xx",
+            FailOn::Status5xx => "5xx",
+            FailOn::Failed => "failed",
+        };
+        (count > 0).then(|| format!("{count} {what} (--fail-on {flag})"))
+    })
 }
 
 pub(crate) fn execute(plan: &Plan, quiet: bool) -> Result<RunResult> {

@@ -1,12 +1,21 @@
-//! The one-line live progress on stderr, shown only when stderr is a terminal.
+//! The one-line live progress on stderr, shown only when stderr is a terminal, and a plain
+//! early notice (terminal or not) when nothing has answered: a run against a server that is
+//! down should say so within seconds, not after its whole duration.
 
 use std::io::{IsTerminal, Write};
+use std::time::Duration;
 
 use loadmark_engine::Progress;
 use loadmark_plan::{Plan, Stop};
 
+/// How long a run may go without a single response, every request failing, before the
+/// notice: long enough that a slow first connect is not reported, short enough to be early.
+const NOTHING_ANSWERS_AFTER: Duration = Duration::from_secs(2);
+
 pub struct ProgressLine {
     enabled: bool,
+    /// The notice that nothing answers is printed at most once, and never under --quiet.
+    notice_pending: bool,
     total: Stop,
     drawn: bool,
     websocket: bool,
@@ -16,6 +25,7 @@ impl ProgressLine {
     pub fn new(plan: &Plan, quiet: bool) -> Self {
         ProgressLine {
             enabled: !quiet && std::io::stderr().is_terminal(),
+            notice_pending: !quiet,
             total: plan.stop,
             drawn: false,
             websocket: plan.websocket.is_some(),
@@ -23,6 +33,13 @@ impl ProgressLine {
     }
 
     pub fn update(&mut self, p: &Progress) {
+        if self.notice_pending && p.elapsed >= NOTHING_ANSWERS_AFTER {
+            if let Some(notice) = nothing_answers(p) {
+                self.notice_pending = false;
+                self.finish();
+                eprintln!("{notice}");
+            }
+        }
         if !self.enabled {
             return;
         }
@@ -67,4 +84,27 @@ impl ProgressLine {
             self.drawn = false;
         }
     }
+}
+
+/// "Nothing answers" when every request of the final seconds failed without a response,
+/// with the most frequent error's first example.
+fn nothing_answers(p: &Progress) -> Option<String> {
+    let t = p.totals;
+    if t.responses > 0 || t.errors.total() == 0 {
+        return None;
+    }
+    let (kind, stat) = t.errors.nonzero().max_by_key(|(_, s)| s.count)?;
+    let websocket_word = if t.websocket.is_some() {
+        "session"
+    } else {
+        "request"
+    };
+    Some(format!(
+        "loadmark: nothing has answered after {:.0}s: all {} {websocket_word}s failed, {} as {kind} \
+         errors (first: {}); the run goes on until its end (Ctrl-C stops and reports)",
+        p.elapsed.as_secs_f64(),
+        t.errors.total(),
+        stat.count,
+        stat.first_example.as_deref().unwrap_or("no message"),
+    ))
 }

@@ -170,15 +170,22 @@ pub(crate) async fn perform<T: Transport>(
     shared.in_flight.set(shared.in_flight.get() + 1);
     let outcome = request(shared, conn, scheduled).await;
     shared.in_flight.set(shared.in_flight.get() - 1);
-    let mut recorder = shared.recorder.borrow_mut();
     match outcome {
         Outcome::Response(sample) => {
-            recorder.record(&sample);
+            shared.recorder.borrow_mut().record(&sample);
             sample.ended
         }
         Outcome::Failed(f) => {
             let now = Instant::now();
-            recorder.record_error(f.kind, now, &f.message);
+            shared
+                .recorder
+                .borrow_mut()
+                .record_error(f.kind, now, &f.message);
+            // A failure can come without the event loop ever being asked (a refused connect
+            // on loopback fails inside `connect`): without this a connection loop against a
+            // dead server never yields, the worker never hands over its seconds or turns its
+            // event loop, and memory grows with every attempt (issue 24).
+            tokio::task::consume_budget().await;
             now
         }
     }

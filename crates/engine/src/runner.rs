@@ -7,7 +7,7 @@ use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use loadmark_metrics::{Aggregate, Recorder, SeriesPoint, Totals, WorkerReport};
+use loadmark_metrics::{Aggregate, Recorder, SeriesPoint, Snapshot, Totals, WorkerReport};
 use loadmark_plan::{Load, Plan, Profile, Stop, Target, WsSpec};
 use tokio::sync::watch;
 
@@ -53,6 +53,9 @@ pub struct Progress<'a> {
     pub last_second: Option<&'a SeriesPoint>,
     /// Failed requests so far, warm-up excluded.
     pub failed: u64,
+    /// Everything measured in the seconds that are final, warm-up excluded: errors with
+    /// their first examples, status codes.
+    pub totals: &'a Snapshot,
 }
 
 /// What a run produced.
@@ -233,6 +236,7 @@ fn run_with<T: Transport>(
                 completed: aggregate.completed_so_far(),
                 last_second: aggregate.series().last(),
                 failed: aggregate.snapshot().failed(),
+                totals: aggregate.snapshot(),
             });
         }
     }
