@@ -37,7 +37,7 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::time::Sleep;
 
 use crate::http1::{Feed, Limits, ParseError, Response, ResponseParser};
-use crate::source::{Picked, RequestSource};
+use crate::source::{Meta, Picked, RequestSource};
 use crate::transport::{classify_io, Discard, Transport};
 
 /// Size of a worker's receive buffer, shared by all its connections: every read lands there
@@ -220,8 +220,8 @@ async fn request<T: Transport>(
 ) -> Outcome {
     let mut rendered = std::mem::take(&mut conn.rendered);
     let outcome = match shared.source.next(&mut rendered) {
-        Picked::Fixed(bytes, head) => send(shared, conn, scheduled, bytes, head).await,
-        Picked::Rendered(head) => send(shared, conn, scheduled, &rendered, head).await,
+        Picked::Fixed(bytes, meta) => send(shared, conn, scheduled, bytes, meta).await,
+        Picked::Rendered(meta) => send(shared, conn, scheduled, &rendered, meta).await,
     };
     conn.rendered = rendered;
     outcome
@@ -233,7 +233,7 @@ async fn send<T: Transport>(
     conn: &mut Connection<T::Stream>,
     scheduled: Option<Instant>,
     bytes: &[u8],
-    head_request: bool,
+    meta: Meta,
 ) -> Outcome {
     if let Some(stream) = conn.stream.as_mut() {
         match check_idle(stream, &shared.scratch).await {
@@ -283,7 +283,7 @@ async fn send<T: Transport>(
                 bytes,
                 &shared.scratch,
                 &mut conn.reader,
-                head_request,
+                meta.head,
                 &mut progress,
             ),
         )
@@ -291,7 +291,9 @@ async fn send<T: Transport>(
         bytes_written += progress.written as u64;
         match result {
             Ok(Ok(ex)) => {
-                if !ex.reusable {
+                // After a request that said `Connection: close`, the connection is closed by
+                // the client even when the server kept it open (RFC 9112 §9.6).
+                if !ex.reusable || meta.close {
                     conn.close();
                 }
                 return Outcome::Response(Sample {
@@ -309,7 +311,19 @@ async fn send<T: Transport>(
                 let server_closed =
                     matches!(f.kind, ErrorKind::Read | ErrorKind::Write) && progress.received == 0;
                 if reused && server_closed && !retried {
+                    if !meta.idempotent {
+                        // The server may have acted on it before closing: never sent twice.
+                        return Outcome::Failed(Failure {
+                            kind: f.kind,
+                            message: format!(
+                                "{}; a reused connection closed before any response byte, \
+                                 not retried: the method is not idempotent (RFC 9110 §9.2.2)",
+                                f.message
+                            ),
+                        });
+                    }
                     retried = true;
+                    shared.recorder.borrow_mut().record_retry(Instant::now());
                     continue;
                 }
                 return Outcome::Failed(f);

@@ -27,6 +27,7 @@ mod connection;
 mod error;
 pub mod http1;
 mod open;
+mod pace;
 mod runner;
 mod source;
 mod sys;

@@ -18,6 +18,7 @@ use loadmark_plan::Profile;
 use tokio::task::JoinSet;
 
 use crate::connection::{perform, Connection, Shared};
+use crate::pace::Pacer;
 use crate::transport::Transport;
 
 /// Which requests of the global schedule a worker owns.
@@ -40,13 +41,11 @@ pub(crate) async fn schedule_loop<T: Transport>(
     let opened = Rc::new(Cell::new(0usize));
     let mut requests = JoinSet::new();
     let mut k = share.index;
+    let mut pacer = Pacer::new();
     while let Some(offset) = profile.due(k) {
         let due = origin + offset;
-        // Sleep only when nothing is due: every request already due goes out at once, so the
-        // timer's millisecond granularity never lowers the rate.
-        if due > Instant::now() {
-            tokio::time::sleep_until(due.into()).await;
-        }
+        // Sleep only when nothing is due: every request already due goes out at once.
+        pacer.sleep_until(due).await;
         while requests.try_join_next().is_some() {}
         let conn = idle.borrow_mut().pop().or_else(|| {
             (opened.get() < max_connections).then(|| {

@@ -24,8 +24,21 @@ enum Bytes {
 }
 
 struct Choice {
-    head: bool,
+    meta: Meta,
     bytes: Bytes,
+}
+
+/// What the exchange must know about a request besides its bytes.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Meta {
+    /// A HEAD request: its response has no body whatever its head says.
+    pub head: bool,
+    /// The request says `Connection: close` (--no-keepalive or the user's header): the
+    /// connection is never reused after it, whatever the server answers (RFC 9112 §9.6).
+    pub close: bool,
+    /// The method is idempotent: it may be sent again when a reused connection turns out
+    /// to have been closed before any response byte (RFC 9110 §9.2.2).
+    pub idempotent: bool,
 }
 
 /// Picks and produces requests; one per worker, so no locks.
@@ -41,8 +54,8 @@ pub(crate) struct RequestSource {
 
 /// The request to send: borrowed from the source, or rendered into the caller's buffer.
 pub(crate) enum Picked<'a> {
-    Fixed(&'a [u8], bool),
-    Rendered(bool),
+    Fixed(&'a [u8], Meta),
+    Rendered(Meta),
 }
 
 /// Why a plan's requests cannot be prepared.
@@ -143,7 +156,11 @@ impl RequestSource {
                 Bytes::Fixed(encode_request(spec).into())
             };
             choices.push(Choice {
-                head: spec.method == "HEAD",
+                meta: Meta {
+                    head: spec.method == "HEAD",
+                    close: !spec.keep_alive || spec.says_close(),
+                    idempotent: spec.idempotent(),
+                },
                 bytes,
             });
             sum += u64::from(weight);
@@ -171,7 +188,7 @@ impl RequestSource {
         };
         let choice = &self.choices[index];
         let picked = match &choice.bytes {
-            Bytes::Fixed(bytes) => Picked::Fixed(bytes, choice.head),
+            Bytes::Fixed(bytes) => Picked::Fixed(bytes, choice.meta),
             Bytes::Templated(t) => {
                 let seq = self.seq.get();
                 self.seq.set(seq + 1);
@@ -188,7 +205,7 @@ impl RequestSource {
                     row,
                 };
                 render(t, &mut ctx, buf);
-                Picked::Rendered(choice.head)
+                Picked::Rendered(choice.meta)
             }
         };
         self.rng.set(rng);

@@ -162,6 +162,11 @@ impl Recorder {
         self.at(at).dropped += count;
     }
 
+    /// Records a request sent again on a new connection (see [`Snapshot::retries`]).
+    pub fn record_retry(&mut self, at: Instant) {
+        self.at(at).retries += 1;
+    }
+
     /// Records a connection that opened, with its connect (and TLS handshake) time.
     pub fn record_connection(&mut self, at: Instant, connect_time: Duration) {
         let snap = self.at(at);

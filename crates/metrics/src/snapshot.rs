@@ -119,6 +119,10 @@ pub struct Snapshot {
     /// the connection cap was reached (k6's dropped iterations). Never silently skipped.
     #[serde(default)]
     pub dropped: u64,
+    /// Requests sent a second time on a new connection because a reused one closed before
+    /// any response byte (idempotent methods only). Each is still one request.
+    #[serde(default)]
+    pub retries: u64,
     /// Latency of responses, µs: from the request's start (first byte written, or in open
     /// loop its intended send time) to the last byte of the response. Excludes connecting.
     #[serde(with = "hist_base64")]
@@ -152,6 +156,7 @@ impl Default for Snapshot {
             bytes_written: 0,
             connections_opened: 0,
             dropped: 0,
+            retries: 0,
             latency: new_histogram(),
             ttfb: new_histogram(),
             connect: new_histogram(),
@@ -182,6 +187,7 @@ impl Snapshot {
         self.bytes_written += other.bytes_written;
         self.connections_opened += other.connections_opened;
         self.dropped += other.dropped;
+        self.retries += other.retries;
         let pairs = [
             (&mut self.latency, &other.latency),
             (&mut self.ttfb, &other.ttfb),

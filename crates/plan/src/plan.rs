@@ -27,6 +27,27 @@ pub struct RequestSpec {
     pub keep_alive: bool,
 }
 
+impl RequestSpec {
+    /// True when a `Connection` header of the user's lists `close` (any case).
+    pub fn says_close(&self) -> bool {
+        self.headers.iter().any(|(name, value)| {
+            name.eq_ignore_ascii_case("connection")
+                && value
+                    .split(',')
+                    .any(|token| token.trim().eq_ignore_ascii_case("close"))
+        })
+    }
+
+    /// Whether the method is idempotent (RFC 9110 §9.2.2), so a request that may not have
+    /// reached the server can be sent again without doing its work twice.
+    pub fn idempotent(&self) -> bool {
+        matches!(
+            self.method.as_str(),
+            "GET" | "HEAD" | "PUT" | "DELETE" | "OPTIONS" | "TRACE"
+        )
+    }
+}
+
 /// When a run stops.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

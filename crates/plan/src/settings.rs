@@ -159,7 +159,9 @@ impl Settings {
                     stop,
                 )
             };
-        request.keep_alive = self.keep_alive.unwrap_or(true);
+        // A `Connection: close` header (any case, as wrk users write it) is the same promise
+        // as --no-keepalive: no second request on that connection (RFC 9112 §9.6).
+        request.keep_alive = self.keep_alive.unwrap_or(true) && !request.says_close();
         let timeout = self.timeout.unwrap_or(DEFAULT_TIMEOUT);
         let plan = Plan {
             request,

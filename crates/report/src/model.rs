@@ -119,6 +119,10 @@ pub struct Summary {
     pub connections_opened: u64,
     /// Open loop: requests due when no connection was free and the cap was reached.
     pub dropped: u64,
+    /// Requests sent again on a new connection after a reused one closed before any
+    /// response byte (idempotent methods only); each is still one request.
+    #[serde(default)]
+    pub retries: u64,
     pub latency: Distribution,
     pub ttfb: Distribution,
     pub connect: Distribution,
@@ -209,6 +213,7 @@ impl Report {
             written_bytes_per_s: per_s(snap.bytes_written),
             connections_opened: snap.connections_opened,
             dropped: snap.dropped,
+            retries: snap.retries,
             latency: Distribution::of(&snap.latency),
             ttfb: Distribution::of(&snap.ttfb),
             connect: Distribution::of(&snap.connect),

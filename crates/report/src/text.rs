@@ -203,6 +203,14 @@ fn http_blocks(o: &mut String, r: &Report) {
         format_us(s.connect.percentile(99.0).unwrap_or(0) as f64),
         format_us(s.connect.max_us as f64),
     );
+    if s.retries > 0 {
+        let _ = writeln!(
+            o,
+            "                {} request{} sent again on a new connection: a reused one closed before any response byte",
+            s.retries,
+            plural(s.retries),
+        );
+    }
     let _ = writeln!(o);
     let codes: Vec<String> = s.status.iter().map(|(c, n)| format!("{c}: {n}")).collect();
     let _ = writeln!(
