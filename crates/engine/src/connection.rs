@@ -77,6 +77,9 @@ pub(crate) struct Shared<T: Transport> {
     pub in_flight: Cell<u64>,
     /// Where every read of this worker lands.
     pub scratch: Scratch,
+    /// Time the open-loop pacer spent polling with nothing to do (left out of the worker's
+    /// busy figure).
+    pub idle_polling: Cell<Duration>,
 }
 
 /// A connection slot: the stream if open, what reads its responses, and the timer.

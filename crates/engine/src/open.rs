@@ -45,7 +45,8 @@ pub(crate) async fn schedule_loop<T: Transport>(
     while let Some(offset) = profile.due(k) {
         let due = origin + offset;
         // Sleep only when nothing is due: every request already due goes out at once.
-        pacer.sleep_until(due).await;
+        let polled = pacer.sleep_until(due).await;
+        shared.idle_polling.set(shared.idle_polling.get() + polled);
         while requests.try_join_next().is_some() {}
         let conn = idle.borrow_mut().pop().or_else(|| {
             (opened.get() < max_connections).then(|| {

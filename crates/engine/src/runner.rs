@@ -328,6 +328,7 @@ impl<T: Transport> Worker<T> {
             recorder: std::cell::RefCell::new(Recorder::new(self.origin)),
             in_flight: std::cell::Cell::new(0),
             scratch: Scratch::new(),
+            idle_polling: std::cell::Cell::new(Duration::ZERO),
         });
         local.block_on(&runtime, async {
             let mut tasks = tokio::task::JoinSet::new();
@@ -426,7 +427,11 @@ impl<T: Transport> Worker<T> {
         report.in_flight = ctx.in_flight.get();
         let cpu = thread_cpu_time() - cpu_start;
         let wall = self.origin.elapsed().as_secs_f64().max(1e-9);
-        let busy = cpu.total().as_secs_f64() / wall;
+        let busy = cpu
+            .total()
+            .saturating_sub(ctx.idle_polling.get())
+            .as_secs_f64()
+            / wall;
         let _ = self.tx.send(Message::Done(self.index, report, cpu, busy));
     }
 }

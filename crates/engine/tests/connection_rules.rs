@@ -78,8 +78,15 @@ fn a_get_on_a_reused_connection_closed_before_any_byte_is_retried_once_and_count
     let r = run_plan(&bounded(plan(&server.url("/"), 1, 1, Stop::Requests(2))));
     let s = &r.totals.snapshot;
     assert_eq!((s.responses, s.errors.total()), (2, 0), "{:?}", s.errors);
-    assert_eq!(s.retries, 1, "the second request went again on a new connection");
-    assert_eq!(server.requests(), 3, "the retried request reached the server twice");
+    assert_eq!(
+        s.retries, 1,
+        "the second request went again on a new connection"
+    );
+    assert_eq!(
+        server.requests(),
+        3,
+        "the retried request reached the server twice"
+    );
     assert_eq!(s.connections_opened, 2);
 }
 
