@@ -74,12 +74,14 @@ pub struct RunArgs {
     /// The URL to load (http:// or https://)
     pub url: String,
 
-    /// Concurrent connections, closed loop (each runs one request at a time) [default: 50]
+    /// Concurrent connections, closed loop (each runs one request at a time) [default: 50];
+    /// with -R, connections opened before the schedule starts (wrk2's -c)
     #[arg(short = 'c', long = "connections")]
     pub connections: Option<usize>,
 
-    /// Open loop: send this many requests per second, whatever the responses do (wrk2 -R)
-    #[arg(short = 'R', long = "rate", conflicts_with_all = ["connections", "requests"])]
+    /// Open loop: send this many requests per second, whatever the responses do (wrk2 -R);
+    /// with -n, exactly that many requests at this rate
+    #[arg(short = 'R', long = "rate")]
     pub rate: Option<f64>,
 
     /// A schedule: request rates (open loop), e.g. '10s:0->5000,40s:5000,10s:5000->0', or,
@@ -557,6 +559,7 @@ mod tests {
                 rate,
                 max_connections,
                 threads,
+                ..
             } => {
                 assert_eq!(rate.total_requests(), 10_000);
                 assert_eq!((max_connections, threads), (1000, 2));
@@ -604,9 +607,7 @@ mod tests {
         assert!(e.to_string().contains("'Name: value'"), "{e}");
         let e = plan(&["run", "not a url"]).unwrap_err();
         assert!(e.to_string().starts_with("URL: invalid value"), "{e}");
-        let e = parse(&["run", "http://h/", "-R", "10", "-c", "5"]).unwrap_err();
-        assert!(e.to_string().contains("--connections"), "{e}");
-        let e = parse(&["run", "http://h/", "-R", "10", "-n", "5"]).unwrap_err();
+        let e = parse(&["run", "http://h/", "-R", "10", "-n", "5", "-d", "2s"]).unwrap_err();
         assert!(e.to_string().contains("--requests"), "{e}");
         let e = plan(&["run", "http://h/", "-R", "0"]).unwrap_err();
         assert!(e.to_string().starts_with("--rate"), "{e}");

@@ -214,6 +214,26 @@ async fn connect<T: Transport>(shared: &Shared<T>) -> Result<T::Stream, Failure>
     }
 }
 
+/// Opens up to `n` connections before a run's clock starts, with each one's connect time.
+/// Connections that fail are simply not there: the run opens them when needed and counts
+/// what goes wrong then.
+pub(crate) async fn preconnect<T: Transport>(
+    transport: &T,
+    n: usize,
+) -> Vec<(Connection<T::Stream>, Duration)> {
+    let mut opened = Vec::with_capacity(n);
+    for _ in 0..n {
+        let t0 = Instant::now();
+        let Ok(stream) = transport.connect().await else {
+            break;
+        };
+        let mut conn = Connection::new();
+        conn.stream = Some(stream);
+        opened.push((conn, t0.elapsed()));
+    }
+    opened
+}
+
 /// Picks the next request's bytes (rendered into the connection's own buffer when they have
 /// templates) and sends them.
 async fn request<T: Transport>(

@@ -12,7 +12,7 @@
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use loadmark_plan::Profile;
 use tokio::task::JoinSet;
@@ -36,9 +36,12 @@ pub(crate) async fn schedule_loop<T: Transport>(
     origin: Instant,
     share: Share,
     max_connections: usize,
+    preopened: Vec<(Connection<T::Stream>, Duration)>,
 ) {
-    let idle: Rc<RefCell<Vec<Connection<T::Stream>>>> = Rc::new(RefCell::new(Vec::new()));
-    let opened = Rc::new(Cell::new(0usize));
+    let opened = Rc::new(Cell::new(preopened.len()));
+    let idle: Rc<RefCell<Vec<Connection<T::Stream>>>> = Rc::new(RefCell::new(
+        preopened.into_iter().map(|(c, _)| c).collect(),
+    ));
     let mut requests = JoinSet::new();
     let mut k = share.index;
     let mut pacer = Pacer::new();

@@ -12,7 +12,7 @@ use loadmark_plan::{Load, Plan, Profile, Stop, Target, WsSpec};
 use tokio::sync::watch;
 
 use crate::closed::{connection_loop, ramp_loop, Budget};
-use crate::connection::{Scratch, Shared};
+use crate::connection::{preconnect, Scratch, Shared};
 use crate::error::EngineError;
 use crate::open::{schedule_loop, Share};
 use crate::source::RequestSource;
@@ -126,13 +126,12 @@ fn run_with<T: Transport>(
     on_progress: &mut dyn FnMut(&Progress),
 ) -> Result<RunResult, EngineError> {
     let threads = plan.load.threads();
-    let started_at = SystemTime::now();
-    let origin = Instant::now();
-    // When the load itself ends: no request starts after it.
+    // When the load itself ends, from the start: no request starts after it.
     let load_end = match plan.stop {
-        Stop::Duration(d) => Some(origin + d),
+        Stop::Duration(d) => Some(d),
         Stop::Requests(_) => None,
     };
+    let start = Arc::new(StartLine::new(threads));
     let budget = Arc::new(Budget::new(match plan.stop {
         Stop::Requests(n) => Some(n),
         Stop::Duration(_) => None,
@@ -185,6 +184,7 @@ fn run_with<T: Transport>(
                         of: threads as u64,
                     },
                     max_connections: spread(*max_connections),
+                    preopen: spread(plan.load.preopen()),
                 },
                 load_end.map(|end| end + plan.timeouts.request + Duration::from_millis(500)),
             ),
@@ -192,9 +192,11 @@ fn run_with<T: Transport>(
         let worker = Worker {
             index,
             executor,
-            origin,
-            load_end,
-            hard_stop,
+            start: start.clone(),
+            load_end_after: load_end,
+            hard_stop_after: hard_stop,
+            load_end: None,
+            hard_stop: None,
             transport: transport.clone(),
             source: RequestSource::new(plan, index as u64 + 1)?,
             timeout: plan.timeouts.request,
@@ -211,6 +213,10 @@ fn run_with<T: Transport>(
         handles.push(handle);
     }
     drop(tx);
+    // Every worker has opened what it opens up front: the schedule starts now.
+    let origin = start.open();
+    let started_at = SystemTime::now();
+    let load_end = load_end.map(|d| origin + d);
 
     let mut aggregate = Aggregate::new(threads, plan.warmup.as_secs());
     let mut client_cpu = CpuTime::default();
@@ -284,6 +290,8 @@ enum Executor {
         profile: Arc<Profile>,
         share: Share,
         max_connections: usize,
+        /// Connections opened before the schedule starts.
+        preopen: usize,
     },
     /// WebSocket virtual users, each running one session after another.
     WebSocket {
@@ -296,7 +304,10 @@ enum Executor {
 struct Worker<T: Transport> {
     index: usize,
     executor: Executor,
-    origin: Instant,
+    /// Where the workers wait for each other before the load starts.
+    start: Arc<StartLine>,
+    load_end_after: Option<Duration>,
+    hard_stop_after: Option<Duration>,
     /// No request starts after this.
     load_end: Option<Instant>,
     /// Whatever is still running then is abandoned and reported in flight.
@@ -321,15 +332,29 @@ impl<T: Transport> Worker<T> {
             .build()
             .expect("building a current-thread runtime only fails when out of memory or fds");
         let local = tokio::task::LocalSet::new();
+        let mut preopened = match self.executor {
+            Executor::Open { preopen, .. } if preopen > 0 => {
+                local.block_on(&runtime, preconnect(&self.transport, preopen))
+            }
+            _ => Vec::new(),
+        };
+        let origin = self.start.wait();
+        self.load_end = self.load_end_after.map(|d| origin + d);
+        self.hard_stop = self.hard_stop_after.map(|d| origin + d);
         let ctx = Rc::new(Shared {
             transport: self.transport.clone(),
             source: self.source,
             timeout: self.timeout,
-            recorder: std::cell::RefCell::new(Recorder::new(self.origin)),
+            recorder: std::cell::RefCell::new(Recorder::new(origin)),
             in_flight: std::cell::Cell::new(0),
             scratch: Scratch::new(),
             idle_polling: std::cell::Cell::new(Duration::ZERO),
         });
+        for (_, connect_time) in &preopened {
+            ctx.recorder
+                .borrow_mut()
+                .record_connection(origin, *connect_time);
+        }
         local.block_on(&runtime, async {
             let mut tasks = tokio::task::JoinSet::new();
             match &self.executor {
@@ -354,7 +379,7 @@ impl<T: Transport> Worker<T> {
                         ctx.clone(),
                         budget.clone(),
                         profile.clone(),
-                        self.origin,
+                        origin,
                         *share,
                     ));
                 }
@@ -384,22 +409,24 @@ impl<T: Transport> Worker<T> {
                     profile,
                     share,
                     max_connections,
+                    ..
                 } => {
                     tasks.spawn_local(schedule_loop(
                         ctx.clone(),
                         profile.clone(),
-                        self.origin,
+                        origin,
                         *share,
                         *max_connections,
+                        std::mem::take(&mut preopened),
                     ));
                 }
             }
             // Hand over each second shortly after it ends.
             let mut tick = tokio::time::interval_at(
-                (self.origin + Duration::from_millis(1_020)).into(),
+                (origin + Duration::from_millis(1_020)).into(),
                 Duration::from_secs(1),
             );
-            let far = self.origin + Duration::from_secs(100 * 365 * 24 * 3600);
+            let far = origin + Duration::from_secs(100 * 365 * 24 * 3600);
             let deadline = tokio::time::sleep_until(self.hard_stop.unwrap_or(far).into());
             tokio::pin!(deadline);
             let stopped = self.stop.wait_for(|s| *s);
@@ -421,17 +448,50 @@ impl<T: Transport> Worker<T> {
             tasks.abort_all();
             while tasks.join_next().await.is_some() {}
         });
-        let recorder =
-            std::mem::replace(&mut *ctx.recorder.borrow_mut(), Recorder::new(self.origin));
+        let recorder = std::mem::replace(&mut *ctx.recorder.borrow_mut(), Recorder::new(origin));
         let mut report = recorder.finish();
         report.in_flight = ctx.in_flight.get();
         let cpu = thread_cpu_time() - cpu_start;
-        let wall = self.origin.elapsed().as_secs_f64().max(1e-9);
+        let wall = origin.elapsed().as_secs_f64().max(1e-9);
         let busy = cpu
             .total()
             .saturating_sub(ctx.idle_polling.get())
             .as_secs_f64()
             / wall;
         let _ = self.tx.send(Message::Done(self.index, report, cpu, busy));
+    }
+}
+
+/// Where the workers meet before the load starts: each opens what it opens up front (an
+/// open-loop pool), then the clock starts for all at once, so no intended send time is spent
+/// waiting for those connects.
+struct StartLine {
+    ready: std::sync::Barrier,
+    origin: std::sync::OnceLock<Instant>,
+    go: std::sync::Barrier,
+}
+
+impl StartLine {
+    fn new(workers: usize) -> Self {
+        StartLine {
+            ready: std::sync::Barrier::new(workers + 1),
+            origin: std::sync::OnceLock::new(),
+            go: std::sync::Barrier::new(workers + 1),
+        }
+    }
+
+    /// The run's side: waits until every worker is ready, starts the clock, lets them go.
+    fn open(&self) -> Instant {
+        self.ready.wait();
+        let origin = *self.origin.get_or_init(Instant::now);
+        self.go.wait();
+        origin
+    }
+
+    /// A worker's side: ready; returns the start once it is given.
+    fn wait(&self) -> Instant {
+        self.ready.wait();
+        self.go.wait();
+        *self.origin.get().expect("set before the go")
     }
 }

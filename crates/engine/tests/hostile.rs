@@ -511,6 +511,7 @@ fn a_response_to_no_request_on_an_idle_connection_is_caught_before_reuse() {
         rate,
         max_connections: 1,
         threads: 1,
+        connections: None,
     };
     let r = run_checked(&p);
     let s = &r.totals.snapshot;

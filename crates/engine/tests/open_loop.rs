@@ -43,6 +43,7 @@ fn open(url: &str, rate: Profile, max_connections: usize, threads: usize) -> Pla
             rate,
             max_connections,
             threads,
+            connections: None,
         },
         stop,
     )

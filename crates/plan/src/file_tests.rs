@@ -83,7 +83,7 @@ fn semantic_errors_are_located_too() {
         ("targets:\n  api:\n    url: http://127.0.0.1:1\nload:\n  duration: soon\n", 5, "not a duration"),
         ("targets:\n  api:\n    url: ftp://x\n", 3, "targets.api.url"),
         ("targets:\n  api:\n    url: http://h:1\nsweep:\n  targets: [web]\n", 5, "no target named \"web\""),
-        ("targets:\n  api:\n    url: http://h:1\nload:\n  rate: 10\n  connections: 5\n", 4, "cannot be used together"),
+        ("targets:\n  api:\n    url: http://h:1\nload:\n  rate: 10\n  requests: 5\n  duration: 2s\n", 4, "cannot be used together"),
         ("targets:\n  api:\n    url: http://h:1\ncompare:\n  - {rows: cache, columns: target}\n", 4, "\"cache\" is neither a target label"),
         ("targets: {}\n", 1, "at least one target"),
         ("targets:\n  api:\n    url: http://h:1\n    launch:\n      command: x\n      ready: {port: 'a:1', http: 'http://b'}\n", 6, "one of port, http or delay"),

@@ -77,8 +77,16 @@ pub enum Load {
         /// connection is busy and the cap is reached is dropped (and counted).
         max_connections: usize,
         threads: usize,
+        /// Connections opened before the schedule starts (`-c` with `-R`, as wrk2 users type
+        /// it); without it, estimated from the rate (see [`Load::preopen`]).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        connections: Option<usize>,
     },
 }
+
+/// The service time assumed to size an open-loop pool before any response: 2 ms covers a
+/// loopback or LAN service with room to spare (40,000 req/s opens 80 connections).
+pub const PREOPEN_LATENCY_GUESS: Duration = Duration::from_millis(2);
 
 impl Load {
     pub fn threads(&self) -> usize {
@@ -86,6 +94,26 @@ impl Load {
             Load::Closed { threads, .. }
             | Load::Ramp { threads, .. }
             | Load::Open { threads, .. } => threads,
+        }
+    }
+
+    /// Open loop: connections to open before the schedule starts, so a server that keeps up
+    /// never sees the first requests wait for connects (nor the pool grow in a storm of
+    /// them). `-c` when given; otherwise enough for the first rate if each request took
+    /// [`PREOPEN_LATENCY_GUESS`], at least 1. Never more than the cap.
+    pub fn preopen(&self) -> usize {
+        match self {
+            Load::Open {
+                rate,
+                max_connections,
+                connections,
+                ..
+            } => {
+                let first = rate.stages.first().map_or(0.0, |s| s.from.max(s.to));
+                let guess = (first * PREOPEN_LATENCY_GUESS.as_secs_f64()).ceil() as usize;
+                connections.unwrap_or(guess.max(1)).min(*max_connections)
+            }
+            _ => 0,
         }
     }
 
@@ -249,7 +277,13 @@ impl Plan {
                     "a rate above zero requests per second",
                 ));
             }
-            if self.stop != Stop::Duration(rate.duration()) {
+            // A count is the schedule's own length (`-R` with `-n`), or the run lasts as long
+            // as its schedule.
+            let agrees = match self.stop {
+                Stop::Duration(d) => d == rate.duration(),
+                Stop::Requests(n) => n == rate.total_requests(),
+            };
+            if !agrees {
                 return Err(PlanError::Conflict {
                     first: "--rate/--stages",
                     second: "--requests/--duration",

@@ -89,18 +89,16 @@ impl Settings {
                 "the stages set how long the run lasts",
             ));
         }
-        if open && self.connections.is_some() {
+        if open && self.requests.is_some() && (self.stages.is_some() || self.duration.is_some()) {
             return Err(conflict(
-                "--rate",
-                "--connections",
-                "an open-loop run grows its own pool; cap it with --max-connections",
-            ));
-        }
-        if open && self.requests.is_some() {
-            return Err(conflict(
-                "--rate/--stages",
                 "--requests",
-                "an open-loop run lasts as long as its rate schedule",
+                if self.stages.is_some() {
+                    "--stages"
+                } else {
+                    "--duration"
+                },
+                "with --rate, --requests N sends exactly N requests at that rate (as vegeta \
+                 does); a schedule or a duration would say otherwise",
             ));
         }
         let threads_for =
@@ -122,7 +120,13 @@ impl Settings {
                 let rate = match (&self.stages, self.rate) {
                     (Some(text), start) => Profile::parse(text, start.unwrap_or(0.0), "--stages")?,
                     (None, Some(rate)) if rate.is_finite() && rate > 0.0 => {
-                        Profile::constant(rate, self.duration.unwrap_or(DEFAULT_DURATION))
+                        let duration = match self.requests {
+                            // Request k is due at k/R: the last of N at (N-1)/R, so a schedule
+                            // of (N-0.5)/R holds exactly N, clear of rounding at either end.
+                            Some(n) => Duration::from_secs_f64((n as f64 - 0.5).max(0.5) / rate),
+                            None => self.duration.unwrap_or(DEFAULT_DURATION),
+                        };
+                        Profile::constant(rate, duration)
                     }
                     (None, rate) => {
                         return Err(PlanError::invalid(
@@ -132,14 +136,22 @@ impl Settings {
                         ))
                     }
                 };
-                let max_connections = self.max_connections.unwrap_or(DEFAULT_MAX_CONNECTIONS);
-                let stop = Stop::Duration(rate.duration());
+                // `-c` with `-R` (wrk2's spelling) opens that many connections up front; the
+                // pool may still grow to the cap, which is at least as large.
+                let max_connections = self
+                    .max_connections
+                    .unwrap_or(DEFAULT_MAX_CONNECTIONS.max(self.connections.unwrap_or(0)));
+                let stop = match self.requests {
+                    Some(n) => Stop::Requests(n),
+                    None => Stop::Duration(rate.duration()),
+                };
                 let threads = threads_for(max_connections);
                 (
                     Load::Open {
                         rate,
                         max_connections,
                         threads,
+                        connections: self.connections,
                     },
                     stop,
                 )
@@ -189,6 +201,67 @@ impl Settings {
 mod tests {
     use super::*;
     use crate::Target;
+
+    #[test]
+    fn rate_with_a_count_schedules_exactly_that_many_requests() {
+        for (rate, n) in [
+            (500.0, 1000),
+            (300.0, 1000),
+            (7.0, 3),
+            (1.0, 1),
+            (33.3, 101),
+        ] {
+            let p = Settings {
+                rate: Some(rate),
+                requests: Some(n),
+                ..Default::default()
+            }
+            .to_plan(request(), 2)
+            .unwrap();
+            assert_eq!(p.stop, Stop::Requests(n), "-R {rate} -n {n}");
+            match &p.load {
+                Load::Open { rate: profile, .. } => {
+                    assert_eq!(profile.total_requests(), n, "-R {rate} -n {n}")
+                }
+                other => panic!("{other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn rate_with_connections_opens_them_up_front_and_the_cap_covers_them() {
+        let with_c = |c: usize, cap: Option<usize>| {
+            Settings {
+                rate: Some(2000.0),
+                connections: Some(c),
+                max_connections: cap,
+                ..Default::default()
+            }
+            .to_plan(request(), 2)
+            .unwrap()
+            .load
+        };
+        let load = with_c(100, None);
+        assert_eq!(load.preopen(), 100);
+        assert_eq!(load.max_connections(), 1000);
+        assert_eq!(with_c(1500, None).max_connections(), 1500);
+        assert_eq!(with_c(100, Some(40)).preopen(), 40, "never past the cap");
+        // Without -c: sized from the rate, 2 ms of requests.
+        let guessed = |rate: f64| {
+            Settings {
+                rate: Some(rate),
+                ..Default::default()
+            }
+            .to_plan(request(), 2)
+            .unwrap()
+            .load
+            .preopen()
+        };
+        assert_eq!(
+            (guessed(40_000.0), guessed(2000.0), guessed(5.0)),
+            (80, 4, 1)
+        );
+    }
 
     fn request() -> RequestSpec {
         RequestSpec {
@@ -243,11 +316,12 @@ mod tests {
         let cases = [
             Settings {
                 rate: Some(5.0),
-                connections: Some(3),
+                requests: Some(3),
+                duration: Some(Duration::from_secs(1)),
                 ..Default::default()
             },
             Settings {
-                rate: Some(5.0),
+                stages: Some("1s:5".into()),
                 requests: Some(3),
                 ..Default::default()
             },

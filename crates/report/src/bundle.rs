@@ -189,13 +189,21 @@ pub fn equivalent_command(plan: &Plan) -> String {
             rate,
             max_connections,
             threads,
+            connections,
         } => {
-            match rate.stages.as_slice() {
-                [one] if one.from == one.to => {
+            match (rate.stages.as_slice(), plan.stop) {
+                ([one], Stop::Requests(n)) if one.from == one.to => {
+                    args.push(format!("-R {}", one.from));
+                    args.push(format!("-n {n}"));
+                }
+                ([one], _) if one.from == one.to => {
                     args.push(format!("-R {}", one.from));
                     args.push(format!("-d {}", d(one.duration)));
                 }
                 _ => args.push(format!("--stages {}", quote(&rate.to_text()))),
+            }
+            if let Some(c) = connections {
+                args.push(format!("-c {c}"));
             }
             args.extend([
                 format!("--max-connections {max_connections}"),

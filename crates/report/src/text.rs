@@ -68,11 +68,16 @@ fn header(o: &mut String, r: &Report) {
             rate,
             max_connections,
             threads,
+            ..
         } => format!(
-            "open loop, {} for {} (up to {max_connections} connection{} on {threads} thread{})",
+            "open loop, {} {} ({} connection{} opened up front, up to {max_connections} on {threads} thread{})",
             describe_rate(rate),
-            format_duration(rate.duration()),
-            plural(*max_connections as u64),
+            match r.plan.stop {
+                Stop::Requests(n) => format!("for {n} requests"),
+                Stop::Duration(_) => format!("for {}", format_duration(rate.duration())),
+            },
+            r.plan.load.preopen(),
+            plural(r.plan.load.preopen() as u64),
             plural(*threads as u64),
         ),
     };

@@ -37,3 +37,26 @@ pub fn free_port() -> u16 {
         .unwrap()
         .port()
 }
+
+/// A port that refuses connections for as long as the socket lives: bound, never listening,
+/// so no other test can take it meanwhile.
+pub fn refusing_port() -> (std::net::TcpStream, u16) {
+    // SAFETY: plain syscalls on a socket this function owns.
+    unsafe {
+        let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0);
+        assert!(fd >= 0);
+        let sock = <std::net::TcpStream as std::os::fd::FromRawFd>::from_raw_fd(fd);
+        let mut addr: libc::sockaddr_in = std::mem::zeroed();
+        addr.sin_family = libc::AF_INET as libc::sa_family_t;
+        addr.sin_addr.s_addr = u32::from_ne_bytes([127, 0, 0, 1]);
+        let len = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
+        assert_eq!(
+            libc::bind(fd, &addr as *const _ as *const libc::sockaddr, len),
+            0
+        );
+        let mut bound: libc::sockaddr_in = std::mem::zeroed();
+        let mut blen = len;
+        libc::getsockname(fd, &mut bound as *mut _ as *mut libc::sockaddr, &mut blen);
+        (sock, u16::from_be(bound.sin_port))
+    }
+}
