@@ -17,7 +17,7 @@ use loadmark_plan::{
     long_about = "A fast, truthful HTTP and WebSocket load generator and benchmark-report tool.\n\n\
         Latency is recorded in HDR histograms, every request is accounted for (response, \
         classified error, or in flight at the end), and reports come as text or JSON.",
-    after_help = "Exit codes: 0 ok, 1 run error, 2 usage or plan error, 3 thresholds (--threshold, compare --fail-if) failed, 4 run not clean under --strict, 130 interrupted (report still written).\n\
+    after_help = "Exit codes: 0 ok, 1 run error or failed run (no request succeeded, or --fail-on), 2 usage or plan error, 3 thresholds (--threshold, compare --fail-if) failed, 4 run not clean under --strict, 130 interrupted (report still written).\n\
         Examples:\n  loadmark quickstart\n  loadmark run http://127.0.0.1:8080/status -c 100 -d 30s\n  loadmark run URL -n 2000 -c 20 -o result.json"
 )]
 pub struct Cli {

@@ -327,6 +327,15 @@ fn assess(plan: &Plan, facts: &RunFacts, summary: &Summary) -> Health {
                 if !health.client_saturated {
                     health.overloaded = true;
                 }
+            } else if let Some(p50) = summary.latency.percentile(50.0).filter(|&p| p > 0) {
+                // Smaller than late, but a visible part of what latency reports: say so.
+                if p99 * 20 > p50 {
+                    health.findings.push(format!(
+                        "schedule lag p99 was {p99}µs, {:.0}% of the latency p50 ({p50}µs): \
+                         the client's own pacing is part of these latencies",
+                        p99 as f64 * 100.0 / p50 as f64
+                    ));
+                }
             }
         }
     }
@@ -463,6 +472,17 @@ mod tests {
         assert!(dropped.run.health.overloaded && !dropped.run.health.client_saturated);
         assert!(dropped.run.health.findings[0].contains("40 requests were dropped"));
         assert!(dropped.run.health.findings[0].contains("all 3 connections"));
+
+        // Lag within bounds but a visible share of latency: named, and still clean.
+        let mut t = totals_with(400, 0);
+        t.snapshot.latency.record(1000).unwrap();
+        let visible = Report::new(&open_plan(), &facts(0.2), t, env());
+        assert!(!visible.run.health.overloaded);
+        assert!(
+            visible.run.health.findings[0].contains("schedule lag p99 was 400µs, 40%"),
+            "{:?}",
+            visible.run.health
+        );
     }
 
     #[test]
