@@ -27,7 +27,6 @@ mod connection;
 mod error;
 pub mod http1;
 mod open;
-mod pace;
 mod runner;
 mod source;
 mod sys;

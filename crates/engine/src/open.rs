@@ -18,8 +18,8 @@ use loadmark_plan::Profile;
 use tokio::task::JoinSet;
 
 use crate::connection::{perform, Connection, Shared};
-use crate::pace::Pacer;
 use crate::transport::Transport;
+use loadmark_timer::Pacer;
 
 /// Which requests of the global schedule a worker owns.
 #[derive(Debug, Clone, Copy)]

@@ -92,9 +92,12 @@ pub(crate) fn route<B>(req: Request<B>) -> Routed<B> {
     Routed::Ready(response)
 }
 
-/// Answers `OK` once `delay` has passed.
+/// Answers `OK` once `delay` has passed, to the microsecond: tests and the quickstart use
+/// `/delay/N` as a known service time, and tokio's millisecond timer wheel made it ~1.2 ms
+/// long. Each delayed request sleeps on its own [`loadmark_timer::Pacer`] (a timerfd).
 pub(crate) async fn delay(delay: Duration) -> Response<ResponseBody> {
-    tokio::time::sleep(delay).await;
+    let due = std::time::Instant::now() + delay;
+    loadmark_timer::Pacer::new().sleep_until(due).await;
     ok()
 }
 

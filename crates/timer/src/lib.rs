@@ -1,4 +1,13 @@
-//! Waking for an open-loop schedule with microsecond precision.
+//! Microsecond sleeps on a tokio event loop: waking for an open-loop schedule (the engine)
+//! and answering `/delay/N` on time (the built-in target).
+//!
+//! ```no_run
+//! # async fn f() {
+//! let mut pacer = loadmark_timer::Pacer::new();
+//! let due = std::time::Instant::now() + std::time::Duration::from_micros(700);
+//! pacer.sleep_until(due).await; // returns within a few µs of `due`
+//! # }
+//! ```
 //!
 //! tokio's timer wheel has millisecond slots: a sleep until an intended send time wakes up to
 //! 1 ms late, and since open-loop latency runs from the intended time, that lag would be
@@ -26,40 +35,48 @@ const MARGIN: Duration = Duration::from_micros(5);
 /// VM says nothing about the next one and must not make every later sleep poll for long.
 const MAX_LEARNED: Duration = Duration::from_micros(200);
 
-/// Sleeps until intended send times. One per open-loop schedule (one per worker).
-pub(crate) struct Pacer {
+/// Sleeps until given instants; learns the wake-up delay of the thread it runs on, so keep
+/// one per task that sleeps repeatedly (one per open-loop schedule).
+pub struct Pacer {
     #[cfg(target_os = "linux")]
     timer: Option<linux::TimerFd>,
-    /// How late wake-ups come, learned (an exponential moving average, 1/8 per sample).
-    wake_delay: Duration,
+}
+
+thread_local! {
+    /// How late this thread's wake-ups come, learned by every pacer on it (an exponential
+    /// moving average, 1/8 per sample): a pacer made per request still starts well informed.
+    static WAKE_DELAY: std::cell::Cell<Duration> = const { std::cell::Cell::new(FIRST_GUESS) };
+}
+
+impl Default for Pacer {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 impl Pacer {
     /// A pacer on a timerfd where the OS has one; the tokio timer otherwise (or if the
     /// timerfd cannot be made, e.g. no file descriptors left, which the run reports anyway).
-    pub(crate) fn new() -> Self {
+    pub fn new() -> Self {
         #[cfg(target_os = "linux")]
         {
             linux::tight_timer_slack();
             Pacer {
                 timer: linux::TimerFd::new().ok(),
-                wake_delay: FIRST_GUESS,
             }
         }
         #[cfg(not(target_os = "linux"))]
-        Pacer {
-            wake_delay: FIRST_GUESS,
-        }
+        Pacer {}
     }
 
     /// Returns at `due` (at once if it has passed), with the time it spent polling with
     /// nothing to do.
-    pub(crate) async fn sleep_until(&mut self, due: Instant) -> Duration {
+    pub async fn sleep_until(&mut self, due: Instant) -> Duration {
         let now = Instant::now();
         if due <= now {
             return Duration::ZERO;
         }
-        let early = self.wake_delay + MARGIN;
+        let early = WAKE_DELAY.get() + MARGIN;
         if due - now > early {
             let wake_at = due - early;
             #[cfg(target_os = "linux")]
@@ -75,7 +92,7 @@ impl Pacer {
             let late = Instant::now()
                 .saturating_duration_since(wake_at)
                 .min(MAX_LEARNED);
-            self.wake_delay = (self.wake_delay * 7 + late) / 8;
+            WAKE_DELAY.set((WAKE_DELAY.get() * 7 + late) / 8);
         }
         // The last stretch: yield to the event loop until due. Each yield polls the sockets
         // without blocking, so responses are read meanwhile. A round that came back at once
