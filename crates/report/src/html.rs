@@ -112,7 +112,7 @@ pub fn render_html_bundle(b: &Bundle) -> String {
                 },
                 points: s
                     .report
-                    .series
+                    .chart_series()
                     .iter()
                     .map(|p| (p.second as f64, f(p)))
                     .collect(),

@@ -100,20 +100,7 @@ pub fn merge_reports(reports: &[Report]) -> Result<Report, MergeError> {
 }
 
 fn empty_point(second: u64, warmup: bool) -> SeriesPoint {
-    SeriesPoint {
-        second,
-        warmup,
-        responses: 0,
-        errors: 0,
-        failed: 0,
-        bytes_read: 0,
-        connections_opened: 0,
-        latency_p50_us: 0,
-        latency_p99_us: 0,
-        latency_max_us: 0,
-        messages_sent: 0,
-        messages_received: 0,
-    }
+    SeriesPoint::empty(second, warmup)
 }
 
 fn add_point(into: &mut SeriesPoint, p: &SeriesPoint) {

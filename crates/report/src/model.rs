@@ -168,6 +168,8 @@ impl Report {
     /// Builds the report of a run. `plan` is redacted here, so secrets never reach a file.
     pub fn new(plan: &Plan, facts: &RunFacts, totals: Totals, environment: Environment) -> Self {
         let snap = totals.snapshot;
+        let mut series = totals.series;
+        mark_partial(&mut series, facts.elapsed);
         let measured_s = facts.measured.as_secs_f64();
         let per_s = |n: u64| {
             if measured_s > 0.0 {
@@ -202,7 +204,7 @@ impl Report {
                 warmup_completed: totals.warmup_completed,
             },
             rps: per_s(snap.responses),
-            rps_per_second: rps_stats(&totals.series, facts.elapsed),
+            rps_per_second: rps_stats(&series, facts.elapsed),
             bytes_read: snap.bytes_read,
             bytes_written: snap.bytes_written,
             read_bytes_per_s: per_s(snap.bytes_read),
@@ -249,7 +251,7 @@ impl Report {
                 health: assess(plan, facts, &summary),
             },
             summary,
-            series: totals.series,
+            series,
             totals: snap,
             thresholds: Vec::new(),
         }
@@ -258,6 +260,17 @@ impl Report {
     /// Reads a saved report, refusing versions newer than this build.
     pub fn from_json(text: &str) -> Result<Report, ReadError> {
         read_versioned(text)
+    }
+
+    /// The series as charts and CSV show it: without the run's last second when the run
+    /// ended inside it (a fragment of a few ms holding a handful of responses would read as
+    /// a fall to zero). Its counts stay in the JSON series and in the totals. A run shorter
+    /// than one second keeps its only point.
+    pub fn chart_series(&self) -> &[SeriesPoint] {
+        match self.series.iter().rposition(|p| p.partial_s.is_none()) {
+            Some(last_whole) => &self.series[..=last_whole],
+            None => &self.series,
+        }
     }
 
     /// Transport errors plus non-2xx/3xx responses.
@@ -337,6 +350,16 @@ fn assess(plan: &Plan, facts: &RunFacts, summary: &Summary) -> Health {
         health.findings.extend(found);
     }
     health
+}
+
+/// Marks the seconds the run did not cover whole (the last one, and any straggler past it)
+/// with the part that it did cover.
+fn mark_partial(series: &mut [SeriesPoint], elapsed: Duration) {
+    let elapsed = elapsed.as_secs_f64();
+    for p in series {
+        let covered = (elapsed - p.second as f64).clamp(0.0, 1.0);
+        p.partial_s = (covered < 1.0 - 1e-3).then(|| (covered * 1e3).round() / 1e3);
+    }
 }
 
 /// Only whole measured seconds count: a partial last second would drag the mean down.
@@ -475,6 +498,7 @@ mod tests {
             latency_max_us: 0,
             messages_sent: 0,
             messages_received: 0,
+            partial_s: None,
         };
         let series = [
             p(0, 5, true),
@@ -485,5 +509,57 @@ mod tests {
         let s = rps_stats(&series, Duration::from_millis(3_050));
         assert_eq!((s.seconds, s.min, s.max), (2, 100, 300));
         assert!((s.mean - 200.0).abs() < 1e-9 && (s.stdev - 100.0).abs() < 1e-9);
+    }
+
+    /// A 5.004 s run whose last response ended at 5.002 s: that fragment is in the totals and
+    /// the JSON series (marked partial), not in what charts and CSV draw.
+    #[test]
+    fn the_last_partial_second_is_marked_and_left_out_of_charts() {
+        use loadmark_metrics::{Aggregate, Recorder, Sample};
+        use std::time::Instant;
+        let origin = Instant::now();
+        let mut recorder = Recorder::new(origin);
+        let mut end_at = |ms: u64| {
+            let ended = origin + Duration::from_millis(ms);
+            recorder.record(&Sample {
+                scheduled: None,
+                started: ended - Duration::from_micros(300),
+                first_byte: ended,
+                ended,
+                status: 200,
+                bytes_read: 10,
+                bytes_written: 10,
+            });
+        };
+        for ms in (1..5_000).step_by(10) {
+            end_at(ms);
+        }
+        end_at(5_002);
+        let mut aggregate = Aggregate::new(1, 0);
+        aggregate.add(recorder.finish());
+        let mut f = facts(0.2);
+        f.elapsed = Duration::from_millis(5_004);
+        f.measured = f.elapsed;
+        let r = Report::new(&open_plan(), &f, aggregate.finish(), Environment::default());
+        assert_eq!(r.series.len(), 6);
+        assert_eq!(r.series[5].responses, 1);
+        assert_eq!(r.series[5].partial_s, Some(0.004));
+        assert!(r.series[..5].iter().all(|p| p.partial_s.is_none()));
+        assert_eq!(
+            r.summary.requests.responses, 501,
+            "the fragment stays in the totals"
+        );
+        let drawn = r.chart_series();
+        assert_eq!(drawn.len(), 5);
+        assert!(drawn.iter().all(|p| p.responses == 100), "{drawn:?}");
+        let csv = crate::render_csv(&r);
+        assert_eq!(csv.lines().count(), 1 + 5, "{csv}");
+        assert!(!csv.lines().any(|l| l.starts_with("5,")), "{csv}");
+
+        // A run shorter than one second keeps its only point.
+        let mut short = r.clone();
+        short.series.truncate(1);
+        short.series[0].partial_s = Some(0.5);
+        assert_eq!(short.chart_series().len(), 1);
     }
 }
