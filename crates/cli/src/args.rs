@@ -349,6 +349,10 @@ pub struct MergeArgs {
     /// Write the merged JSON report here [default: standard output]
     #[arg(short = 'o', long = "output")]
     pub output: Option<PathBuf>,
+    /// Merge even when the reports differ in URL, protocol or load model (the merged report
+    /// lists what was forced)
+    #[arg(long = "force")]
+    pub force: bool,
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -381,6 +385,10 @@ pub struct CompareArgs {
     /// Smallest change, in percent, that counts as one
     #[arg(long = "min-effect", default_value_t = 5.0)]
     pub min_effect: f64,
+    /// Compare even when the runs differ in method, path, protocol or load model (the output
+    /// lists what was forced)
+    #[arg(long = "force")]
+    pub force: bool,
 }
 
 fn duration_arg(text: &str) -> Result<Duration, String> {

@@ -376,3 +376,150 @@ fn plan_file_thresholds_gate_bench() {
     assert!(md.contains("threshold FAIL  rps>100000000"), "{md}");
     std::fs::remove_dir_all(dir).unwrap();
 }
+
+/// Runs that measure different things are refused by `merge` and `compare` (exit 2, naming
+/// the difference) unless `--force`, and a forced result says what was forced.
+#[test]
+fn merge_and_compare_refuse_unlike_runs_unless_forced() {
+    let _serial = one_at_a_time();
+    let server = target();
+    let addr = server.local_addr();
+    let dir = temp_dir("gate", "unlike");
+    let runs: [(&str, Vec<String>); 4] = [
+        (
+            "status",
+            vec![
+                "run".into(),
+                format!("http://{addr}/status"),
+                "-n".into(),
+                "60".into(),
+            ],
+        ),
+        (
+            "json",
+            vec![
+                "run".into(),
+                format!("http://{addr}/json"),
+                "-n".into(),
+                "60".into(),
+            ],
+        ),
+        (
+            "open",
+            vec![
+                "run".into(),
+                format!("http://{addr}/status"),
+                "-R".into(),
+                "100".into(),
+                "-d".into(),
+                "1s".into(),
+            ],
+        ),
+        (
+            "ws",
+            vec![
+                "ws".into(),
+                format!("ws://{addr}/ws/echo"),
+                "-n".into(),
+                "60".into(),
+            ],
+        ),
+    ];
+    for (name, args) in &runs {
+        let out = dir.join(format!("{name}.json"));
+        let mut all: Vec<&str> = args.iter().map(String::as_str).collect();
+        all.extend(["-c", "2", "-t", "1", "-q", "-o", path(&out)]);
+        if *name == "open" {
+            all.retain(|a| *a != "-c" && *a != "2");
+        }
+        let o = run(&all);
+        assert!(o.status.success(), "{name}: {}", text(&o));
+    }
+    let f = |n: &str| dir.join(format!("{n}.json"));
+
+    // merge: another URL, another protocol.
+    let o = run(&["merge", path(&f("status")), path(&f("json"))]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("URL:") && err.contains("/json") && err.contains("--force"),
+        "{err}"
+    );
+    let o = run(&["merge", path(&f("status")), path(&f("ws"))]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("protocol: "),
+        "{}",
+        text(&o)
+    );
+    let o = run(&["merge", path(&f("status")), path(&f("open"))]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("load model: "),
+        "{}",
+        text(&o)
+    );
+    let merged = dir.join("forced.json");
+    let o = run(&[
+        "merge",
+        path(&f("status")),
+        path(&f("json")),
+        "--force",
+        "-o",
+        path(&merged),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let m = Report::from_json(&std::fs::read_to_string(&merged).unwrap()).unwrap();
+    assert_eq!(m.summary.requests.responses, 120);
+    assert!(
+        m.run
+            .health
+            .findings
+            .iter()
+            .any(|f| f.contains("--force") && f.contains("URL")),
+        "{:?}",
+        m.run.health.findings
+    );
+    let o = run(&["report", path(&merged)]);
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("merged with --force"),
+        "{}",
+        text(&o)
+    );
+
+    // compare: HTTP against WebSocket, closed against open loop, another path.
+    for (other, words) in [
+        ("ws", "protocol: "),
+        ("open", "load model: "),
+        ("json", "path: "),
+    ] {
+        let o = run(&["compare", path(&f("status")), path(&f(other))]);
+        assert_eq!(o.status.code(), Some(2), "{other}: {}", text(&o));
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            err.contains(words) && err.contains("--force"),
+            "{other}: {err}"
+        );
+    }
+    let o = run(&["compare", path(&f("status")), path(&f("ws")), "--force"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.contains("FORCED (--force): the runs differ in protocol"),
+        "{out}"
+    );
+    let o = run(&[
+        "compare",
+        path(&f("status")),
+        path(&f("ws")),
+        "--force",
+        "--format",
+        "json",
+    ]);
+    let c: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(
+        c["forced"][0].as_str().unwrap().starts_with("protocol"),
+        "{c:#}"
+    );
+    std::fs::remove_dir_all(dir).unwrap();
+}

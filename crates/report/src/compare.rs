@@ -208,6 +208,10 @@ pub struct Comparison {
     /// Why no verdict could be reached, if so.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+    /// Differences between the runs that `--force` overrode (see [`crate::differences`]):
+    /// every rendering lists them above the figures.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub forced: Vec<String>,
 }
 
 impl Comparison {
@@ -277,6 +281,7 @@ pub fn compare(
         settings,
         metrics,
         gates: Vec::new(),
+        forced: Vec::new(),
         note: (base_seconds.min(cand_seconds) < MIN_SECONDS).then(|| {
             format!("a run has fewer than {MIN_SECONDS} whole measured seconds: too few to tell a change from noise; run longer")
         }),
@@ -498,6 +503,9 @@ pub fn render_comparison_text(c: &Comparison) -> String {
     if let Some(note) = &c.note {
         let _ = writeln!(o, "\n  NOTE: {note}");
     }
+    for f in &c.forced {
+        let _ = writeln!(o, "\n  FORCED (--force): the runs differ in {f}");
+    }
     if !c.gates.is_empty() {
         let _ = writeln!(o, "\n  Gates");
         for g in &c.gates {
@@ -544,6 +552,9 @@ pub fn render_comparison_markdown(c: &Comparison) -> String {
     );
     if let Some(note) = &c.note {
         let _ = writeln!(o, "\n> **Note:** {note}");
+    }
+    for f in &c.forced {
+        let _ = writeln!(o, "\n> **Forced (--force):** the runs differ in {f}");
     }
     if !c.gates.is_empty() {
         let _ = writeln!(o);

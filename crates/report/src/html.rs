@@ -720,6 +720,13 @@ pub fn render_comparison_html(c: &crate::compare::Comparison) -> String {
         "</table><p>Verdicts: two-sided Mann-Whitney U test on the per-second values of both runs ({} and {} seconds), significant at p &lt;= {} with a change of at least {}%.</p>",
         c.baseline_seconds, c.candidate_seconds, c.settings.alpha, c.settings.min_effect_percent
     );
+    for f in &c.forced {
+        let _ = writeln!(
+            o,
+            "<p class=\"warn\">Forced (--force): the runs differ in {}</p>",
+            esc(f)
+        );
+    }
     if let Some(note) = &c.note {
         let _ = writeln!(o, "<p class=\"warn\">{}</p>", esc(note));
     }

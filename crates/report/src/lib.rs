@@ -25,6 +25,7 @@
 //! - Comparisons judge noise on the per-second series (Mann-Whitney U), not on single figures.
 //! - HTML is inline SVG drawn here: no JavaScript, nothing fetched, printable.
 
+mod alike;
 mod bundle;
 mod compare;
 mod csv;
@@ -39,6 +40,7 @@ mod text;
 mod threshold;
 mod websocket;
 
+pub use alike::{differences, Purpose};
 pub use bundle::{equivalent_command, Bundle, BundleStep, BundleTarget, ServerUsage, UsageSample};
 pub use compare::{
     compare, mann_whitney, render_comparison_markdown, render_comparison_text, CompareSettings,
@@ -51,7 +53,7 @@ pub use format::{format_bytes, format_us};
 pub use html::{render_comparison_html, render_html, render_html_bundle};
 pub use junit::render_junit;
 pub use markdown::render_markdown;
-pub use merge::{merge_reports, MergeError};
+pub use merge::{merge_reports, merge_reports_with, MergeError};
 pub use model::{
     ClientCpu, Health, ReadError, Report, RequestCounts, RpsStats, RunFacts, RunInfo, Summary,
     LATENCY_DEFINITION, LATE_LAG_P99_US, OPEN_LATENCY_DEFINITION, SATURATED_BUSY, SCHEMA_VERSION,
