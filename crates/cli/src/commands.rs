@@ -266,8 +266,8 @@ fn report(args: &ReportArgs) -> Result<ExitCode> {
         .map_err(|e| UsageError(format!("{}: cannot read it: {e}", args.file.display())))?;
     let bad = |e: loadmark_report::ReadError| UsageError(format!("{}: {e}", args.file.display()));
     let format = match (&args.output, args.format) {
-        (_, Some(f)) => f,
-        (Some(path), None) => format_for(path, None).map_err(|e| UsageError(e.to_string()))?,
+        (Some(path), flag) => format_for(path, flag).map_err(|e| UsageError(e.to_string()))?,
+        (None, Some(f)) => f,
         (None, None) => Format::Text,
     };
     let out = if text.contains("\"steps\"") && text.contains("\"plan_text\"") {

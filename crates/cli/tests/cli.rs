@@ -78,6 +78,10 @@ fn bad_input_exits_2_naming_the_problem_and_sends_nothing() {
         ),
         (vec!["run", &url, "-o", "result.weird"], "--output"),
         (
+            vec!["run", &url, "-o", "r.json", "--format", "md"],
+            "--output r.json is a JSON file but --format md asks for Markdown",
+        ),
+        (
             vec!["run", &url, "--body-file", "/nonexistent-file"],
             "--body-file",
         ),
