@@ -44,8 +44,9 @@ pub enum Command {
     Bench(BenchArgs),
     /// Render a saved JSON report or plan bundle again (text, Markdown or JSON).
     Report(ReportArgs),
-    /// Print the JSON Schema of plan files (for editor completion).
-    Schema,
+    /// Print a JSON Schema: of plan files (for editor completion, the default), of saved
+    /// results (`run -o r.json`, `merge`) or of plan bundles (`bench`'s bundle.json).
+    Schema(SchemaArgs),
     /// Add saved JSON reports (e.g. one per client machine, run side by side) into one:
     /// histograms and counters add exactly, percentiles are never averaged.
     Merge(MergeArgs),
@@ -341,6 +342,24 @@ pub struct ReportArgs {
     pub output: Option<PathBuf>,
 }
 
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum SchemaKind {
+    /// Plan files (YAML)
+    #[default]
+    Plan,
+    /// Saved run results (JSON)
+    Result,
+    /// Plan bundles (JSON)
+    Bundle,
+}
+
+#[derive(Args, Debug)]
+pub struct SchemaArgs {
+    /// Which schema
+    #[arg(value_enum, default_value = "plan")]
+    pub what: SchemaKind,
+}
+
 #[derive(Args, Debug)]
 pub struct MergeArgs {
     /// JSON reports to add (`loadmark run -o FILE.json`)
@@ -385,8 +404,8 @@ pub struct CompareArgs {
     /// Smallest change, in percent, that counts as one
     #[arg(long = "min-effect", default_value_t = 5.0)]
     pub min_effect: f64,
-    /// Compare even when the runs differ in method, path, protocol or load model (the output
-    /// lists what was forced)
+    /// Compare even when the runs differ in protocol (HTTP, WebSocket) or load model (closed,
+    /// open loop) (the output lists what was forced)
     #[arg(long = "force")]
     pub force: bool,
 }

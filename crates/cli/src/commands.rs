@@ -11,7 +11,8 @@ use loadmark_plan::{Load, Plan, RequestSpec, Stop, Target, Timeouts, TlsPolicy};
 use loadmark_report::{Environment, Report, RunFacts};
 
 use crate::args::{
-    Command, Format, QuickstartArgs, ReportArgs, ReportFlags, RunArgs, ServeArgs, WsArgs,
+    Command, Format, QuickstartArgs, ReportArgs, ReportFlags, RunArgs, SchemaKind, ServeArgs,
+    WsArgs,
 };
 use crate::output::{check_writable, format_for, render, write_atomic};
 use crate::progress::ProgressLine;
@@ -27,8 +28,12 @@ pub fn dispatch(command: Command) -> Result<ExitCode> {
         Command::Report(args) => report(&args),
         Command::Merge(args) => crate::gate::merge(&args),
         Command::Compare(args) => crate::gate::compare(&args),
-        Command::Schema => {
-            print!("{}", loadmark_plan::PlanFile::json_schema());
+        Command::Schema(args) => {
+            match args.what {
+                SchemaKind::Plan => print!("{}", loadmark_plan::PlanFile::json_schema()),
+                SchemaKind::Result => print!("{:#}", loadmark_report::result_schema()),
+                SchemaKind::Bundle => print!("{:#}", loadmark_report::bundle_schema()),
+            }
             println!();
             Ok(ExitCode::SUCCESS)
         }

@@ -44,7 +44,7 @@ fn run_plan(dir: &Path, plan: &str) -> (Output, Option<Bundle>, String) {
     let out = loadmark(&["bench", "plan.yaml", "-o", "out", "-q"], dir);
     let bundle = std::fs::read_to_string(dir.join("out/bundle.json"))
         .ok()
-        .map(|t| Bundle::from_json(&t).unwrap());
+        .map(|t| bundle_json(&t).unwrap());
     let md = std::fs::read_to_string(dir.join("out/BENCHMARKS.md")).unwrap_or_default();
     (out, bundle, md)
 }
@@ -397,7 +397,7 @@ fn plans_run_this_loadmark_and_check_warns_about_missing_programs() {
         String::from_utf8_lossy(&out.stderr)
     );
     let bundle =
-        Bundle::from_json(&std::fs::read_to_string(dir.join("out/bundle.json")).unwrap()).unwrap();
+        bundle_json(&std::fs::read_to_string(dir.join("out/bundle.json")).unwrap()).unwrap();
     assert_eq!(bundle.steps[0].report.summary.requests.responses, 50);
 
     std::fs::write(

@@ -7,8 +7,6 @@ use common::*;
 use std::path::Path;
 use std::process::Output;
 
-use loadmark_report::Report;
-
 /// Tests here run load; one at a time, so the comparison test measures its own runs only.
 static LOAD: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
@@ -85,7 +83,7 @@ fn thresholds_pass_fail_with_exit_code_3_and_junit() {
         "{}",
         text(&o)
     );
-    let report = Report::from_json(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let report = report_json(&std::fs::read_to_string(&json).unwrap()).unwrap();
     assert_eq!(report.thresholds.len(), 4);
     assert!(report.thresholds.iter().all(|t| t.passed));
     let xml = std::fs::read_to_string(&junit).unwrap();
@@ -118,7 +116,7 @@ fn thresholds_pass_fail_with_exit_code_3_and_junit() {
         "{}",
         text(&o)
     );
-    let report = Report::from_json(&String::from_utf8_lossy(&o.stdout)).unwrap();
+    let report = report_json(&String::from_utf8_lossy(&o.stdout)).unwrap();
     let passed: Vec<bool> = report.thresholds.iter().map(|t| t.passed).collect();
     assert_eq!(passed, [false, false, true]);
     let xml = std::fs::read_to_string(&junit).unwrap();
@@ -152,11 +150,11 @@ fn merge_adds_two_real_runs() {
     }
     let o = run(&["merge", path(&a), path(&b), "-o", path(&all)]);
     assert!(o.status.success(), "{}", text(&o));
-    let merged = Report::from_json(&std::fs::read_to_string(&all).unwrap()).unwrap();
+    let merged = report_json(&std::fs::read_to_string(&all).unwrap()).unwrap();
     assert_eq!(merged.summary.requests.responses, 500);
     assert_eq!(merged.totals.latency.len(), 500);
-    let ra = Report::from_json(&std::fs::read_to_string(&a).unwrap()).unwrap();
-    let rb = Report::from_json(&std::fs::read_to_string(&b).unwrap()).unwrap();
+    let ra = report_json(&std::fs::read_to_string(&a).unwrap()).unwrap();
+    let rb = report_json(&std::fs::read_to_string(&b).unwrap()).unwrap();
     let mut h = ra.totals.latency.clone();
     h.add(&rb.totals.latency).unwrap();
     assert_eq!(
@@ -364,7 +362,7 @@ fn plan_file_thresholds_gate_bench() {
         text(&o)
     );
     let bundle = std::fs::read_to_string(out.join("bundle.json")).unwrap();
-    let bundle = loadmark_report::Bundle::from_json(&bundle).unwrap();
+    let bundle = bundle_json(&bundle).unwrap();
     let passed: Vec<bool> = bundle.steps[0]
         .report
         .thresholds
@@ -469,7 +467,7 @@ fn merge_and_compare_refuse_unlike_runs_unless_forced() {
         path(&merged),
     ]);
     assert!(o.status.success(), "{}", text(&o));
-    let m = Report::from_json(&std::fs::read_to_string(&merged).unwrap()).unwrap();
+    let m = report_json(&std::fs::read_to_string(&merged).unwrap()).unwrap();
     assert_eq!(m.summary.requests.responses, 120);
     assert!(
         m.run
@@ -487,12 +485,11 @@ fn merge_and_compare_refuse_unlike_runs_unless_forced() {
         text(&o)
     );
 
-    // compare: HTTP against WebSocket, closed against open loop, another path.
-    for (other, words) in [
-        ("ws", "protocol: "),
-        ("open", "load model: "),
-        ("json", "path: "),
-    ] {
+    // compare: HTTP against WebSocket, closed against open loop; another endpoint is fine.
+    let o = run(&["compare", path(&f("status")), path(&f("json"))]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(!String::from_utf8_lossy(&o.stdout).contains("FORCED"));
+    for (other, words) in [("ws", "protocol: "), ("open", "load model: ")] {
         let o = run(&["compare", path(&f("status")), path(&f(other))]);
         assert_eq!(o.status.code(), Some(2), "{other}: {}", text(&o));
         let err = String::from_utf8_lossy(&o.stderr);
@@ -522,4 +519,28 @@ fn merge_and_compare_refuse_unlike_runs_unless_forced() {
         "{c:#}"
     );
     std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// `loadmark schema result` and `schema bundle` print the published schemas (the ones every
+/// report of this suite is checked against); `loadmark schema` is still the plan's.
+#[test]
+fn schema_prints_the_result_bundle_and_plan_schemas() {
+    let o = run(&["schema", "result"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let s: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(
+        s["properties"]["schema_version"]["const"],
+        loadmark_report::SCHEMA_VERSION
+    );
+    assert!(s["title"].as_str().unwrap().starts_with("loadmark result"));
+    let percentile = &s["$defs"]["Percentile"]["properties"];
+    assert!(percentile["p"].is_object() && percentile["us"].is_object(), "{s:#}");
+    let totals = &s["$defs"]["Snapshot"]["properties"];
+    assert!(totals["service_time"].is_object() && totals["service"].is_null());
+    let o = run(&["schema", "bundle"]);
+    let b: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(b["properties"]["steps"].is_object(), "{b:#}");
+    let o = run(&["schema"]);
+    let p: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(p["properties"]["targets"].is_object());
 }

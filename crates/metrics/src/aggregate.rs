@@ -7,7 +7,7 @@ use crate::recorder::WorkerReport;
 use crate::snapshot::Snapshot;
 
 /// One second of the run, all workers added.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SeriesPoint {
     /// Seconds since the run started.
     pub second: u64,

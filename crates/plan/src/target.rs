@@ -146,6 +146,21 @@ impl fmt::Display for Target {
     }
 }
 
+/// A URL string (http, https, ws or wss).
+impl schemars::JsonSchema for Target {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Target".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "type": "string",
+            "pattern": "^(https?|wss?)://",
+            "description": "The URL loaded: http, https, ws or wss."
+        })
+    }
+}
+
 impl Serialize for Target {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.serialize_str(&self.url)

@@ -6,8 +6,9 @@ use loadmark_plan::{Load, Plan};
 
 use crate::model::Report;
 
-/// What the reports are about to be used for: merging needs the same target, comparing the
-/// same workload (a comparison of two servers on different hosts is what it is for).
+/// What the reports are about to be used for: merging needs the same target and request;
+/// comparing needs the same kind of measurement (protocol and load model), since comparing
+/// two servers, or one endpoint against another, is what it is for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Purpose {
     Merge,
@@ -44,26 +45,19 @@ pub fn differences(purpose: Purpose, names: (&str, &str), a: &Report, b: &Report
     };
     differ("protocol", protocol(pa).into(), protocol(pb).into());
     differ("load model", load_model(pa).into(), load_model(pb).into());
-    if pa.websocket.is_none() && pb.websocket.is_none() {
+    if purpose == Purpose::Merge {
+        if pa.websocket.is_none() && pb.websocket.is_none() {
+            differ(
+                "method",
+                pa.request.method.clone(),
+                pb.request.method.clone(),
+            );
+        }
         differ(
-            "method",
-            pa.request.method.clone(),
-            pb.request.method.clone(),
-        );
-    }
-    match purpose {
-        Purpose::Merge => differ(
             "URL",
             pa.request.url.to_string(),
             pb.request.url.to_string(),
-        ),
-        Purpose::Compare => differ(
-            "path",
-            pa.request.url.path_and_query().to_string(),
-            pb.request.url.path_and_query().to_string(),
-        ),
-    }
-    if purpose == Purpose::Merge {
+        );
         differ(
             "latency definition",
             a.run.latency_definition.clone(),

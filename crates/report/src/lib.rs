@@ -36,6 +36,7 @@ mod junit;
 mod markdown;
 mod merge;
 mod model;
+mod schema;
 mod text;
 mod threshold;
 mod websocket;
@@ -58,6 +59,7 @@ pub use model::{
     ClientCpu, Health, ReadError, Report, RequestCounts, RpsStats, RunFacts, RunInfo, Summary,
     LATENCY_DEFINITION, LATE_LAG_P99_US, OPEN_LATENCY_DEFINITION, SATURATED_BUSY, SCHEMA_VERSION,
 };
+pub use schema::{bundle_schema, result_schema};
 pub use text::render_text;
 pub use threshold::{
     check_thresholds, parse_thresholds, render_thresholds_text, Metric, Op, Threshold,

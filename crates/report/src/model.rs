@@ -13,7 +13,11 @@ use crate::websocket::WsSummary;
 use crate::environment::Environment;
 
 /// Bumped whenever a field is added with a new meaning, renamed or removed.
-pub const SCHEMA_VERSION: u32 = 1;
+///
+/// 2: percentiles as `{"p", "us"}` objects; `totals.service` and `totals.lag` renamed
+/// `service_time` and `schedule_lag` as in the summary; series points may carry `partial_s`.
+/// Files of version 1 still load.
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// What the latency figures of a closed-loop run include, stated in every report.
 pub const LATENCY_DEFINITION: &str = "from the first byte of the request written to the last byte of the response read; excludes connecting (see connect) and any wait before sending (closed loop)";
@@ -41,7 +45,7 @@ pub struct RunFacts {
     pub target_addr: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ClientCpu {
     pub user_s: f64,
     pub system_s: f64,
@@ -52,7 +56,7 @@ pub struct ClientCpu {
 }
 
 /// Whether the numbers measure the server, or the client (or the pool) got in the way.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Health {
     /// loadmark itself was the bottleneck: the figures understate what the server can do.
     pub client_saturated: bool,
@@ -62,7 +66,7 @@ pub struct Health {
     pub findings: Vec<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RunInfo {
     /// UTC, RFC 3339.
     pub started_at: String,
@@ -80,7 +84,7 @@ pub struct RunInfo {
 
 /// Where every request ended. `completed + in_flight_at_end + warmup_completed` is every
 /// request begun.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RequestCounts {
     /// Requests that ended in the measured time: `responses + errors`.
     pub completed: u64,
@@ -97,7 +101,7 @@ pub struct RequestCounts {
 }
 
 /// Responses per second across the measured whole seconds (bombardier's Reqs/sec line).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RpsStats {
     pub seconds: u64,
     pub mean: f64,
@@ -106,7 +110,7 @@ pub struct RpsStats {
     pub max: u64,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Summary {
     pub requests: RequestCounts,
     /// Responses per second over the measured time.
@@ -136,7 +140,7 @@ pub struct Summary {
 }
 
 /// One run, complete. JSON is its stable form.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Report {
     pub schema_version: u32,
     pub loadmark_version: String,
@@ -259,7 +263,10 @@ impl Report {
 
     /// Reads a saved report, refusing versions newer than this build.
     pub fn from_json(text: &str) -> Result<Report, ReadError> {
-        read_versioned(text)
+        let mut report: Report = read_versioned(text)?;
+        // Older files are read into the current types, and written again in this schema.
+        report.schema_version = SCHEMA_VERSION;
+        Ok(report)
     }
 
     /// The series as charts and CSV show it: without the run's last second when the run

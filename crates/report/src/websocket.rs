@@ -21,7 +21,7 @@ pub fn latency_definition(spec: &WsSpec) -> &'static str {
 
 /// Sessions, messages both ways, pings and closes of a WebSocket run, per second where it
 /// makes sense. Round trips are the report's responses and latency.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct WsSummary {
     pub mode: WsMode,
     pub sessions_opened: u64,

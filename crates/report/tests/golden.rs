@@ -3,7 +3,7 @@
 
 mod common;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, UNIX_EPOCH};
 
 use loadmark_metrics::{Aggregate, ErrorKind, Recorder, Sample};
@@ -112,6 +112,7 @@ fn json_golden_and_round_trip() {
     let json = render_json(&report);
     assert!(!json.contains("Bearer secret"));
     check("run.json", &json);
+    common::assert_valid_report(&json);
     // Compared as text: a mismatch then prints a readable diff, not two huge structs.
     let again = render_json(&Report::from_json(&json).unwrap());
     assert!(again == json, "JSON does not round-trip");
@@ -120,9 +121,30 @@ fn json_golden_and_round_trip() {
 #[test]
 fn newer_schema_is_refused() {
     let json =
-        render_json(&fixed_report()).replacen("\"schema_version\": 1", "\"schema_version\": 99", 1);
+        render_json(&fixed_report()).replacen("\"schema_version\": 2", "\"schema_version\": 99", 1);
     let err = Report::from_json(&json).unwrap_err().to_string();
     assert!(err.contains("upgrade loadmark"), "{err}");
+}
+
+/// A report written by schema 1 (percentiles as pairs, `totals.service` and `totals.lag`)
+/// still loads, with the same figures, and is written again in the current schema.
+#[test]
+fn a_schema_1_result_still_loads() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/run-v1.json");
+    let old_text = std::fs::read_to_string(path).unwrap();
+    assert!(old_text.contains("\"schema_version\": 1") && old_text.contains("\"service\":"));
+    let old = Report::from_json(&old_text).unwrap();
+    let now = fixed_report();
+    assert_eq!(old.summary.latency, now.summary.latency);
+    assert_eq!(old.totals.latency, now.totals.latency);
+    assert_eq!(old.totals.service, now.totals.service);
+    assert_eq!(old.summary.requests, now.summary.requests);
+    let again = render_json(&old);
+    assert!(
+        again.contains("\"schema_version\": 2"),
+        "written again, it is written in the current schema"
+    );
+    common::assert_valid_report(&again);
 }
 
 #[test]
@@ -177,6 +199,7 @@ fn websocket_text_markdown_and_json() {
     );
     let json = render_json(&report);
     assert!(json.contains("\"messages_sent\": 2000"), "{json}");
+    common::assert_valid_report(&json);
     let again = render_json(&Report::from_json(&json).unwrap());
     assert!(again == json, "WebSocket JSON does not round-trip");
 }

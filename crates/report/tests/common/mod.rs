@@ -193,3 +193,27 @@ pub fn test_environment() -> Environment {
         kernel: "6.1.0-test".into(),
     }
 }
+
+/// Checks `json` (a saved report) against `loadmark schema result`, naming every violation.
+pub fn assert_valid_report(json: &str) {
+    assert_valid(&loadmark_report::result_schema(), json);
+}
+
+/// Checks `json` (a plan bundle) against `loadmark schema bundle`.
+pub fn assert_valid_bundle(json: &str) {
+    assert_valid(&loadmark_report::bundle_schema(), json);
+}
+
+fn assert_valid(schema: &serde_json::Value, json: &str) {
+    let validator = jsonschema::validator_for(schema).expect("the published schema is valid");
+    let instance: serde_json::Value = serde_json::from_str(json).expect("JSON");
+    let errors: Vec<String> = validator
+        .iter_errors(&instance)
+        .map(|e| format!("{} at {}", e, e.instance_path()))
+        .collect();
+    assert!(
+        errors.is_empty(),
+        "not valid against the schema:\n{}",
+        errors.join("\n")
+    );
+}
