@@ -76,12 +76,14 @@ pub(crate) fn stop_handle() -> StopHandle {
 }
 
 fn run(args: &RunArgs) -> Result<ExitCode> {
-    let body = match &args.body_file {
-        Some(path) => Some(std::fs::read(path).map_err(|e| {
-            UsageError(format!(
-                "--body-file {}: cannot read it: {e}",
-                path.display()
-            ))
+    let body = match args.body_path() {
+        Some(path) => Some(std::fs::read(&path).map_err(|e| {
+            let flag = if args.body_file.is_some() {
+                "--body-file"
+            } else {
+                "--body @FILE"
+            };
+            UsageError(format!("{flag} {}: cannot read it: {e}", path.display()))
         })?),
         None => None,
     };
@@ -214,11 +216,11 @@ fn quickstart(args: &QuickstartArgs) -> Result<ExitCode> {
     };
     // One core serves, the other loads: the split this two-core machine allows.
     let server = loadmark_target::start(loadmark_target::ServerConfig {
-        addr: ([127, 0, 0, 1], 0).into(),
+        addr: ([127, 0, 0, 1], args.port).into(),
         threads: 1,
         ..Default::default()
     })
-    .context("starting the built-in target")?;
+    .with_context(|| format!("starting the built-in target on 127.0.0.1:{}", args.port))?;
     let url = format!("http://{}{}", server.local_addr(), args.path);
     let plan = Plan {
         request: RequestSpec {

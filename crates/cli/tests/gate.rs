@@ -534,7 +534,10 @@ fn schema_prints_the_result_bundle_and_plan_schemas() {
     );
     assert!(s["title"].as_str().unwrap().starts_with("loadmark result"));
     let percentile = &s["$defs"]["Percentile"]["properties"];
-    assert!(percentile["p"].is_object() && percentile["us"].is_object(), "{s:#}");
+    assert!(
+        percentile["p"].is_object() && percentile["us"].is_object(),
+        "{s:#}"
+    );
     let totals = &s["$defs"]["Snapshot"]["properties"];
     assert!(totals["service_time"].is_object() && totals["service"].is_null());
     let o = run(&["schema", "bundle"]);

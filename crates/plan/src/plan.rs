@@ -109,14 +109,45 @@ impl Default for Timeouts {
     }
 }
 
-/// Whether TLS certificates are verified.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+/// Whether TLS certificates are verified, against what, and who the client is.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum TlsPolicy {
+    /// Verify the server against the Mozilla roots; no client certificate.
     #[default]
     Verify,
     /// Accept any certificate (`--insecure`); always printed in the report.
     Insecure,
+    /// A private CA and/or a client certificate (mutual TLS), as curl spells them.
+    Files(TlsFiles),
+}
+
+/// PEM files for TLS: curl's `--cacert`, `--cert` and `--key`.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+pub struct TlsFiles {
+    /// CA certificates to trust instead of the Mozilla roots (`--cacert`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ca: Option<std::path::PathBuf>,
+    /// The client's certificate chain, for servers that require one (`--cert`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cert: Option<std::path::PathBuf>,
+    /// The client certificate's private key (`--key`; default: in the `--cert` file).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key: Option<std::path::PathBuf>,
+    /// Accept any server certificate (`--insecure`) while still presenting `cert`.
+    #[serde(default)]
+    pub insecure: bool,
+}
+
+impl TlsPolicy {
+    /// Server certificates are not verified.
+    pub fn is_insecure(&self) -> bool {
+        match self {
+            TlsPolicy::Verify => false,
+            TlsPolicy::Insecure => true,
+            TlsPolicy::Files(f) => f.insecure,
+        }
+    }
 }
 
 /// One run, validated.

@@ -234,8 +234,15 @@ pub fn equivalent_command(plan: &Plan) -> String {
     if !plan.warmup.is_zero() {
         args.push(format!("--warmup {}", d(plan.warmup)));
     }
-    if plan.tls == TlsPolicy::Insecure {
+    if plan.tls.is_insecure() {
         args.push("--insecure".into());
+    }
+    if let TlsPolicy::Files(f) = &plan.tls {
+        for (flag, file) in [("--cacert", &f.ca), ("--cert", &f.cert), ("--key", &f.key)] {
+            if let Some(file) = file {
+                args.push(format!("{flag} {}", quote(&file.display().to_string())));
+            }
+        }
     }
     args.join(" ")
 }

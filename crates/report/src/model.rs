@@ -345,6 +345,14 @@ fn assess(plan: &Plan, facts: &RunFacts, summary: &Summary) -> Health {
             }
         }
     }
+    let tls = summary.errors.get(loadmark_metrics::ErrorKind::Tls);
+    let example = tls.first_example.as_deref().unwrap_or("");
+    if tls.count > 0 && !plan.tls.is_insecure() && example.contains("certificate") {
+        health.findings.push(format!(
+            "{} requests failed TLS verification ({example}): for a test server with a self-signed certificate add --insecure; for a private CA, --cacert FILE",
+            tls.count
+        ));
+    }
     if let Some(ws) = &summary.websocket {
         let lag = summary
             .schedule_lag

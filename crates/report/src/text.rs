@@ -3,7 +3,7 @@
 use std::fmt::Write;
 
 use loadmark_metrics::Distribution;
-use loadmark_plan::{format_duration, Load, Profile, Stop, TlsPolicy};
+use loadmark_plan::{format_duration, Load, Profile, Stop};
 
 use crate::format::{format_bytes, format_us};
 use crate::model::Report;
@@ -95,7 +95,7 @@ fn header(o: &mut String, r: &Report) {
 
 /// TLS, interruption and saturation notices, then a blank line.
 fn notices(o: &mut String, r: &Report) {
-    if r.plan.tls == TlsPolicy::Insecure {
+    if r.plan.tls.is_insecure() {
         let _ = writeln!(o, "  TLS certificates NOT verified (--insecure)");
     }
     if r.run.interrupted {
