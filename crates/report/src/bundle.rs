@@ -81,6 +81,9 @@ pub struct Bundle {
     pub interrupted: bool,
 }
 
+/// The `plan_file` of a one-run bundle made from the command line.
+pub(crate) const COMMAND_LINE: &str = "(command line)";
+
 impl Bundle {
     /// A one-step bundle around a single run, so one report renders as a document too.
     pub fn of_report(report: Report) -> Bundle {
@@ -91,7 +94,7 @@ impl Bundle {
             loadmark_version: report.loadmark_version.clone(),
             name: None,
             description: None,
-            plan_file: "(command line)".into(),
+            plan_file: COMMAND_LINE.into(),
             plan_text: command.clone(),
             environment: report.environment.clone(),
             targets: vec![BundleTarget {

@@ -437,27 +437,54 @@ fn tick_text(v: f64) -> String {
 }
 
 fn chart(id: &str, title: &str, x: XAxis, y_label: &str, lines: &[Line]) -> String {
+    chart_in(FULL, id, title, x, y_label, lines)
+}
+
+/// The size of a chart, and the top of its y axis when several charts must share one (small
+/// multiples are compared by eye: one scale for all).
+#[derive(Clone, Copy)]
+struct Frame {
+    w: f64,
+    h: f64,
+    y_max: Option<f64>,
+}
+
+const FULL: Frame = Frame {
+    w: W,
+    h: H,
+    y_max: None,
+};
+
+fn chart_in(
+    frame: Frame,
+    id: &str,
+    title: &str,
+    x: XAxis,
+    y_label: &str,
+    lines: &[Line],
+) -> String {
+    let (w, h) = (frame.w, frame.h);
     let mut o = String::new();
     let total: usize = lines.iter().map(|l| l.points.len()).sum();
     let _ = writeln!(
         o,
-        "<figure class=\"chart\" data-chart=\"{id}\" data-points=\"{total}\">\n<svg viewBox=\"0 0 {W} {H}\" role=\"img\" aria-label=\"{}\" xmlns=\"http://www.w3.org/2000/svg\">",
+        "<figure class=\"chart\" data-chart=\"{id}\" data-points=\"{total}\">\n<svg viewBox=\"0 0 {w} {h}\" role=\"img\" aria-label=\"{}\" xmlns=\"http://www.w3.org/2000/svg\">",
         esc(title)
     );
     let _ = writeln!(
         o,
         "<text x=\"{}\" y=\"20\" class=\"title\" text-anchor=\"middle\">{}</text>",
-        W / 2.0,
+        w / 2.0,
         esc(title)
     );
     let all = || lines.iter().flat_map(|l| l.points.iter());
-    let (pw, ph) = (W - L - R, H - T - B);
+    let (pw, ph) = (w - L - R, h - T - B);
     if total == 0 {
         let _ = writeln!(
             o,
             "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\" class=\"empty\">no data</text></svg></figure>",
-            W / 2.0,
-            H / 2.0
+            w / 2.0,
+            h / 2.0
         );
         return o;
     }
@@ -467,7 +494,9 @@ fn chart(id: &str, title: &str, x: XAxis, y_label: &str, lines: &[Line]) -> Stri
         XAxis::Nines => x_raw_max.ceil().max(1.0),
         XAxis::Linear(_) => nice_ceiling(x_raw_max.max(x_min + 1.0)),
     };
-    let y_max = nice_ceiling(all().map(|p| p.1).fold(0.0, f64::max));
+    let y_max = frame
+        .y_max
+        .unwrap_or_else(|| nice_ceiling(all().map(|p| p.1).fold(0.0, f64::max)));
     let sx = |v: f64| L + (v - x_min) / (x_max - x_min) * pw;
     let sy = |v: f64| T + ph - v / y_max * ph;
     // Grid and y ticks.
@@ -539,7 +568,7 @@ fn chart(id: &str, title: &str, x: XAxis, y_label: &str, lines: &[Line]) -> Stri
         o,
         "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\" class=\"label\">{}</text>",
         L + pw / 2.0,
-        H - 8.0,
+        h - 8.0,
         esc(x_label)
     );
     let _ = writeln!(
@@ -562,8 +591,14 @@ fn chart(id: &str, title: &str, x: XAxis, y_label: &str, lines: &[Line]) -> Stri
         }
         let _ = writeln!(
             o,
-            "<path class=\"series\" data-points=\"{}\" d=\"{d}\" stroke=\"{color}\"><title>{}</title></path>",
+            "<path class=\"series\" data-points=\"{}\" d=\"{d}\" stroke=\"{color}\"{}><title>{}</title></path>",
             line.points.len(),
+            // Past the palette, colours come round again: dashes tell those lines apart.
+            if i >= COLORS.len() {
+                " stroke-dasharray=\"7 4\""
+            } else {
+                ""
+            },
             esc(&line.name)
         );
         if line.points.len() == 1 {

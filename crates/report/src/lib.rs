@@ -28,6 +28,7 @@
 mod alike;
 mod bundle;
 mod compare;
+mod compare_table;
 mod csv;
 mod environment;
 mod format;

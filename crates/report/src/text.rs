@@ -5,7 +5,7 @@ use std::fmt::Write;
 use loadmark_metrics::Distribution;
 use loadmark_plan::{format_duration, Load, Profile, Stop};
 
-use crate::format::{format_bytes, format_us};
+use crate::format::{format_bytes, format_of, format_pct};
 use crate::model::Report;
 
 /// Renders the report for a terminal (plain text, no colour).
@@ -199,9 +199,9 @@ fn http_blocks(o: &mut String, r: &Report) {
         "  Connect       {} connection{} opened: p50 {}  p99 {}  max {}",
         s.connections_opened,
         plural(s.connections_opened),
-        format_us(s.connect.percentile(50.0).unwrap_or(0) as f64),
-        format_us(s.connect.percentile(99.0).unwrap_or(0) as f64),
-        format_us(s.connect.max_us as f64),
+        format_pct(&s.connect, 50.0),
+        format_pct(&s.connect, 99.0),
+        format_of(&s.connect, s.connect.max_us as f64),
     );
     let _ = writeln!(o);
     let codes: Vec<String> = s.status.iter().map(|(c, n)| format!("{c}: {n}")).collect();
@@ -278,15 +278,15 @@ pub(crate) fn distribution_block(o: &mut String, d: &Distribution) {
     let _ = writeln!(
         o,
         "                min {}  mean {}  stdev {}  max {}",
-        format_us(d.min_us as f64),
-        format_us(d.mean_us),
-        format_us(d.stdev_us),
-        format_us(d.max_us as f64),
+        format_of(d, d.min_us as f64),
+        format_of(d, d.mean_us),
+        format_of(d, d.stdev_us),
+        format_of(d, d.max_us as f64),
     );
     let _ = writeln!(o, "  Latency distribution ({} responses)", d.count);
     for &(p, v) in &d.percentiles_us {
         if (50.0..100.0).contains(&p) {
-            let _ = writeln!(o, "    {:>7}  {}", format!("{p}%"), format_us(v as f64));
+            let _ = writeln!(o, "    {:>7}  {}", format!("{p}%"), format_of(d, v as f64));
         }
     }
 }
@@ -295,9 +295,9 @@ pub(crate) fn short_line(o: &mut String, label: &str, d: &Distribution, what: &s
     let _ = writeln!(
         o,
         "  {label:<13} p50 {}  p99 {}  max {}{}",
-        format_us(d.percentile(50.0).unwrap_or(0) as f64),
-        format_us(d.percentile(99.0).unwrap_or(0) as f64),
-        format_us(d.max_us as f64),
+        format_pct(d, 50.0),
+        format_pct(d, 99.0),
+        format_of(d, d.max_us as f64),
         if what.is_empty() {
             String::new()
         } else {

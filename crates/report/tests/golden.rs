@@ -172,6 +172,10 @@ fn websocket_text_markdown_and_json() {
     check("ws.txt", &text);
     let md = loadmark_report::render_markdown(&loadmark_report::Bundle::of_report(report.clone()));
     assert!(md.contains("## WebSocket"), "{md}");
+    assert!(
+        !md.contains("All steps") && !md.contains("loadmark bench"),
+        "one run is no plan: {md}"
+    );
     check("ws.md", &md);
     let csv = loadmark_report::render_csv(&report);
     let sent: u64 = csv
@@ -202,4 +206,29 @@ fn websocket_text_markdown_and_json() {
     common::assert_valid_report(&json);
     let again = render_json(&Report::from_json(&json).unwrap());
     assert!(again == json, "WebSocket JSON does not round-trip");
+}
+
+/// A run where nothing succeeded has empty histograms: every renderer says `n/a` where a
+/// figure does not exist, never `0µs`, which would claim something was fast.
+#[test]
+fn empty_histograms_read_n_a() {
+    let r = common::report_of(2, 0, &[100], 0, 5);
+    assert_eq!(r.summary.requests.responses, 0);
+    assert_eq!(r.summary.requests.errors, 5);
+    let text = render_text(&r);
+    assert!(
+        text.contains("TTFB          p50 n/a  p99 n/a  max n/a"),
+        "{text}"
+    );
+    assert!(text.contains("min n/a  mean n/a"), "{text}");
+    assert!(text.contains("opened: p50 n/a"), "{text}");
+    let md = loadmark_report::render_markdown(&loadmark_report::Bundle::of_report(r.clone()));
+    let html = loadmark_report::render_html(&r);
+    for (name, out) in [("text", &text), ("markdown", &md), ("html", &html)] {
+        assert!(!out.contains(" 0µs"), "{name}: {out}");
+        assert!(
+            !out.contains(">0µs<") && !out.contains("| 0µs"),
+            "{name}: {out}"
+        );
+    }
 }
