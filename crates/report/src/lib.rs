@@ -33,6 +33,8 @@ mod csv;
 mod environment;
 mod format;
 mod html;
+mod html_compare;
+mod html_details;
 mod junit;
 mod markdown;
 mod merge;
@@ -52,7 +54,8 @@ pub use compare::{
 pub use csv::{render_bundle_csv, render_bundle_csv_summary, render_csv, render_csv_summary};
 pub use environment::Environment;
 pub use format::{format_bytes, format_us};
-pub use html::{render_comparison_html, render_html, render_html_bundle};
+pub use html::{render_html, render_html_bundle};
+pub use html_compare::render_comparison_html;
 pub use junit::render_junit;
 pub use markdown::render_markdown;
 pub use merge::{merge_reports, merge_reports_with, MergeError};
