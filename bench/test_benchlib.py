@@ -33,13 +33,13 @@ class BenchlibTest(unittest.TestCase):
         with tempfile.TemporaryDirectory() as d:
             path = os.path.join(d, "RESULTS.md")
             benchlib.replace_section(path, "## B", "## B\n\nfirst\n")
-            self.assertEqual(open(path).read(), "## B\n\nfirst\n")
+            self.assertEqual(benchlib.read(path), "## B\n\nfirst\n")
             with open(path, "w") as f:
                 f.write("# Title\n\n## A\n\na\n\n## B\n\nold\n\n## C\n\nc\n")
             benchlib.replace_section(path, "## B", "## B\n\nnew\n")
-            self.assertEqual(open(path).read(), "# Title\n\n## A\n\na\n\n## B\n\nnew\n\n## C\n\nc\n")
+            self.assertEqual(benchlib.read(path), "# Title\n\n## A\n\na\n\n## B\n\nnew\n\n## C\n\nc\n")
             benchlib.replace_section(path, "## D", "## D\n\nd\n")
-            self.assertTrue(open(path).read().endswith("## C\n\nc\n\n## D\n\nd\n"))
+            self.assertTrue(benchlib.read(path).endswith("## C\n\nc\n\n## D\n\nd\n"))
             with open(os.path.join(d, "meta.txt"), "w") as f:
                 f.write("DUR=20\nnot a pair\nknobs=a=1 b=2\n")
             self.assertEqual(benchlib.meta(os.path.join(d, "meta.txt")), {"DUR": "20", "knobs": "a=1 b=2"})
