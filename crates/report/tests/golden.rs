@@ -232,3 +232,13 @@ fn empty_histograms_read_n_a() {
         );
     }
 }
+
+/// The open-loop fixture (service time, schedule lag, drops) follows the published schema too.
+#[test]
+fn open_loop_json_follows_the_schema() {
+    let json = render_json(&common::open_report());
+    assert!(json.contains("\"schedule_lag\"") && json.contains("\"service_time\""));
+    common::assert_valid_report(&json);
+    let bundle = loadmark_report::Bundle::of_report(common::open_report());
+    common::assert_valid_bundle(&bundle.to_json());
+}

@@ -70,6 +70,7 @@ fn merge_order_does_not_matter() {
         vec![b.clone(), a.clone(), c.clone()],
     ];
     let first = render_json(&merge_reports(&orders[0]).unwrap());
+    common::assert_valid_report(&first);
     for order in &orders[1..] {
         assert!(render_json(&merge_reports(order).unwrap()) == first);
     }
