@@ -273,7 +273,7 @@ pub struct WsArgs {
     pub mode: Option<WsMode>,
 
     /// Concurrent sessions (virtual users) [default: 50]
-    #[arg(short = 'c', long = "sessions", visible_alias = "connections")]
+    #[arg(short = 'c', long = "sessions", visible_alias = "connections", value_parser = at_least_one, allow_negative_numbers = true)]
     pub sessions: Option<usize>,
 
     /// Each session sends one message every INTERVAL on a fixed schedule (echo, send)
@@ -317,7 +317,7 @@ pub struct WsArgs {
     pub duration: Option<Duration>,
 
     /// Send exactly this many messages in all, then stop
-    #[arg(short = 'n', long = "messages", visible_alias = "requests")]
+    #[arg(short = 'n', long = "messages", visible_alias = "requests", value_parser = at_least_one_u64, allow_negative_numbers = true)]
     pub requests: Option<u64>,
 
     /// Add a header to the upgrade request, 'Name: value' (repeatable)

@@ -183,6 +183,10 @@ fn typos_are_refused_with_the_right_words_and_no_load() {
         (vec!["run", &url, "-t", "-2"], "must be at least 1"),
         (vec!["run", "http:/127.0.0.1:8080/"], "then '://'"),
         (vec!["ws", "ws:/127.0.0.1:8080/ws/echo"], "then '://'"),
+        (
+            vec!["ws", "ws://127.0.0.1:1/", "-c", "-3"],
+            "must be at least 1",
+        ),
         (vec!["run", &url, "-A", "nocolon"], "expected USER:PASSWORD"),
         (
             vec!["run", &url, "--cert", "/nonexistent.pem"],
