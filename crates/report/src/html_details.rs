@@ -161,8 +161,9 @@ fn step_details(o: &mut String, r: &Report) {
     );
     row(
         o,
+        // WebSocket sessions are counted in their own table; this is the TCP side.
         if w.unit == "message" {
-            "Sessions opened"
+            "Handshakes timed"
         } else {
             "Connections opened"
         },
