@@ -5,37 +5,16 @@ keeping everything else).
 
 Usage: rate_summary.py --out DIR --results FILE [--command CMD] [--print]
 """
-import argparse, json, os, re, statistics
+import argparse, os, re, statistics
 
-SECTION = "## Open loop: highest constant rate held (issue 4)"
-
-
-def read(path, default=None):
-    try:
-        with open(path) as f:
-            return f.read()
-    except OSError:
-        return default
-
-
-def jload(path):
-    try:
-        with open(path) as f:
-            return json.load(f)
-    except (OSError, ValueError):
-        return None
-
-
-def dig(d, *keys):
-    for k in keys:
-        if not isinstance(d, dict) or k not in d:
-            return None
-        d = d[k]
-    return d
+from benchlib import dig, fmt as _fmt, jload, percentile_us, read, replace_section
 
 
 def fmt(v, spec=",.0f", none="–"):
-    return none if v is None else format(v, spec)
+    return _fmt(v, spec, none)
+
+
+SECTION = "## Open loop: highest constant rate held (issue 4)"
 
 
 def loadmark_self(dir_):
@@ -43,11 +22,8 @@ def loadmark_self(dir_):
     if r is None:
         return {}
     s = r.get("summary", r)
-    lag = s.get("schedule_lag") or {}
-    p99 = None
-    for q, v in (lag.get("percentiles_us") or []) if isinstance(lag, dict) else []:
-        if abs(q - 99.0) < 1e-9:
-            p99 = f"{v / 1000:.2f} ms"
+    v = percentile_us(s.get("schedule_lag"), 99.0)
+    p99 = None if v is None else f"{v / 1000:.2f} ms"
     h = dig(r, "run", "health")
     if isinstance(h, dict):
         flags = [k for k in ("client_saturated", "overloaded") if h.get(k)]
@@ -282,15 +258,7 @@ def main():
     if a.print:
         print(section)
         return
-    old = read(a.results, "") or ""
-    i = old.find(SECTION)
-    if i >= 0:
-        j = old.find("\n## ", i + len(SECTION))
-        old = old[:i].rstrip("\n") + ("\n\n" + old[j + 1:] if j >= 0 else "")
-    new = old.rstrip("\n") + "\n\n" + section if old.strip() else section
-    with open(a.results, "w") as f:
-        f.write(new)
-
+    replace_section(a.results, SECTION, section)
 
 if __name__ == "__main__":
     main()

@@ -7,7 +7,8 @@ The section is replaced if present (up to the next "## " heading), else appended
 import argparse
 import json
 import os
-import statistics
+
+from benchlib import med, replace_section
 
 HEADING = "## Scale and sharing (bench/scale)"
 
@@ -23,11 +24,6 @@ SCEN = {
     "target": ("built-in target (`loadmark serve --threads 1`) vs nginx (1 worker), each on CPU 0, GET /status, wrk -t1 -c50 on CPU 1",
                "rps", "req/s served", "≥ 0.8× nginx", lambda r: r >= 0.8),
 }
-
-
-def med(xs):
-    xs = [x for x in xs if x is not None]
-    return statistics.median(xs) if xs else None
 
 
 def fmt(x, unit):
@@ -112,15 +108,7 @@ def main():
     if a.print:
         print(section)
         return
-    s = open(a.results).read() if os.path.exists(a.results) else ""
-    i = s.find(HEADING)
-    if i >= 0:
-        j = s.find("\n## ", i + len(HEADING))
-        s = s[:i] + section + ("\n" + s[j + 1:] if j >= 0 else "")
-    else:
-        s = s.rstrip("\n") + "\n\n" + section
-    open(a.results, "w").write(s)
-
+    replace_section(a.results, HEADING, section)
 
 if __name__ == "__main__":
     main()

@@ -23,9 +23,10 @@ import argparse
 import json
 import os
 import re
-import statistics
 import subprocess
 import sys
+
+from benchlib import fmt, med, ratio, to_ms
 
 SCENARIOS = ["ka-json", "close-json", "ka-10k", "ka-status"]
 SCENARIO_DESC = {
@@ -38,23 +39,10 @@ TOOL_ORDER = ["loadmark", "wrk", "ab", "h2load", "oha", "bombardier", "hey", "ve
 PEERS = ["wrk", "ab"]  # the peers the ratios are taken against
 
 
-def med(xs):
-    xs = [x for x in xs if x is not None]
-    return statistics.median(xs) if xs else None
-
-
-def fmt(x, spec, dash="—"):
-    return dash if x is None else format(x, spec)
-
-
 def span(fractions):
     """'95–98%' or '98%' for a set of fractions."""
     lo, hi = round(min(fractions) * 100), round(max(fractions) * 100)
     return f"{lo}%" if lo == hi else f"{lo}–{hi}%"
-
-
-def ratio(a, b):
-    return None if a is None or b is None or b == 0 else a / b
 
 
 def first_line(cmd):
@@ -73,14 +61,6 @@ def first_line(cmd):
 
 
 # ------------------------------------------------------------------ loadmark's own output
-UNIT_MS = {"µs": 1e-3, "us": 1e-3, "ms": 1.0, "s": 1e3}
-
-
-def to_ms(s):
-    m = re.fullmatch(r"([\d.]+)(µs|us|ms|s)", s)
-    return float(m.group(1)) * UNIT_MS[m.group(2)] if m else None
-
-
 def parse_loadmark(stdout):
     """Latency percentiles, error and non-2xx counts from loadmark's text report.
     compare.sh takes loadmark's req/s from nginx and leaves these blank."""

@@ -15,33 +15,20 @@ import re
 import statistics
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from benchlib import meta as read_meta, percentile_us, read  # noqa: E402
+
 HELD = 0.99      # same threshold as loadmark's own finding (report::websocket::HELD_RATE)
 TARGET = 0.25    # issue 7: loadmark client CPU per message <= 0.25x k6's
 SERVER_BUSY = 0.90
 
 
-def read(path, default=None):
-    try:
-        with open(path) as f:
-            return f.read()
-    except OSError:
-        return default
-
-
 def meta(out):
-    m = {}
-    for line in (read(os.path.join(out, "meta.txt"), "") or "").splitlines():
-        if "=" in line:
-            k, v = line.split("=", 1)
-            m[k] = v
-    return m
+    return read_meta(os.path.join(out, "meta.txt"))
 
 
 def pct(hist, p):
-    for q, v in hist.get("percentiles_us", []):
-        if abs(q - p) < 1e-9:
-            return v
-    return None
+    return percentile_us(hist, p)
 
 
 def parse_run(d, tool, m):

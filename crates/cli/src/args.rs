@@ -5,8 +5,8 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use loadmark_plan::{
-    parse_duration, parse_header, Plan, PlanError, RequestSpec, Settings, Target, WsMode,
-    WsPayload, WsSpec, DEFAULT_TIMEOUT,
+    parse_duration, parse_header, Plan, PlanError, RequestSpec, Settings, Target, TlsFiles,
+    TlsPolicy, WsMode, WsPayload, WsSpec, DEFAULT_TIMEOUT,
 };
 
 #[derive(Parser, Debug)]
@@ -44,8 +44,9 @@ pub enum Command {
     Bench(BenchArgs),
     /// Render a saved JSON report or plan bundle again (text, Markdown or JSON).
     Report(ReportArgs),
-    /// Print the JSON Schema of plan files (for editor completion).
-    Schema,
+    /// Print a JSON Schema: of plan files (for editor completion, the default), of saved
+    /// results (`run -o r.json`, `merge`) or of plan bundles (`bench`'s bundle.json).
+    Schema(SchemaArgs),
     /// Add saved JSON reports (e.g. one per client machine, run side by side) into one:
     /// histograms and counters add exactly, percentiles are never averaged.
     Merge(MergeArgs),
@@ -76,7 +77,7 @@ pub struct RunArgs {
 
     /// Concurrent connections, closed loop (each runs one request at a time) [default: 50];
     /// with -R, connections opened before the schedule starts (wrk2's -c)
-    #[arg(short = 'c', long = "connections")]
+    #[arg(short = 'c', long = "connections", value_parser = at_least_one, allow_negative_numbers = true)]
     pub connections: Option<usize>,
 
     /// Open loop: send this many requests per second, whatever the responses do (wrk2 -R);
@@ -96,15 +97,15 @@ pub struct RunArgs {
     pub max_connections: Option<usize>,
 
     /// Worker threads, each with its own event loop [default: CPU cores, at most -c]
-    #[arg(short = 't', long = "threads")]
+    #[arg(short = 't', long = "threads", value_parser = at_least_one, allow_negative_numbers = true)]
     pub threads: Option<usize>,
 
-    /// How long to run, e.g. 30s, 2m, 1m30s [default: 10s unless -n is given]
-    #[arg(short = 'd', long = "duration", value_parser = duration_arg, conflicts_with = "requests")]
+    /// How long to run, e.g. 30s, 2m, 1m30s (-z as in oha) [default: 10s unless -n is given]
+    #[arg(short = 'd', short_alias = 'z', long = "duration", value_parser = duration_arg, conflicts_with = "requests")]
     pub duration: Option<Duration>,
 
     /// Send exactly this many requests, then stop
-    #[arg(short = 'n', long = "requests")]
+    #[arg(short = 'n', long = "requests", value_parser = at_least_one_u64, allow_negative_numbers = true)]
     pub requests: Option<u64>,
 
     /// HTTP method [default: GET, or POST when a body is given]
@@ -115,13 +116,26 @@ pub struct RunArgs {
     #[arg(short = 'H', long = "header", value_parser = header_arg)]
     pub headers: Vec<(String, String)>,
 
-    /// Request body
+    /// Request body; '@FILE' reads it from FILE (as curl's -d @FILE)
     #[arg(short = 'b', long = "body", conflicts_with = "body_file")]
     pub body: Option<String>,
 
-    /// Read the request body from a file
-    #[arg(long = "body-file")]
+    /// Read the request body from a file (-p as in ab)
+    #[arg(short = 'p', long = "body-file")]
     pub body_file: Option<PathBuf>,
+
+    /// Content-Type of the body (-T as in ab and hey); the same as -H 'Content-Type: TYPE'
+    #[arg(short = 'T', long = "content-type", value_name = "TYPE")]
+    pub content_type: Option<String>,
+
+    /// HTTP basic authentication, USER:PASSWORD (-A as in ab); sends an Authorization header
+    /// (redacted in reports)
+    #[arg(short = 'A', long = "basic-auth", value_name = "USER:PASSWORD", value_parser = basic_auth_arg)]
+    pub basic_auth: Option<String>,
+
+    /// A cookie, 'name=value' or several as 'a=1; b=2' (repeatable); sends a Cookie header
+    #[arg(long = "cookie", value_name = "NAME=VALUE")]
+    pub cookies: Vec<String>,
 
     /// Per-request timeout, from the request's start to its last response byte
     #[arg(long = "timeout", value_parser = duration_arg, default_value = "10s")]
@@ -134,6 +148,11 @@ pub struct RunArgs {
     /// Send `Connection: close`: one new connection per request
     #[arg(long = "no-keepalive")]
     pub no_keepalive: bool,
+
+    /// Accepted for ab habits (-k, keep-alive): keep-alive is already the default. (curl's
+    /// -k is --insecure here.)
+    #[arg(short = 'k', long = "keepalive", conflicts_with = "no_keepalive")]
+    pub keepalive: bool,
 
     /// Run load first for this long (whole seconds) without counting it
     #[arg(long = "warmup", value_parser = duration_arg)]
@@ -148,7 +167,56 @@ pub struct RunArgs {
     pub insecure: bool,
 
     #[command(flatten)]
+    pub tls: TlsFlags,
+
+    #[command(flatten)]
     pub report: ReportFlags,
+}
+
+/// TLS files as curl spells them: shared by `run` and `ws`.
+#[derive(Args, Debug, Default)]
+pub struct TlsFlags {
+    /// Trust the CA certificates in this PEM file instead of the usual roots (a private CA)
+    #[arg(long = "cacert", value_name = "FILE")]
+    pub cacert: Option<PathBuf>,
+    /// Present this PEM client certificate (chain) to servers that require one (mutual TLS)
+    #[arg(long = "cert", value_name = "FILE")]
+    pub cert: Option<PathBuf>,
+    /// The PEM private key of --cert [default: in the --cert file]
+    #[arg(long = "key", value_name = "FILE", requires = "cert")]
+    pub key: Option<PathBuf>,
+}
+
+impl TlsFlags {
+    /// The plan's TLS policy: `insecure` alone, or the files (checked readable now, before
+    /// any load, so a typo is a usage error).
+    pub fn policy(&self, insecure: bool) -> Result<TlsPolicy, PlanError> {
+        for (flag, file) in [
+            ("--cacert", &self.cacert),
+            ("--cert", &self.cert),
+            ("--key", &self.key),
+        ] {
+            if let Some(path) = file {
+                if std::fs::File::open(path).is_err() {
+                    return Err(PlanError::invalid(
+                        flag,
+                        path.display().to_string(),
+                        "a readable PEM file",
+                    ));
+                }
+            }
+        }
+        Ok(match (&self.cacert, &self.cert, insecure) {
+            (None, None, false) => TlsPolicy::Verify,
+            (None, None, true) => TlsPolicy::Insecure,
+            _ => TlsPolicy::Files(TlsFiles {
+                ca: self.cacert.clone(),
+                cert: self.cert.clone(),
+                key: self.key.clone(),
+                insecure,
+            }),
+        })
+    }
 }
 
 /// What happens with a run's report: shared by `run` and `ws`.
@@ -228,7 +296,7 @@ pub struct WsArgs {
     pub mode: Option<WsMode>,
 
     /// Concurrent sessions (virtual users) [default: 50]
-    #[arg(short = 'c', long = "sessions", visible_alias = "connections")]
+    #[arg(short = 'c', long = "sessions", visible_alias = "connections", value_parser = at_least_one, allow_negative_numbers = true)]
     pub sessions: Option<usize>,
 
     /// Each session sends one message every INTERVAL on a fixed schedule (echo, send)
@@ -272,7 +340,7 @@ pub struct WsArgs {
     pub duration: Option<Duration>,
 
     /// Send exactly this many messages in all, then stop
-    #[arg(short = 'n', long = "messages", visible_alias = "requests")]
+    #[arg(short = 'n', long = "messages", visible_alias = "requests", value_parser = at_least_one_u64, allow_negative_numbers = true)]
     pub requests: Option<u64>,
 
     /// Add a header to the upgrade request, 'Name: value' (repeatable)
@@ -294,6 +362,9 @@ pub struct WsArgs {
     /// Do not verify TLS certificates (printed in the report)
     #[arg(long = "insecure")]
     pub insecure: bool,
+
+    #[command(flatten)]
+    pub tls: TlsFlags,
 
     #[command(flatten)]
     pub report: ReportFlags,
@@ -329,6 +400,9 @@ pub struct QuickstartArgs {
     /// Path on the built-in target to load
     #[arg(long = "path", default_value = "/status")]
     pub path: String,
+    /// Port of the built-in target on 127.0.0.1 (0 picks a free one)
+    #[arg(short = 'p', long = "port", default_value_t = 0)]
+    pub port: u16,
     /// Write the report to this file too (.json or .txt)
     #[arg(short = 'o', long = "output")]
     pub output: Option<PathBuf>,
@@ -364,6 +438,24 @@ pub struct ReportArgs {
     pub output: Option<PathBuf>,
 }
 
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum SchemaKind {
+    /// Plan files (YAML)
+    #[default]
+    Plan,
+    /// Saved run results (JSON)
+    Result,
+    /// Plan bundles (JSON)
+    Bundle,
+}
+
+#[derive(Args, Debug)]
+pub struct SchemaArgs {
+    /// Which schema
+    #[arg(value_enum, default_value = "plan")]
+    pub what: SchemaKind,
+}
+
 #[derive(Args, Debug)]
 pub struct MergeArgs {
     /// JSON reports to add (`loadmark run -o FILE.json`)
@@ -372,6 +464,10 @@ pub struct MergeArgs {
     /// Write the merged JSON report here [default: standard output]
     #[arg(short = 'o', long = "output")]
     pub output: Option<PathBuf>,
+    /// Merge even when the reports differ in URL, protocol or load model (the merged report
+    /// lists what was forced)
+    #[arg(long = "force")]
+    pub force: bool,
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -404,6 +500,10 @@ pub struct CompareArgs {
     /// Smallest change, in percent, that counts as one
     #[arg(long = "min-effect", default_value_t = 5.0)]
     pub min_effect: f64,
+    /// Compare even when the runs differ in protocol (HTTP, WebSocket) or load model (closed,
+    /// open loop) (the output lists what was forced)
+    #[arg(long = "force")]
+    pub force: bool,
 }
 
 fn duration_arg(text: &str) -> Result<Duration, String> {
@@ -411,6 +511,49 @@ fn duration_arg(text: &str) -> Result<Duration, String> {
         "expected a duration such as 500ms, 30s, 2m or 1m30s (a bare number means seconds)"
             .to_string()
     })
+}
+
+/// A count of at least 1: `-c -5` is told so, not taken for an unknown flag.
+fn at_least_one(text: &str) -> Result<usize, String> {
+    match text.trim().parse::<i64>() {
+        Ok(n) if n >= 1 => usize::try_from(n).map_err(|_| "too large".to_string()),
+        Ok(_) => Err("must be at least 1".to_string()),
+        Err(_) => Err("expected a whole number, at least 1".to_string()),
+    }
+}
+
+fn at_least_one_u64(text: &str) -> Result<u64, String> {
+    at_least_one(text).map(|n| n as u64)
+}
+
+fn basic_auth_arg(text: &str) -> Result<String, String> {
+    if text.contains(':') {
+        Ok(text.to_string())
+    } else {
+        Err("expected USER:PASSWORD".to_string())
+    }
+}
+
+/// RFC 4648 base64 (with padding), for a basic-auth header: too small a need for a crate.
+fn base64(bytes: &[u8]) -> String {
+    const ABC: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for chunk in bytes.chunks(3) {
+        let b = [
+            chunk[0],
+            *chunk.get(1).unwrap_or(&0),
+            *chunk.get(2).unwrap_or(&0),
+        ];
+        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(ABC[(n >> (18 - 6 * i) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
 }
 
 fn mode_arg(text: &str) -> Result<WsMode, String> {
@@ -424,12 +567,53 @@ fn header_arg(text: &str) -> Result<(String, String), String> {
 }
 
 impl RunArgs {
+    /// The file the body comes from: `--body-file`/`-p`, or `-b @FILE` (curl's spelling).
+    pub fn body_path(&self) -> Option<PathBuf> {
+        self.body_file.clone().or_else(|| {
+            self.body
+                .as_deref()
+                .and_then(|b| b.strip_prefix('@'))
+                .map(PathBuf::from)
+        })
+    }
+
+    /// Headers from -H, then the ones other tools' flags stand for (-T, -A, --cookie) unless
+    /// -H already set them.
+    fn all_headers(&self) -> Vec<(String, String)> {
+        let mut headers = self.headers.clone();
+        let has = |headers: &[(String, String)], name: &str| {
+            headers.iter().any(|(n, _)| n.eq_ignore_ascii_case(name))
+        };
+        if let Some(t) = &self.content_type {
+            if !has(&headers, "Content-Type") {
+                headers.push(("Content-Type".into(), t.clone()));
+            }
+        }
+        if let Some(auth) = &self.basic_auth {
+            if !has(&headers, "Authorization") {
+                headers.push((
+                    "Authorization".into(),
+                    format!("Basic {}", base64(auth.as_bytes())),
+                ));
+            }
+        }
+        if !self.cookies.is_empty() && !has(&headers, "Cookie") {
+            headers.push(("Cookie".into(), self.cookies.join("; ")));
+        }
+        headers
+    }
+
     /// Flags into a [`Plan`], through the same [`Settings`] normalization as plan files.
     pub fn to_plan(&self, body_from_file: Option<Vec<u8>>) -> Result<Plan, PlanError> {
         let url = Target::parse(&self.url)?;
         let has_body = self.body.is_some() || self.body_file.is_some();
         let body = body_from_file
-            .or_else(|| self.body.as_ref().map(|b| b.as_bytes().to_vec()))
+            .or_else(|| {
+                self.body
+                    .as_ref()
+                    .filter(|b| !b.starts_with('@'))
+                    .map(|b| b.as_bytes().to_vec())
+            })
             .unwrap_or_default();
         let method = self
             .method
@@ -439,7 +623,7 @@ impl RunArgs {
         let request = RequestSpec {
             method,
             url,
-            headers: self.headers.clone(),
+            headers: self.all_headers(),
             body,
             keep_alive: true,
         };
@@ -458,7 +642,9 @@ impl RunArgs {
             insecure: self.insecure,
         };
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        settings.to_plan(request, cores)
+        let mut plan = settings.to_plan(request, cores)?;
+        plan.tls = self.tls.policy(self.insecure)?;
+        Ok(plan)
     }
 }
 
@@ -504,7 +690,9 @@ impl WsArgs {
             ..Default::default()
         };
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        settings.to_ws_plan(request, spec, cores)
+        let mut plan = settings.to_ws_plan(request, spec, cores)?;
+        plan.tls = self.tls.policy(self.insecure)?;
+        Ok(plan)
     }
 }
 

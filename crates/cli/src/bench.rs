@@ -37,6 +37,13 @@ pub fn bench(args: &BenchArgs) -> Result<ExitCode> {
                 command_of(&step.plan, args.show_secrets)
             );
         }
+        for (name, l) in &plan.launches {
+            for program in missing_programs(&l.command, l.cwd.as_deref()) {
+                eprintln!(
+                    "loadmark: warning: targets.{name}.launch.command runs `{program}`, which is not on PATH (nor a file); the step will fail to start it"
+                );
+            }
+        }
         return Ok(ExitCode::SUCCESS);
     }
     let out = &args.out;
@@ -94,7 +101,10 @@ fn launch_spec(name: &str, l: &Launch, log_dir: &Path) -> Result<LaunchSpec> {
     };
     Ok(LaunchSpec {
         name: name.to_string(),
-        command: l.command.clone(),
+        command: match std::env::current_exe() {
+            Ok(exe) => own_binary(&l.command, &exe),
+            Err(_) => l.command.clone(),
+        },
         env: l.env.clone(),
         cwd: l.cwd.clone(),
         ready,
@@ -102,6 +112,92 @@ fn launch_spec(name: &str, l: &Launch, log_dir: &Path) -> Result<LaunchSpec> {
         stop_grace: l.stop_grace,
         log_path: log_dir.join(format!("{name}.log")),
     })
+}
+
+/// Shell builtins and keywords: nothing to find on PATH.
+const SHELL_WORDS: &[&str] = &[
+    "cd", "exec", "export", "set", "unset", ".", "source", "true", "false", "echo", "test", "[",
+    "ulimit", "umask", "trap", "wait", "eval", "exit", "if", "then", "else", "fi", "for", "do",
+    "done", "while", "{", "}", "(", ")",
+];
+
+/// The index of each simple command's program word in `words` (after `exec` and `NAME=value`
+/// assignments), for the commands of `command` separated by `;`, `&&`, `||`, `|` or `&`.
+fn program_words(words: &[&str]) -> Vec<usize> {
+    let mut found = Vec::new();
+    let mut at_start = true;
+    for (i, w) in words.iter().enumerate() {
+        if matches!(*w, ";" | "&&" | "||" | "|" | "&") {
+            at_start = true;
+            continue;
+        }
+        if !at_start {
+            continue;
+        }
+        let assignment = w.split_once('=').is_some_and(|(name, _)| {
+            !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        });
+        if *w == "exec" || assignment {
+            continue;
+        }
+        found.push(i);
+        at_start = false;
+    }
+    found
+}
+
+/// `loadmark ...` in a plan's launch command runs this very binary, not whichever `loadmark`
+/// PATH finds (or none, under `cargo run`): a plan measures the loadmark that runs it.
+fn own_binary(command: &str, exe: &Path) -> String {
+    let words: Vec<&str> = command.split(' ').collect();
+    let programs = program_words(&words);
+    let quoted = format!("'{}'", exe.display().to_string().replace('\'', r"'\''"));
+    words
+        .iter()
+        .enumerate()
+        .map(|(i, w)| {
+            if *w == "loadmark" && programs.contains(&i) {
+                quoted.as_str()
+            } else {
+                w
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The programs `command` runs that neither PATH nor the file system has (checked by
+/// `bench --check`). `loadmark` is always there: it is this binary.
+fn missing_programs(command: &str, cwd: Option<&Path>) -> Vec<String> {
+    let words: Vec<&str> = command.split_whitespace().collect();
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    program_words(&words)
+        .into_iter()
+        .map(|i| words[i])
+        .filter(|w| *w != "loadmark" && !SHELL_WORDS.contains(w))
+        .filter(|w| {
+            // Quoting and expansions are the shell's business: say nothing rather than guess.
+            !w.contains(['$', '`', '"', '\'', '(', '<', '>'])
+        })
+        .filter(|w| {
+            use std::os::unix::fs::PermissionsExt;
+            let executable = |p: &Path| {
+                std::fs::metadata(p)
+                    .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+            };
+            if w.contains('/') {
+                let p = Path::new(w);
+                let p = match cwd {
+                    Some(dir) if p.is_relative() => dir.join(p),
+                    _ => p.to_path_buf(),
+                };
+                !executable(&p)
+            } else {
+                !std::env::split_paths(&path).any(|dir| executable(&dir.join(w)))
+            }
+        })
+        .map(str::to_string)
+        .collect()
 }
 
 fn usage(series: &ProcessSeries) -> Option<ServerUsage> {
@@ -264,4 +360,54 @@ fn run_steps(plan: &LoadedPlan, args: &BenchArgs) -> Result<Bundle> {
             .with_context(|| format!("stopping target {name}"))?;
     }
     Ok(bundle)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn loadmark_in_a_launch_command_is_this_binary() {
+        let exe = Path::new("/opt/my build/loadmark");
+        assert_eq!(
+            own_binary("loadmark serve --port 8080", exe),
+            "'/opt/my build/loadmark' serve --port 8080"
+        );
+        assert_eq!(
+            own_binary("RUST_LOG=info exec loadmark serve", exe),
+            "RUST_LOG=info exec '/opt/my build/loadmark' serve"
+        );
+        assert_eq!(
+            own_binary("cd /srv && loadmark serve --path loadmark", exe),
+            "cd /srv && '/opt/my build/loadmark' serve --path loadmark"
+        );
+        assert_eq!(
+            own_binary("nginx -c loadmark.conf", exe),
+            "nginx -c loadmark.conf"
+        );
+        assert_eq!(
+            own_binary("x", Path::new("/it's/loadmark")),
+            "x",
+            "nothing to replace"
+        );
+        assert_eq!(
+            own_binary("loadmark serve", Path::new("/it's/loadmark")),
+            r"'/it'\''s/loadmark' serve"
+        );
+    }
+
+    #[test]
+    fn missing_programs_are_named() {
+        assert!(missing_programs("loadmark serve", None).is_empty());
+        assert!(missing_programs("sh -c 'sleep 1'", None).is_empty());
+        assert_eq!(
+            missing_programs("FOO=1 no-such-program-here --port 1 && sleep 1", None),
+            ["no-such-program-here"]
+        );
+        assert_eq!(
+            missing_programs("cd /tmp && ./not-a-file-here", Some(Path::new("/"))),
+            ["./not-a-file-here"]
+        );
+        assert!(missing_programs("/bin/sh -c true", None).is_empty());
+    }
 }

@@ -12,7 +12,8 @@ use loadmark_plan::{Load, Plan, RequestSpec, Stop, Target, Timeouts, TlsPolicy};
 use loadmark_report::{Environment, Report, RunFacts};
 
 use crate::args::{
-    Command, FailOn, Format, QuickstartArgs, ReportArgs, ReportFlags, RunArgs, ServeArgs, WsArgs,
+    Command, FailOn, Format, QuickstartArgs, ReportArgs, ReportFlags, RunArgs, SchemaKind,
+    ServeArgs, WsArgs,
 };
 use crate::output::{check_writable, format_for, render, write_atomic};
 use crate::progress::ProgressLine;
@@ -28,8 +29,12 @@ pub fn dispatch(command: Command) -> Result<ExitCode> {
         Command::Report(args) => report(&args),
         Command::Merge(args) => crate::gate::merge(&args),
         Command::Compare(args) => crate::gate::compare(&args),
-        Command::Schema => {
-            print!("{}", loadmark_plan::PlanFile::json_schema());
+        Command::Schema(args) => {
+            match args.what {
+                SchemaKind::Plan => print!("{}", loadmark_plan::PlanFile::json_schema()),
+                SchemaKind::Result => print!("{:#}", loadmark_report::result_schema()),
+                SchemaKind::Bundle => print!("{:#}", loadmark_report::bundle_schema()),
+            }
             println!();
             Ok(ExitCode::SUCCESS)
         }
@@ -72,12 +77,14 @@ pub(crate) fn stop_handle() -> StopHandle {
 }
 
 fn run(args: &RunArgs) -> Result<ExitCode> {
-    let body = match &args.body_file {
-        Some(path) => Some(std::fs::read(path).map_err(|e| {
-            UsageError(format!(
-                "--body-file {}: cannot read it: {e}",
-                path.display()
-            ))
+    let body = match args.body_path() {
+        Some(path) => Some(std::fs::read(&path).map_err(|e| {
+            let flag = if args.body_file.is_some() {
+                "--body-file"
+            } else {
+                "--body @FILE"
+            };
+            UsageError(format!("{flag} {}: cannot read it: {e}", path.display()))
         })?),
         None => None,
     };
@@ -268,11 +275,11 @@ fn quickstart(args: &QuickstartArgs) -> Result<ExitCode> {
     };
     // One core serves, the other loads: the split this two-core machine allows.
     let server = loadmark_target::start(loadmark_target::ServerConfig {
-        addr: ([127, 0, 0, 1], 0).into(),
+        addr: ([127, 0, 0, 1], args.port).into(),
         threads: 1,
         ..Default::default()
     })
-    .context("starting the built-in target")?;
+    .with_context(|| format!("starting the built-in target on 127.0.0.1:{}", args.port))?;
     let url = format!("http://{}{}", server.local_addr(), args.path);
     let plan = Plan {
         request: RequestSpec {
@@ -325,8 +332,8 @@ fn report(args: &ReportArgs) -> Result<ExitCode> {
         .map_err(|e| UsageError(format!("{}: cannot read it: {e}", args.file.display())))?;
     let bad = |e: loadmark_report::ReadError| UsageError(format!("{}: {e}", args.file.display()));
     let format = match (&args.output, args.format) {
-        (_, Some(f)) => f,
-        (Some(path), None) => format_for(path, None).map_err(|e| UsageError(e.to_string()))?,
+        (Some(path), flag) => format_for(path, flag).map_err(|e| UsageError(e.to_string()))?,
+        (None, Some(f)) => f,
         (None, None) => Format::Text,
     };
     let out = if text.contains("\"steps\"") && text.contains("\"plan_text\"") {

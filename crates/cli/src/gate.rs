@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use anyhow::Result;
 use loadmark_report::{
     parse_thresholds, render_comparison_markdown, render_comparison_text, render_json,
-    render_junit, CompareSettings, FailIf, Report, Threshold,
+    render_junit, CompareSettings, FailIf, Purpose, Report, Threshold,
 };
 
 use crate::args::{CompareArgs, CompareFormat, MergeArgs, ReportFlags};
@@ -27,7 +27,22 @@ pub fn merge(args: &MergeArgs) -> Result<ExitCode> {
         .iter()
         .map(|p| read_report(p))
         .collect::<Result<Vec<_>>>()?;
-    let merged = loadmark_report::merge_reports(&reports).map_err(|e| UsageError(e.to_string()))?;
+    let names: Vec<String> = args.files.iter().map(|p| p.display().to_string()).collect();
+    let merged =
+        loadmark_report::merge_reports_with(&reports, &names, args.force).map_err(|e| {
+            UsageError(format!(
+                "{e}\n(pass --force to merge them anyway; the merged report will say so)"
+            ))
+        })?;
+    for f in merged
+        .run
+        .health
+        .findings
+        .iter()
+        .filter(|f| f.starts_with("merged with --force"))
+    {
+        eprintln!("loadmark: warning: {f}");
+    }
     write_or_print(args.output.as_deref(), &render_json(&merged))?;
     if args.output.is_some() {
         eprintln!(
@@ -106,6 +121,23 @@ pub fn compare(args: &CompareArgs) -> Result<ExitCode> {
     }
     let baseline = read_report(&args.baseline)?;
     let candidate = read_report(&args.candidate)?;
+    let (base_name, cand_name) = (
+        args.baseline.display().to_string(),
+        args.candidate.display().to_string(),
+    );
+    let forced = loadmark_report::differences(
+        Purpose::Compare,
+        (&base_name, &cand_name),
+        &baseline,
+        &candidate,
+    );
+    if !forced.is_empty() && !args.force {
+        return Err(UsageError(format!(
+            "these runs do not measure the same thing: {}\n(pass --force to compare them anyway; the output will say so)",
+            forced.join("; ")
+        ))
+        .into());
+    }
     let mut c = loadmark_report::compare(
         &args.baseline.display().to_string(),
         &baseline,
@@ -117,6 +149,10 @@ pub fn compare(args: &CompareArgs) -> Result<ExitCode> {
         },
     );
     c.gates = gates.iter().map(|g| g.check(&c)).collect();
+    for f in &forced {
+        eprintln!("loadmark: warning: compared with --force although the runs differ in {f}");
+    }
+    c.forced = forced;
     match args.format {
         CompareFormat::Text => print!("{}", render_comparison_text(&c)),
         CompareFormat::Md => print!("{}", render_comparison_markdown(&c)),

@@ -9,21 +9,69 @@ use loadmark_report::{render_json, render_text, Report};
 
 use crate::args::Format;
 
-/// The format for `path`: the flag if given, else from the extension.
+/// The format for `path`: from the extension, or the flag when the extension says nothing.
+/// An extension that names another format than the flag is refused, so `-o r.json --format
+/// md` never writes Markdown into a `.json` file.
 pub fn format_for(path: &Path, flag: Option<Format>) -> Result<Format> {
-    if let Some(f) = flag {
-        return Ok(f);
-    }
-    match path.extension().and_then(|e| e.to_str()) {
-        Some("json") => Ok(Format::Json),
-        Some("txt") | Some("text") => Ok(Format::Text),
-        Some("md") | Some("markdown") => Ok(Format::Md),
-        Some("csv") => Ok(Format::Csv),
-        Some("html") | Some("htm") => Ok(Format::Html),
-        _ => bail!(
+    let by_extension = match path.extension().and_then(|e| e.to_str()) {
+        Some("json") => Some(Format::Json),
+        Some("txt") | Some("text") => Some(Format::Text),
+        Some("md") | Some("markdown") => Some(Format::Md),
+        Some("csv") => Some(Format::Csv),
+        Some("html") | Some("htm") => Some(Format::Html),
+        _ => None,
+    };
+    match (by_extension, flag) {
+        // Both CSV tables are .csv files.
+        (Some(Format::Csv), Some(Format::CsvSummary)) => Ok(Format::CsvSummary),
+        (Some(ext), Some(f)) if ext != f => bail!(
+            "--output {} is a {} file but --format {} asks for {}: name the file .{} or drop --format",
+            path.display(),
+            ext.name(),
+            f.flag(),
+            f.name(),
+            f.extension()
+        ),
+        (_, Some(f)) => Ok(f),
+        (Some(ext), None) => Ok(ext),
+        (None, None) => bail!(
             "--output {}: cannot tell the format from the extension: use .json, .txt, .md, .csv or .html, or add --format json|text|md|csv|csv-summary|html",
             path.display()
         ),
+    }
+}
+
+impl Format {
+    fn name(self) -> &'static str {
+        match self {
+            Format::Text => "text",
+            Format::Json => "JSON",
+            Format::Md => "Markdown",
+            Format::Csv => "CSV",
+            Format::CsvSummary => "CSV summary",
+            Format::Html => "HTML",
+        }
+    }
+
+    fn flag(self) -> &'static str {
+        match self {
+            Format::Text => "text",
+            Format::Json => "json",
+            Format::Md => "md",
+            Format::Csv => "csv",
+            Format::CsvSummary => "csv-summary",
+            Format::Html => "html",
+        }
+    }
+
+    fn extension(self) -> &'static str {
+        match self {
+            Format::Text => "txt",
+            Format::Json => "json",
+            Format::Md => "md",
+            Format::Csv | Format::CsvSummary => "csv",
+            Format::Html => "html",
+        }
     }
 }
 
@@ -90,6 +138,22 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("--output r.out"), "{err}");
+        let err = format_for(Path::new("r.json"), Some(Format::Md))
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            err,
+            "--output r.json is a JSON file but --format md asks for Markdown: name the file .md or drop --format"
+        );
+        assert!(format_for(Path::new("r.html"), Some(Format::Csv)).is_err());
+        assert_eq!(
+            format_for(Path::new("r.json"), Some(Format::Json)).unwrap(),
+            Format::Json
+        );
+        assert_eq!(
+            format_for(Path::new("s.csv"), Some(Format::CsvSummary)).unwrap(),
+            Format::CsvSummary
+        );
     }
 
     #[test]

@@ -44,7 +44,7 @@ fn run_plan(dir: &Path, plan: &str) -> (Output, Option<Bundle>, String) {
     let out = loadmark(&["bench", "plan.yaml", "-o", "out", "-q"], dir);
     let bundle = std::fs::read_to_string(dir.join("out/bundle.json"))
         .ok()
-        .map(|t| Bundle::from_json(&t).unwrap());
+        .map(|t| bundle_json(&t).unwrap());
     let md = std::fs::read_to_string(dir.join("out/BENCHMARKS.md")).unwrap_or_default();
     (out, bundle, md)
 }
@@ -369,4 +369,54 @@ fn an_attached_server_is_monitored_and_open_loop_steps_run_from_the_plan() {
         md.contains(&format!("attached: pid {}", server.id())),
         "{md}"
     );
+}
+
+/// A plan's `loadmark` steps run this binary even when no `loadmark` is on PATH (as under
+/// `cargo run`), and `bench --check` names any other program PATH lacks.
+#[test]
+fn plans_run_this_loadmark_and_check_warns_about_missing_programs() {
+    let dir = temp_dir("bench", "own-binary");
+    let port = free_port();
+    let plan = format!(
+        "targets:\n  api:\n    url: http://127.0.0.1:{port}/status\n    launch: {{command: loadmark serve --port {port}}}\nload: {{requests: 50, connections: 2}}\n"
+    );
+    std::fs::write(dir.join("plan.yaml"), plan).unwrap();
+    let without_loadmark = "/usr/local/bin:/usr/bin:/bin";
+    let bench = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_loadmark"))
+            .args(args)
+            .current_dir(&dir)
+            .env("PATH", without_loadmark)
+            .output()
+            .unwrap()
+    };
+    let out = bench(&["bench", "plan.yaml", "-o", "out", "-q"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let bundle =
+        bundle_json(&std::fs::read_to_string(dir.join("out/bundle.json")).unwrap()).unwrap();
+    assert_eq!(bundle.steps[0].report.summary.requests.responses, 50);
+
+    std::fs::write(
+        dir.join("missing.yaml"),
+        format!("targets:\n  api:\n    url: http://127.0.0.1:{port}/\n    launch: {{command: no-such-server-xyz --port {port}}}\nload: {{requests: 5}}\n"),
+    )
+    .unwrap();
+    let out = bench(&["bench", "missing.yaml", "--check"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "a warning, not a refusal: {err}");
+    assert!(
+        err.contains("targets.api.launch.command runs `no-such-server-xyz`, which is not on PATH"),
+        "{err}"
+    );
+    let out = bench(&["bench", "plan.yaml", "--check"]);
+    assert!(
+        !String::from_utf8_lossy(&out.stderr).contains("warning"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    std::fs::remove_dir_all(dir).unwrap();
 }

@@ -7,8 +7,6 @@ use common::*;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use loadmark_report::Report;
-
 #[test]
 fn run_writes_a_json_report_that_matches_the_server_and_renders_again() {
     let server = target();
@@ -42,7 +40,7 @@ fn run_writes_a_json_report_that_matches_the_server_and_renders_again() {
     assert!(stdout.contains("500 responses"), "{stdout}");
     let text = std::fs::read_to_string(&out).unwrap();
     assert!(!text.contains("s3cret"), "secrets are redacted in reports");
-    let report = Report::from_json(&text).unwrap();
+    let report = report_json(&text).unwrap();
     assert_eq!(report.summary.requests.responses, 500);
     assert_eq!(report.summary.status.get(200), 500);
     assert_eq!(
@@ -53,7 +51,7 @@ fn run_writes_a_json_report_that_matches_the_server_and_renders_again() {
     assert_eq!(report.totals.latency.len(), 500);
     // JSON is the complete form: it round-trips without loss.
     let again = serde_json::to_string_pretty(&report).unwrap();
-    assert_eq!(Report::from_json(&again).unwrap(), report);
+    assert_eq!(report_json(&again).unwrap(), report);
 
     let rendered = loadmark().arg("report").arg(&out).output().unwrap();
     assert!(rendered.status.success());
@@ -77,6 +75,10 @@ fn bad_input_exits_2_naming_the_problem_and_sends_nothing() {
             "--output",
         ),
         (vec!["run", &url, "-o", "result.weird"], "--output"),
+        (
+            vec!["run", &url, "-o", "r.json", "--format", "md"],
+            "--output r.json is a JSON file but --format md asks for Markdown",
+        ),
         (
             vec!["run", &url, "--body-file", "/nonexistent-file"],
             "--body-file",
@@ -115,7 +117,7 @@ fn sigint_stops_the_run_and_still_writes_the_report() {
     let status = child.wait().unwrap();
     assert!(t1.elapsed() < Duration::from_secs(5), "stopped promptly");
     assert_eq!(status.code(), Some(130));
-    let report = Report::from_json(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    let report = report_json(&std::fs::read_to_string(&out).unwrap()).unwrap();
     assert!(report.run.interrupted);
     assert!(report.run.elapsed_s < 30.0);
     let r = &report.summary.requests;
@@ -156,7 +158,7 @@ fn no_keepalive_and_post_body_reach_the_server() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let report = Report::from_json(&String::from_utf8(out.stdout).unwrap()).unwrap();
+    let report = report_json(&String::from_utf8(out.stdout).unwrap()).unwrap();
     assert_eq!(report.summary.requests.responses, 50);
     assert_eq!(report.summary.connections_opened, 50);
     assert_eq!(server.connections_accepted(), 50);
@@ -212,7 +214,7 @@ fn strict_fails_an_overloaded_open_loop_run_and_the_report_says_why() {
     assert_eq!(run.status.code(), Some(4), "{stdout}");
     assert!(stdout.contains("requests were dropped"), "{stdout}");
     assert!(stdout.contains("open loop, 200 req/s"), "{stdout}");
-    let report = Report::from_json(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    let report = report_json(&std::fs::read_to_string(&out).unwrap()).unwrap();
     assert!(report.run.health.overloaded);
     assert!(report.summary.dropped >= 150, "{}", report.summary.dropped);
     let r = &report.summary.requests;

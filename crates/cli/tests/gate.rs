@@ -7,8 +7,6 @@ use common::*;
 use std::path::Path;
 use std::process::Output;
 
-use loadmark_report::Report;
-
 /// Tests here run load; one at a time, so the comparison test measures its own runs only.
 static LOAD: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
@@ -85,7 +83,7 @@ fn thresholds_pass_fail_with_exit_code_3_and_junit() {
         "{}",
         text(&o)
     );
-    let report = Report::from_json(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let report = report_json(&std::fs::read_to_string(&json).unwrap()).unwrap();
     assert_eq!(report.thresholds.len(), 4);
     assert!(report.thresholds.iter().all(|t| t.passed));
     let xml = std::fs::read_to_string(&junit).unwrap();
@@ -118,7 +116,7 @@ fn thresholds_pass_fail_with_exit_code_3_and_junit() {
         "{}",
         text(&o)
     );
-    let report = Report::from_json(&String::from_utf8_lossy(&o.stdout)).unwrap();
+    let report = report_json(&String::from_utf8_lossy(&o.stdout)).unwrap();
     let passed: Vec<bool> = report.thresholds.iter().map(|t| t.passed).collect();
     assert_eq!(passed, [false, false, true]);
     let xml = std::fs::read_to_string(&junit).unwrap();
@@ -152,11 +150,11 @@ fn merge_adds_two_real_runs() {
     }
     let o = run(&["merge", path(&a), path(&b), "-o", path(&all)]);
     assert!(o.status.success(), "{}", text(&o));
-    let merged = Report::from_json(&std::fs::read_to_string(&all).unwrap()).unwrap();
+    let merged = report_json(&std::fs::read_to_string(&all).unwrap()).unwrap();
     assert_eq!(merged.summary.requests.responses, 500);
     assert_eq!(merged.totals.latency.len(), 500);
-    let ra = Report::from_json(&std::fs::read_to_string(&a).unwrap()).unwrap();
-    let rb = Report::from_json(&std::fs::read_to_string(&b).unwrap()).unwrap();
+    let ra = report_json(&std::fs::read_to_string(&a).unwrap()).unwrap();
+    let rb = report_json(&std::fs::read_to_string(&b).unwrap()).unwrap();
     let mut h = ra.totals.latency.clone();
     h.add(&rb.totals.latency).unwrap();
     assert_eq!(
@@ -364,7 +362,7 @@ fn plan_file_thresholds_gate_bench() {
         text(&o)
     );
     let bundle = std::fs::read_to_string(out.join("bundle.json")).unwrap();
-    let bundle = loadmark_report::Bundle::from_json(&bundle).unwrap();
+    let bundle = bundle_json(&bundle).unwrap();
     let passed: Vec<bool> = bundle.steps[0]
         .report
         .thresholds
@@ -375,4 +373,177 @@ fn plan_file_thresholds_gate_bench() {
     let md = std::fs::read_to_string(out.join("BENCHMARKS.md")).unwrap();
     assert!(md.contains("threshold FAIL  rps>100000000"), "{md}");
     std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// Runs that measure different things are refused by `merge` and `compare` (exit 2, naming
+/// the difference) unless `--force`, and a forced result says what was forced.
+#[test]
+fn merge_and_compare_refuse_unlike_runs_unless_forced() {
+    let _serial = one_at_a_time();
+    let server = target();
+    let addr = server.local_addr();
+    let dir = temp_dir("gate", "unlike");
+    let runs: [(&str, Vec<String>); 4] = [
+        (
+            "status",
+            vec![
+                "run".into(),
+                format!("http://{addr}/status"),
+                "-n".into(),
+                "60".into(),
+            ],
+        ),
+        (
+            "json",
+            vec![
+                "run".into(),
+                format!("http://{addr}/json"),
+                "-n".into(),
+                "60".into(),
+            ],
+        ),
+        (
+            "open",
+            vec![
+                "run".into(),
+                format!("http://{addr}/status"),
+                "-R".into(),
+                "100".into(),
+                "-d".into(),
+                "1s".into(),
+            ],
+        ),
+        (
+            "ws",
+            vec![
+                "ws".into(),
+                format!("ws://{addr}/ws/echo"),
+                "-n".into(),
+                "60".into(),
+            ],
+        ),
+    ];
+    for (name, args) in &runs {
+        let out = dir.join(format!("{name}.json"));
+        let mut all: Vec<&str> = args.iter().map(String::as_str).collect();
+        all.extend(["-c", "2", "-t", "1", "-q", "-o", path(&out)]);
+        if *name == "open" {
+            all.retain(|a| *a != "-c" && *a != "2");
+        }
+        let o = run(&all);
+        assert!(o.status.success(), "{name}: {}", text(&o));
+    }
+    let f = |n: &str| dir.join(format!("{n}.json"));
+
+    // merge: another URL, another protocol.
+    let o = run(&["merge", path(&f("status")), path(&f("json"))]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("URL:") && err.contains("/json") && err.contains("--force"),
+        "{err}"
+    );
+    let o = run(&["merge", path(&f("status")), path(&f("ws"))]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("protocol: "),
+        "{}",
+        text(&o)
+    );
+    let o = run(&["merge", path(&f("status")), path(&f("open"))]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("load model: "),
+        "{}",
+        text(&o)
+    );
+    let merged = dir.join("forced.json");
+    let o = run(&[
+        "merge",
+        path(&f("status")),
+        path(&f("json")),
+        "--force",
+        "-o",
+        path(&merged),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let m = report_json(&std::fs::read_to_string(&merged).unwrap()).unwrap();
+    assert_eq!(m.summary.requests.responses, 120);
+    assert!(
+        m.run
+            .health
+            .findings
+            .iter()
+            .any(|f| f.contains("--force") && f.contains("URL")),
+        "{:?}",
+        m.run.health.findings
+    );
+    let o = run(&["report", path(&merged)]);
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("merged with --force"),
+        "{}",
+        text(&o)
+    );
+
+    // compare: HTTP against WebSocket, closed against open loop; another endpoint is fine.
+    let o = run(&["compare", path(&f("status")), path(&f("json"))]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(!String::from_utf8_lossy(&o.stdout).contains("FORCED"));
+    for (other, words) in [("ws", "protocol: "), ("open", "load model: ")] {
+        let o = run(&["compare", path(&f("status")), path(&f(other))]);
+        assert_eq!(o.status.code(), Some(2), "{other}: {}", text(&o));
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            err.contains(words) && err.contains("--force"),
+            "{other}: {err}"
+        );
+    }
+    let o = run(&["compare", path(&f("status")), path(&f("ws")), "--force"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.contains("FORCED (--force): the runs differ in protocol"),
+        "{out}"
+    );
+    let o = run(&[
+        "compare",
+        path(&f("status")),
+        path(&f("ws")),
+        "--force",
+        "--format",
+        "json",
+    ]);
+    let c: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(
+        c["forced"][0].as_str().unwrap().starts_with("protocol"),
+        "{c:#}"
+    );
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// `loadmark schema result` and `schema bundle` print the published schemas (the ones every
+/// report of this suite is checked against); `loadmark schema` is still the plan's.
+#[test]
+fn schema_prints_the_result_bundle_and_plan_schemas() {
+    let o = run(&["schema", "result"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let s: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(
+        s["properties"]["schema_version"]["const"],
+        loadmark_report::SCHEMA_VERSION
+    );
+    assert!(s["title"].as_str().unwrap().starts_with("loadmark result"));
+    let percentile = &s["$defs"]["Percentile"]["properties"];
+    assert!(
+        percentile["p"].is_object() && percentile["us"].is_object(),
+        "{s:#}"
+    );
+    let totals = &s["$defs"]["Snapshot"]["properties"];
+    assert!(totals["service_time"].is_object() && totals["service"].is_null());
+    let o = run(&["schema", "bundle"]);
+    let b: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(b["properties"]["steps"].is_object(), "{b:#}");
+    let o = run(&["schema"]);
+    let p: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(p["properties"]["targets"].is_object());
 }

@@ -9,8 +9,6 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use loadmark_report::{Bundle, Report};
-
 fn loadmark() -> Command {
     let dir = Path::new(env!("CARGO_BIN_EXE_loadmark"))
         .parent()
@@ -54,7 +52,7 @@ fn sigterm_stops_the_run_and_writes_the_report() {
     signal(&child, libc::SIGTERM);
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(130));
-    let report = Report::from_json(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    let report = report_json(&std::fs::read_to_string(&out).unwrap()).unwrap();
     assert!(report.run.interrupted && report.summary.requests.responses >= 500);
 }
 
@@ -132,7 +130,7 @@ fn secrets_are_redacted_in_documents_unless_asked_for() {
         );
     }
     assert!(md.contains("<redacted>"));
-    Bundle::from_json(&json).unwrap();
+    bundle_json(&json).unwrap();
     let out = loadmark()
         .args(["bench", "plan.yaml", "-o", "shown", "-q", "--show-secrets"])
         .current_dir(&dir)

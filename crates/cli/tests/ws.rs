@@ -6,8 +6,6 @@ use common::*;
 
 use std::process::Stdio;
 
-use loadmark_report::Report;
-
 #[test]
 fn ws_echo_reports_messages_both_ways_and_the_server_agrees() {
     let server = target();
@@ -49,7 +47,7 @@ fn ws_echo_reports_messages_both_ways_and_the_server_agrees() {
     );
     assert!(stdout.contains("Round trip"), "{stdout}");
     assert!(stdout.contains("Ping RTT"), "{stdout}");
-    let report = Report::from_json(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    let report = report_json(&std::fs::read_to_string(&out).unwrap()).unwrap();
     let ws = report.summary.websocket.as_ref().unwrap();
     assert_eq!(ws.messages_sent, ws.messages_received);
     assert_eq!(report.summary.requests.responses, ws.messages_sent);
@@ -96,7 +94,7 @@ fn ws_request_mode_counts_exactly() {
         "{}",
         String::from_utf8_lossy(&run.stderr)
     );
-    let report = Report::from_json(&String::from_utf8_lossy(&run.stdout)).unwrap();
+    let report = report_json(&String::from_utf8_lossy(&run.stdout)).unwrap();
     assert_eq!(report.summary.requests.responses, 300);
     assert_eq!(report.summary.requests.errors, 0);
     assert_eq!(server.ws_messages_received(), 300);
@@ -203,7 +201,7 @@ fn ctrl_c_stops_a_ws_run_and_still_writes_the_report() {
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(130));
-    let report = Report::from_json(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    let report = report_json(&std::fs::read_to_string(&out).unwrap()).unwrap();
     let ws = report.summary.websocket.as_ref().unwrap();
     assert!(report.run.interrupted && ws.messages_sent >= 200, "{ws:?}");
     // Every message sent was answered or is reported in flight: none vanished.

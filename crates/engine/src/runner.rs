@@ -92,7 +92,7 @@ pub fn run(
         connect_timeout: plan.timeouts.connect,
     };
     if url.scheme().is_tls() {
-        let tls = Tls::new(tcp, url.host(), plan.tls).map_err(|e| EngineError::Tls(e.message))?;
+        let tls = Tls::new(tcp, url.host(), &plan.tls).map_err(|e| EngineError::Tls(e.message))?;
         run_with(plan, addr, tls, stop, &mut on_progress)
     } else {
         run_with(plan, addr, DirectTcp(tcp), stop, &mut on_progress)

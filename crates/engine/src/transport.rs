@@ -330,22 +330,66 @@ pub struct Tls {
 }
 
 impl Tls {
-    pub fn new(tcp: Tcp, host: &str, policy: TlsPolicy) -> Result<Tls, ConnectError> {
+    /// `policy` says what to trust (the Mozilla roots, a private CA's PEM file, or anything
+    /// under `--insecure`) and whether to present a client certificate (mutual TLS). A file
+    /// that cannot be read or parsed is an error here, before any load.
+    pub fn new(tcp: Tcp, host: &str, policy: &TlsPolicy) -> Result<Tls, ConnectError> {
+        use rustls::pki_types::pem::PemObject;
+        use rustls::pki_types::{CertificateDer, PrivateKeyDer};
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         let builder = rustls::ClientConfig::builder_with_provider(provider.clone())
             .with_safe_default_protocol_versions()
             .map_err(|e| tls_error(format!("TLS setup: {e}")))?;
-        let mut config = match policy {
-            TlsPolicy::Verify => {
-                let roots = rustls::RootCertStore::from_iter(
-                    webpki_roots::TLS_SERVER_ROOTS.iter().cloned(),
-                );
-                builder.with_root_certificates(roots).with_no_client_auth()
-            }
-            TlsPolicy::Insecure => builder
+        let files = match policy {
+            TlsPolicy::Files(f) => f.clone(),
+            _ => Default::default(),
+        };
+        let certs = |flag: &str, path: &std::path::Path| {
+            CertificateDer::pem_file_iter(path)
+                .and_then(|certs| certs.collect::<Result<Vec<_>, _>>())
+                .map_err(|e| tls_error(format!("{flag} {}: {e}", path.display())))
+                .and_then(|certs| match certs.is_empty() {
+                    true => Err(tls_error(format!(
+                        "{flag} {}: no PEM certificate in it",
+                        path.display()
+                    ))),
+                    false => Ok(certs),
+                })
+        };
+        let trusting = if policy.is_insecure() {
+            builder
                 .dangerous()
                 .with_custom_certificate_verifier(Arc::new(AcceptAnyCert(provider)))
-                .with_no_client_auth(),
+        } else {
+            let mut roots = rustls::RootCertStore::empty();
+            match &files.ca {
+                // As curl's --cacert: the file replaces the default roots.
+                Some(ca) => {
+                    for cert in certs("--cacert", ca)? {
+                        roots
+                            .add(cert)
+                            .map_err(|e| tls_error(format!("--cacert {}: {e}", ca.display())))?;
+                    }
+                }
+                None => roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned()),
+            }
+            builder.with_root_certificates(roots)
+        };
+        let mut config = match &files.cert {
+            Some(cert) => {
+                let chain = certs("--cert", cert)?;
+                let key_path = files.key.as_ref().unwrap_or(cert);
+                let key = PrivateKeyDer::from_pem_file(key_path).map_err(|e| {
+                    tls_error(format!(
+                        "--key {}: no usable PEM private key: {e}",
+                        key_path.display()
+                    ))
+                })?;
+                trusting
+                    .with_client_auth_cert(chain, key)
+                    .map_err(|e| tls_error(format!("--cert/--key: {e}")))?
+            }
+            None => trusting.with_no_client_auth(),
         };
         config.alpn_protocols = vec![b"http/1.1".to_vec()];
         let server_name = rustls::pki_types::ServerName::try_from(host.to_string())

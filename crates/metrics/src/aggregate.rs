@@ -7,7 +7,7 @@ use crate::recorder::WorkerReport;
 use crate::snapshot::Snapshot;
 
 /// One second of the run, all workers added.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SeriesPoint {
     /// Seconds since the run started.
     pub second: u64,
@@ -28,6 +28,12 @@ pub struct SeriesPoint {
     pub messages_sent: u64,
     #[serde(default, skip_serializing_if = "is_zero")]
     pub messages_received: u64,
+    /// The run's last second, when the run ended inside it: how much of it the run covered, in
+    /// seconds (e.g. 0.004 for a 5.004 s run). Its counts are real and part of the totals,
+    /// but they are not a rate: charts and CSV leave such a fragment out. Absent for whole
+    /// seconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub partial_s: Option<f64>,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -35,6 +41,11 @@ fn is_zero(n: &u64) -> bool {
 }
 
 impl SeriesPoint {
+    /// A second with nothing in it.
+    pub fn empty(second: u64, warmup: bool) -> Self {
+        Self::from_snapshot(second, warmup, &Snapshot::default())
+    }
+
     fn from_snapshot(second: u64, warmup: bool, s: &Snapshot) -> Self {
         SeriesPoint {
             second,
@@ -49,6 +60,7 @@ impl SeriesPoint {
             latency_max_us: s.latency.max(),
             messages_sent: s.websocket.as_ref().map_or(0, |w| w.messages_sent),
             messages_received: s.websocket.as_ref().map_or(0, |w| w.messages_received),
+            partial_s: None,
         }
     }
 }

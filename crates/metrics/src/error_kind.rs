@@ -5,7 +5,19 @@ use std::fmt;
 
 /// Why a request failed. Non-2xx/3xx responses are not errors of this list: they are
 /// responses, counted by status code (see [`crate::StatusCounts`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    Serialize,
+    Deserialize,
+    schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum ErrorKind {
     /// The TCP connection could not be opened: refused, unreachable, DNS failure, or the
@@ -76,7 +88,7 @@ impl fmt::Display for ErrorKind {
 }
 
 /// The count of one error kind and the first message seen, so a report can show an example.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ErrorStat {
     pub count: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -124,6 +136,24 @@ impl ErrorCounts {
                 mine.first_example.clone_from(&theirs.first_example);
             }
         }
+    }
+}
+
+/// In JSON: an object from error kind to its count and first example, kinds with no errors
+/// left out.
+impl schemars::JsonSchema for ErrorCounts {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "ErrorCounts".into()
+    }
+
+    fn json_schema(g: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        let stat = g.subschema_for::<ErrorStat>();
+        let kinds: Vec<&str> = ErrorKind::ALL.iter().map(|k| k.as_str()).collect();
+        schemars::json_schema!({
+            "type": "object",
+            "propertyNames": { "enum": kinds },
+            "additionalProperties": stat,
+        })
     }
 }
 

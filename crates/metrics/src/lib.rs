@@ -50,5 +50,5 @@ pub use aggregate::{Aggregate, SeriesPoint, Totals};
 pub use error_kind::{ErrorCounts, ErrorKind, ErrorStat};
 pub use recorder::{Interval, Recorder, Sample, WorkerReport};
 pub use snapshot::{new_histogram, HistogramDecodeError, Snapshot, StatusCounts, HISTOGRAM_MAX_US};
-pub use summary::{Distribution, REPORTED_QUANTILES};
+pub use summary::{Distribution, Percentile, REPORTED_QUANTILES};
 pub use websocket::WsStats;

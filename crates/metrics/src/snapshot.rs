@@ -74,6 +74,21 @@ impl StatusCounts {
     }
 }
 
+/// In JSON: an object from status code (as a string) to its count, codes never seen left out.
+impl schemars::JsonSchema for StatusCounts {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "StatusCounts".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "type": "object",
+            "propertyNames": { "pattern": "^[0-9]{1,3}$" },
+            "additionalProperties": { "type": "integer", "minimum": 0 },
+        })
+    }
+}
+
 impl Serialize for StatusCounts {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let map: BTreeMap<String, u64> = self.iter().map(|(c, n)| (c.to_string(), n)).collect();
@@ -101,7 +116,7 @@ impl<'de> Deserialize<'de> for StatusCounts {
 ///
 /// Two snapshots add exactly ([`Snapshot::merge`]); percentiles are always read from the
 /// merged histograms, never averaged.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Snapshot {
     /// Responses received, any status.
     pub responses: u64,
@@ -126,20 +141,27 @@ pub struct Snapshot {
     /// Latency of responses, µs: from the request's start (first byte written, or in open
     /// loop its intended send time) to the last byte of the response. Excludes connecting.
     #[serde(with = "hist_base64")]
+    #[schemars(with = "String")]
     pub latency: Histogram<u64>,
     /// Time to first byte, µs: from the first byte written to the first byte read.
     #[serde(with = "hist_base64")]
+    #[schemars(with = "String")]
     pub ttfb: Histogram<u64>,
     /// TCP (and TLS) connect time of each new connection, µs.
     #[serde(with = "hist_base64")]
+    #[schemars(with = "String")]
     pub connect: Histogram<u64>,
     /// Open loop only, µs: service time, from the first byte written to the last byte read
-    /// (what a closed-loop tool calls latency).
-    #[serde(with = "hist_base64")]
+    /// (what a closed-loop tool calls latency). `service_time` in JSON, as in the summary
+    /// (`service` in reports of schema 1).
+    #[serde(with = "hist_base64", rename = "service_time", alias = "service")]
+    #[schemars(with = "String")]
     pub service: Histogram<u64>,
     /// Open loop only, µs: schedule lag, from the intended send time to the first byte
     /// written. Large values mean the client or the connection pool could not keep up.
-    #[serde(with = "hist_base64")]
+    /// `schedule_lag` in JSON, as in the summary (`lag` in reports of schema 1).
+    #[serde(with = "hist_base64", rename = "schedule_lag", alias = "lag")]
+    #[schemars(with = "String")]
     pub lag: Histogram<u64>,
     /// WebSocket runs only: sessions, messages, pings and closes.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -8,15 +8,58 @@ pub const REPORTED_QUANTILES: [f64; 10] =
     [0.5, 0.75, 0.9, 0.95, 0.99, 0.999, 0.9999, 0.0, 1.0, 0.25];
 
 /// Summary figures of a duration histogram, in microseconds.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Distribution {
     pub count: u64,
     pub min_us: u64,
     pub mean_us: f64,
     pub stdev_us: f64,
     pub max_us: u64,
-    /// `(percentile, value)` pairs, percentile in 0..=100, ascending.
+    /// `(percentile, value)` pairs, percentile in 0..=100, ascending. In JSON a list of
+    /// `{"p": 99.0, "us": 812}` objects (`jq '.summary.latency.percentiles_us[] |
+    /// select(.p == 99) | .us'`); reports of schema 1 held `[99.0, 812]` pairs, still read.
+    #[serde(with = "percentile_objects")]
+    #[schemars(with = "Vec<Percentile>")]
     pub percentiles_us: Vec<(f64, u64)>,
+}
+
+/// One percentile of a [`Distribution`] as JSON shows it.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Percentile {
+    /// The percentile, 0..=100 (99.9 is the 99.9th).
+    pub p: f64,
+    /// Its value in microseconds.
+    pub us: u64,
+}
+
+mod percentile_objects {
+    use super::Percentile;
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    /// Schema 2 objects, or the pairs of schema 1.
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Either {
+        Object(Percentile),
+        Pair(f64, u64),
+    }
+
+    pub fn serialize<S: Serializer>(v: &[(f64, u64)], s: S) -> Result<S::Ok, S::Error> {
+        v.iter()
+            .map(|&(p, us)| Percentile { p, us })
+            .collect::<Vec<_>>()
+            .serialize(s)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<(f64, u64)>, D::Error> {
+        Ok(Vec::<Either>::deserialize(d)?
+            .into_iter()
+            .map(|e| match e {
+                Either::Object(Percentile { p, us }) => (p, us),
+                Either::Pair(p, us) => (p, us),
+            })
+            .collect())
+    }
 }
 
 impl Distribution {

@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use crate::snapshot::{hist_base64, new_histogram};
 
 /// Sessions, messages, pings and closes of a WebSocket run.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct WsStats {
     /// Upgrades answered 101 with the right `Sec-WebSocket-Accept`: sessions that opened.
     pub sessions_opened: u64,
@@ -33,9 +33,11 @@ pub struct WsStats {
     pub close_codes: BTreeMap<u16, u64>,
     /// Ping to matching pong, µs.
     #[serde(with = "hist_base64")]
+    #[schemars(with = "String")]
     pub ping_rtt: Histogram<u64>,
     /// From the 101 to the end of the session, µs, for every session that ended.
     #[serde(with = "hist_base64")]
+    #[schemars(with = "String")]
     pub session_duration: Histogram<u64>,
 }
 

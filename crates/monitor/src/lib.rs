@@ -37,6 +37,8 @@
 //!   short-lived descendant (a CGI script, a worker restart) that exits and is reaped inside
 //!   the tree moves its time to its parent instead of dropping out of the sum. The first
 //!   sample has no interval before it, so its `cpu_percent` is 0.0 and summaries skip it.
+//!   A last interval cut shorter than half the sampling interval by `stop` is folded into
+//!   the one before it (one sample over both), so the series never ends on a tick-noise spike.
 //! - **Bounded and cheap.** One sample per interval (one a second by default in plans), so an
 //!   hour-long run keeps 3600 small records. The sampling thread waits on a channel, so `stop`
 //!   returns at once instead of after the rest of an interval.
@@ -392,6 +394,8 @@ fn run(
         stopped_early: None,
     };
     let mut previous = (started, first.cpu_time);
+    // Where the last recorded interval began: a short last interval is folded into it.
+    let mut last_start = previous;
     series.samples.push(to_sample(&first, 0, 0.0));
     let mut due = started + interval;
     loop {
@@ -406,11 +410,22 @@ fn run(
         }
         match sample_once(pid) {
             Ok(stat) => {
-                let cpu = stat.cpu_time.saturating_sub(previous.1);
-                let percent = cpu.as_secs_f64() / elapsed.as_secs_f64().max(1e-9) * 100.0;
+                // `stop` cuts the last interval short. CPU time moves in 10 ms clock ticks,
+                // so a 30 ms interval reads anywhere from 0 to 200 % of a core (a 143 %
+                // spike at the end of a one-core server's chart was seen): fold it into the
+                // interval before, and the last point covers its real span with a fair rate.
+                let fold = stopping && elapsed * 2 < interval && series.samples.len() >= 2;
+                let from = if fold { last_start } else { previous };
+                if fold {
+                    series.samples.pop();
+                }
+                let cpu = stat.cpu_time.saturating_sub(from.1);
+                let wall = now.duration_since(from.0);
+                let percent = cpu.as_secs_f64() / wall.as_secs_f64().max(1e-9) * 100.0;
                 let at_ms =
                     u64::try_from(now.duration_since(started).as_millis()).unwrap_or(u64::MAX);
                 series.samples.push(to_sample(&stat, at_ms, percent));
+                last_start = from;
                 previous = (now, stat.cpu_time);
             }
             Err(error) => {

@@ -244,3 +244,31 @@ fn a_zombie_counts_as_exited() {
     ));
     child.0.wait().unwrap();
 }
+
+/// A stop shortly after a sample does not end the series on a short interval (whose CPU % is
+/// tick noise, 0 to 200 % of a core): it is folded into the interval before.
+#[test]
+fn a_short_last_interval_is_folded_into_the_one_before() {
+    // One busy thread: at most one core (100 %) in any honest interval.
+    let child = spawn(Command::new("sh").args(["-c", "while :; do :; done"]));
+    let interval = Duration::from_millis(300);
+    let monitor = Monitor::start(child.0.id(), interval).unwrap();
+    // Stop 40 ms after the first timed sample: a last interval under half the interval. The
+    // sleep is the length of the run being measured, not a wait for an event.
+    std::thread::sleep(Duration::from_millis(340));
+    let series = monitor.stop();
+    assert!(series.samples.len() >= 2, "{series:?}");
+    assert!(
+        series.samples.last().unwrap().at_ms >= 330,
+        "the last point ends at the stop: {series:?}"
+    );
+    for pair in series.samples.windows(2) {
+        assert!(
+            pair[1].at_ms - pair[0].at_ms >= 150,
+            "no interval under half the sampling interval: {series:?}"
+        );
+        // A 40 ms interval alone could read 150 % (4 ticks of 10 ms in it, or 6); over
+        // 150 ms or more the tick error is under 7 %, and the process uses at most one core.
+        assert!(pair[1].cpu_percent <= 110.0, "{series:?}");
+    }
+}

@@ -35,7 +35,9 @@ pub use file::{
 pub use file_steps::{
     load_plan_file, load_plan_text, Launch, LoadedPlan, PlanFileError, Ready, Step,
 };
-pub use plan::{Load, Mix, Plan, RequestSpec, Stop, Timeouts, TlsPolicy, DEFAULT_TIMEOUT};
+pub use plan::{
+    Load, Mix, Plan, RequestSpec, Stop, Timeouts, TlsFiles, TlsPolicy, DEFAULT_TIMEOUT,
+};
 pub use schedule::{Pace, Profile, Stage};
 pub use settings::{Settings, DEFAULT_CONNECTIONS, DEFAULT_DURATION, DEFAULT_MAX_CONNECTIONS};
 pub use target::{Scheme, Target};

@@ -1,5 +1,6 @@
 //! [`Plan`]: the one normalized description of a run.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
@@ -12,7 +13,7 @@ use crate::websocket::WsSpec;
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// What to send.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct RequestSpec {
     pub method: String,
     pub url: Target,
@@ -22,6 +23,7 @@ pub struct RequestSpec {
     pub headers: Vec<(String, String)>,
     /// Request body (empty: none). In JSON, UTF-8 text as a string, other bytes as numbers.
     #[serde(default, with = "body_text", skip_serializing_if = "Vec::is_empty")]
+    #[schemars(with = "body_text::Repr")]
     pub body: Vec<u8>,
     /// False sends `Connection: close` and opens one connection per request.
     pub keep_alive: bool,
@@ -49,17 +51,21 @@ impl RequestSpec {
 }
 
 /// When a run stops.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Stop {
     /// After this long (warm-up included); requests still in flight are reported as such.
-    Duration(#[serde(with = "duration_text")] Duration),
+    Duration(
+        #[serde(with = "duration_text")]
+        #[schemars(with = "String")]
+        Duration,
+    ),
     /// After exactly this many requests have ended (warm-up included).
     Requests(u64),
 }
 
 /// How load is generated.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Load {
     /// Closed loop: each connection sends its next request when the previous one ended.
@@ -131,13 +137,15 @@ impl Load {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct Timeouts {
     /// Per request, from its start to the last byte of its response.
     #[serde(with = "duration_text")]
+    #[schemars(with = "String")]
     pub request: Duration,
     /// Per connection attempt (TCP connect and TLS handshake).
     #[serde(with = "duration_text")]
+    #[schemars(with = "String")]
     pub connect: Duration,
 }
 
@@ -150,18 +158,49 @@ impl Default for Timeouts {
     }
 }
 
-/// Whether TLS certificates are verified.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+/// Whether TLS certificates are verified, against what, and who the client is.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum TlsPolicy {
+    /// Verify the server against the Mozilla roots; no client certificate.
     #[default]
     Verify,
     /// Accept any certificate (`--insecure`); always printed in the report.
     Insecure,
+    /// A private CA and/or a client certificate (mutual TLS), as curl spells them.
+    Files(TlsFiles),
+}
+
+/// PEM files for TLS: curl's `--cacert`, `--cert` and `--key`.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+pub struct TlsFiles {
+    /// CA certificates to trust instead of the Mozilla roots (`--cacert`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ca: Option<std::path::PathBuf>,
+    /// The client's certificate chain, for servers that require one (`--cert`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cert: Option<std::path::PathBuf>,
+    /// The client certificate's private key (`--key`; default: in the `--cert` file).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key: Option<std::path::PathBuf>,
+    /// Accept any server certificate (`--insecure`) while still presenting `cert`.
+    #[serde(default)]
+    pub insecure: bool,
+}
+
+impl TlsPolicy {
+    /// Server certificates are not verified.
+    pub fn is_insecure(&self) -> bool {
+        match self {
+            TlsPolicy::Verify => false,
+            TlsPolicy::Insecure => true,
+            TlsPolicy::Files(f) => f.insecure,
+        }
+    }
 }
 
 /// One run, validated.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Plan {
     pub request: RequestSpec,
     pub load: Load,
@@ -170,6 +209,7 @@ pub struct Plan {
     pub timeouts: Timeouts,
     /// Load that runs but stays out of the totals; whole seconds, so the series stays aligned.
     #[serde(with = "duration_text", default)]
+    #[schemars(with = "String")]
     pub warmup: Duration,
     #[serde(default)]
     pub tls: TlsPolicy,
@@ -183,7 +223,7 @@ pub struct Plan {
 }
 
 /// Several requests by weight, and templates expanded per request.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Mix {
     /// Weight of `Plan::request` (0 counts as 1).
     #[serde(default)]
@@ -392,9 +432,10 @@ pub(crate) mod duration_text {
 mod body_text {
     use serde::{Deserialize, Serialize};
 
-    #[derive(Serialize, Deserialize)]
+    /// UTF-8 text as a string, other bytes as numbers.
+    #[derive(Serialize, Deserialize, schemars::JsonSchema)]
     #[serde(untagged)]
-    enum Repr {
+    pub(super) enum Repr {
         Text(String),
         Bytes(Vec<u8>),
     }

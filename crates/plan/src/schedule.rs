@@ -6,22 +6,24 @@
 //! of request `k`, so any worker (or any machine running one segment of a plan) can own every
 //! N-th request and still send exactly what the profile says. Nothing here reads a clock.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
 use crate::text::{format_duration, parse_duration, PlanError};
 
 /// One stage: the value moves linearly from `from` to `to` over `duration`.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Stage {
     #[serde(with = "crate::plan::duration_text")]
+    #[schemars(with = "String")]
     pub duration: Duration,
     pub from: f64,
     pub to: f64,
 }
 
 /// Stages run back to back from time zero.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(transparent)]
 pub struct Profile {
     pub stages: Vec<Stage>,

@@ -74,6 +74,16 @@ impl Target {
 
     fn parse_any(text: &str, form: &'static str) -> Result<Target, PlanError> {
         let bad = || PlanError::invalid("URL", text, form);
+        // The URL standard forgives `http:/host` and `http:host` as `http://host/`; a user who
+        // typed that made a typo, and a load test should not guess what they meant.
+        let after_scheme = text.split_once(':').map_or("", |(_, rest)| rest);
+        if !after_scheme.starts_with("//") {
+            return Err(PlanError::invalid(
+                "URL",
+                text,
+                "a well-formed URL: scheme, then '://', then the host, e.g. http://127.0.0.1:8080/path",
+            ));
+        }
         let url = url::Url::parse(text).map_err(|_| bad())?;
         let scheme = match url.scheme() {
             "http" => Scheme::Http,
@@ -146,6 +156,21 @@ impl fmt::Display for Target {
     }
 }
 
+/// A URL string (http, https, ws or wss).
+impl schemars::JsonSchema for Target {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Target".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "type": "string",
+            "pattern": "^(https?|wss?)://",
+            "description": "The URL loaded: http, https, ws or wss."
+        })
+    }
+}
+
 impl Serialize for Target {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.serialize_str(&self.url)
@@ -192,5 +217,10 @@ mod tests {
             let err = Target::parse(bad).unwrap_err().to_string();
             assert!(err.starts_with("URL: invalid value"), "{bad}: {err}");
         }
+        for typo in ["http:/127.0.0.1:8080/", "http:127.0.0.1/", "https:/h/"] {
+            let err = Target::parse(typo).unwrap_err().to_string();
+            assert!(err.contains("then '://'"), "{typo}: {err}");
+        }
+        assert!(Target::parse_ws("ws:/h/").is_err());
     }
 }

@@ -17,7 +17,9 @@ pub const MAX_WS_MESSAGE: usize = 16 << 20;
 pub const WS_SEQ_BYTES: usize = 16;
 
 /// How a session sends and what it waits for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum WsMode {
     /// Send one message every `interval` on a fixed schedule; the server echoes each one, and
@@ -62,7 +64,7 @@ impl WsMode {
 }
 
 /// What each message holds.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum WsPayload {
     /// A size drawn uniformly from `min..=max` bytes for every message: random letters in a
@@ -106,7 +108,7 @@ impl WsPayload {
 }
 
 /// What every session of a WebSocket run does.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct WsSpec {
     pub mode: WsMode,
     pub payload: WsPayload,
@@ -119,6 +121,7 @@ pub struct WsSpec {
         with = "duration_text::option",
         skip_serializing_if = "Option::is_none"
     )]
+    #[schemars(with = "Option<String>")]
     pub interval: Option<Duration>,
     /// Each session closes after this long and a new one takes its place (k6's VU loop);
     /// none: sessions last the whole run.
@@ -127,6 +130,7 @@ pub struct WsSpec {
         with = "duration_text::option",
         skip_serializing_if = "Option::is_none"
     )]
+    #[schemars(with = "Option<String>")]
     pub session_duration: Option<Duration>,
     /// Send a ping every `ping` and time its pong.
     #[serde(
@@ -134,6 +138,7 @@ pub struct WsSpec {
         with = "duration_text::option",
         skip_serializing_if = "Option::is_none"
     )]
+    #[schemars(with = "Option<String>")]
     pub ping: Option<Duration>,
     /// Request mode: a reply counts only when its JSON field of this name equals the
     /// request's (e.g. `id`, with `"id":{{seq}}` in the message).

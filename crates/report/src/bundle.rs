@@ -9,7 +9,7 @@ use crate::environment::Environment;
 use crate::model::{ReadError, Report, SCHEMA_VERSION};
 
 /// A target as the document describes it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct BundleTarget {
     pub name: String,
     pub url: String,
@@ -24,7 +24,7 @@ pub struct BundleTarget {
 }
 
 /// One sample of the server's resources.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct UsageSample {
     pub at_ms: u64,
     pub cpu_percent: f64,
@@ -32,7 +32,7 @@ pub struct UsageSample {
 }
 
 /// What the server under test used during one step (sampled from /proc).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ServerUsage {
     pub pid: u32,
     pub rss_start_bytes: u64,
@@ -47,7 +47,7 @@ pub struct ServerUsage {
 }
 
 /// One step of the plan and its outcome.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct BundleStep {
     pub number: usize,
     pub target: String,
@@ -60,7 +60,7 @@ pub struct BundleStep {
 }
 
 /// A whole benchmark document's data.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Bundle {
     pub schema_version: u32,
     pub loadmark_version: String,
@@ -81,6 +81,9 @@ pub struct Bundle {
     pub interrupted: bool,
 }
 
+/// The `plan_file` of a one-run bundle made from the command line.
+pub(crate) const COMMAND_LINE: &str = "(command line)";
+
 impl Bundle {
     /// A one-step bundle around a single run, so one report renders as a document too.
     pub fn of_report(report: Report) -> Bundle {
@@ -91,7 +94,7 @@ impl Bundle {
             loadmark_version: report.loadmark_version.clone(),
             name: None,
             description: None,
-            plan_file: "(command line)".into(),
+            plan_file: COMMAND_LINE.into(),
             plan_text: command.clone(),
             environment: report.environment.clone(),
             targets: vec![BundleTarget {
@@ -121,7 +124,13 @@ impl Bundle {
     }
 
     pub fn from_json(text: &str) -> Result<Bundle, ReadError> {
-        crate::model::read_versioned(text)
+        let mut bundle: Bundle = crate::model::read_versioned(text)?;
+        // Older files are read into the current types, and written again in this schema.
+        bundle.schema_version = SCHEMA_VERSION;
+        for step in &mut bundle.steps {
+            step.report.schema_version = SCHEMA_VERSION;
+        }
+        Ok(bundle)
     }
 }
 
@@ -236,8 +245,15 @@ pub fn equivalent_command(plan: &Plan) -> String {
     if !plan.warmup.is_zero() {
         args.push(format!("--warmup {}", d(plan.warmup)));
     }
-    if plan.tls == TlsPolicy::Insecure {
+    if plan.tls.is_insecure() {
         args.push("--insecure".into());
+    }
+    if let TlsPolicy::Files(f) = &plan.tls {
+        for (flag, file) in [("--cacert", &f.ca), ("--cert", &f.cert), ("--key", &f.key)] {
+            if let Some(file) = file {
+                args.push(format!("{flag} {}", quote(&file.display().to_string())));
+            }
+        }
     }
     args.join(" ")
 }

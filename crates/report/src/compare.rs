@@ -31,7 +31,7 @@ pub const COMPARED: [Compared; 7] = [
 /// Fewer whole seconds than this in either run: no verdict is possible.
 pub const MIN_SECONDS: usize = 4;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Compared {
     Rps,
@@ -133,7 +133,7 @@ impl Compared {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Verdict {
     Better,
@@ -142,7 +142,7 @@ pub enum Verdict {
 }
 
 /// One metric of a comparison.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct MetricDelta {
     pub metric: Compared,
     pub baseline: f64,
@@ -176,7 +176,7 @@ impl MetricDelta {
 }
 
 /// Settings of the significance test.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CompareSettings {
     /// Significance level of the test (0.05).
     pub alpha: f64,
@@ -194,7 +194,7 @@ impl Default for CompareSettings {
 }
 
 /// A comparison of two runs.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Comparison {
     pub baseline_name: String,
     pub candidate_name: String,
@@ -208,6 +208,10 @@ pub struct Comparison {
     /// Why no verdict could be reached, if so.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+    /// Differences between the runs that `--force` overrode (see [`crate::differences`]):
+    /// every rendering lists them above the figures.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub forced: Vec<String>,
 }
 
 impl Comparison {
@@ -277,6 +281,7 @@ pub fn compare(
         settings,
         metrics,
         gates: Vec::new(),
+        forced: Vec::new(),
         note: (base_seconds.min(cand_seconds) < MIN_SECONDS).then(|| {
             format!("a run has fewer than {MIN_SECONDS} whole measured seconds: too few to tell a change from noise; run longer")
         }),
@@ -375,7 +380,7 @@ fn normal_tail(z: f64) -> f64 {
 
 /// A `--fail-if` gate: `METRIC>+10%` fails when the metric rose by more than 10% and the
 /// change is significant; `rps<-5%` when req/s fell by more than 5% and significantly.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct FailIf {
     pub text: String,
     pub metric: Compared,
@@ -451,7 +456,7 @@ impl FailIf {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct GateResult {
     pub gate: String,
     pub passed: bool,
@@ -497,6 +502,9 @@ pub fn render_comparison_text(c: &Comparison) -> String {
     }
     if let Some(note) = &c.note {
         let _ = writeln!(o, "\n  NOTE: {note}");
+    }
+    for f in &c.forced {
+        let _ = writeln!(o, "\n  FORCED (--force): the runs differ in {f}");
     }
     if !c.gates.is_empty() {
         let _ = writeln!(o, "\n  Gates");
@@ -544,6 +552,9 @@ pub fn render_comparison_markdown(c: &Comparison) -> String {
     );
     if let Some(note) = &c.note {
         let _ = writeln!(o, "\n> **Note:** {note}");
+    }
+    for f in &c.forced {
+        let _ = writeln!(o, "\n> **Forced (--force):** the runs differ in {f}");
     }
     if !c.gates.is_empty() {
         let _ = writeln!(o);

@@ -2,7 +2,9 @@
 //!
 //! Two separate files rather than two sections in one, because spreadsheets and `pandas`
 //! read one table per file. Latencies are integer microseconds, rates per second. The
-//! WebSocket columns (messages, sessions) are zero or empty for HTTP runs.
+//! WebSocket columns (messages, sessions) are zero or empty for HTTP runs. The series leaves
+//! out the fragment of a second after the run's end (`Report::chart_series`): its handful of
+//! responses is no rate; the summary row counts them.
 
 use std::fmt::Write as _;
 
@@ -55,7 +57,7 @@ fn step_prefix(s: &BundleStep) -> String {
 }
 
 fn series_rows(o: &mut String, prefix: &str, r: &Report) {
-    for p in &r.series {
+    for p in r.chart_series() {
         let _ = writeln!(
             o,
             "{prefix}{},{},{},{},{},{},{},{},{},{},{},{}",

@@ -11,6 +11,33 @@ pub fn format_us(us: f64) -> String {
     }
 }
 
+/// Percentile `p` of `d` in human units, or `n/a` when `d` measured nothing (an empty
+/// histogram has no percentiles; `0µs` would claim something was fast).
+pub fn format_pct(d: &loadmark_metrics::Distribution, p: f64) -> String {
+    match d.percentile(p) {
+        Some(v) if d.count > 0 => format_us(v as f64),
+        _ => "n/a".to_string(),
+    }
+}
+
+/// A figure of `d` (min, mean, max, ...) in human units, or `n/a` when `d` is empty.
+pub fn format_of(d: &loadmark_metrics::Distribution, us: f64) -> String {
+    if d.count == 0 {
+        "n/a".to_string()
+    } else {
+        format_us(us)
+    }
+}
+
+/// `12.3k` style for large rates, exact below 10 000.
+pub(crate) fn format_rate(v: f64) -> String {
+    if v >= 10_000.0 {
+        format!("{:.1}k", v / 1000.0)
+    } else {
+        format!("{v:.0}")
+    }
+}
+
 /// `512 B`, `1.50 KiB`, `2.25 MiB`, `1.00 GiB`.
 pub fn format_bytes(bytes: f64) -> String {
     const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];

@@ -30,6 +30,7 @@ struct Line {
 }
 
 /// How the x axis is labelled.
+#[derive(Clone, Copy)]
 enum XAxis<'a> {
     Linear(&'a str),
     /// Log "nines": x is -log10(1 - q).
@@ -75,7 +76,9 @@ pub fn render_html_bundle(b: &Bundle) -> String {
     environment(&mut o, b);
     summary_table(&mut o, b);
     crate::websocket::render_html_section(&mut o, b);
+    crate::html_details::comparisons(&mut o, b);
     notes(&mut o, b);
+    crate::html_details::details(&mut o, b, step_label);
     let multi = b.steps.len() > 1;
     let label = |s: &BundleStep| {
         if multi {
@@ -101,6 +104,7 @@ pub fn render_html_bundle(b: &Bundle) -> String {
         &spectrum,
     ));
 
+    let words = crate::html_details::words(b);
     let over_time = |f: &dyn Fn(&loadmark_metrics::SeriesPoint) -> f64, suffix: &str| {
         b.steps
             .iter()
@@ -112,45 +116,70 @@ pub fn render_html_bundle(b: &Bundle) -> String {
                 },
                 points: s
                     .report
-                    .series
+                    .chart_series()
                     .iter()
                     .map(|p| (p.second as f64, f(p)))
                     .collect(),
             })
             .collect::<Vec<_>>()
     };
-    o.push_str(&chart(
+    // Per step, the lines of each chart (several per step when a chart shows two figures).
+    let by_step = |lines: Vec<Vec<Line>>| -> Vec<(String, Vec<Line>)> {
+        let mut groups: Vec<(String, Vec<Line>)> = b
+            .steps
+            .iter()
+            .map(|s| (step_label(s), Vec::new()))
+            .collect();
+        for figure in lines {
+            for (i, line) in figure.into_iter().enumerate() {
+                groups[i].1.push(line);
+            }
+        }
+        groups
+    };
+    const TIME: &str = "time since start (s)";
+    let answers_per_s = format!("{}/s", words.answers);
+    o.push_str(&per_step_chart(
         "rps",
-        "Responses per second over time",
-        XAxis::Linear("time since start (s)"),
-        "responses/s",
-        &over_time(&|p| p.responses as f64, "req/s"),
+        &format!(
+            "{} per second over time",
+            crate::html_details::capitalized(words.answers)
+        ),
+        TIME,
+        &answers_per_s,
+        by_step(vec![over_time(&|p| p.responses as f64, words.rate)]),
     ));
-    let mut lat = over_time(&|p| p.latency_p50_us as f64 / 1000.0, "p50");
-    lat.extend(over_time(&|p| p.latency_p99_us as f64 / 1000.0, "p99"));
-    o.push_str(&chart(
+    o.push_str(&per_step_chart(
         "latency-over-time",
         "p50 and p99 latency over time",
-        XAxis::Linear("time since start (s)"),
+        TIME,
         "latency (ms)",
-        &lat,
+        by_step(vec![
+            over_time(&|p| p.latency_p50_us as f64 / 1000.0, "p50"),
+            over_time(&|p| p.latency_p99_us as f64 / 1000.0, "p99"),
+        ]),
     ));
-    o.push_str(&chart(
+    o.push_str(&per_step_chart(
         "errors",
-        "Failed requests over time (errors and non-2xx/3xx)",
-        XAxis::Linear("time since start (s)"),
+        &if words.unit == "message" {
+            "Failed messages over time".to_string()
+        } else {
+            "Failed requests over time (errors and non-2xx/3xx)".to_string()
+        },
+        TIME,
         "failed/s",
-        &over_time(&|p| p.failed as f64, "failed"),
+        by_step(vec![over_time(&|p| p.failed as f64, "failed")]),
     ));
     if b.steps.iter().any(|s| s.report.summary.websocket.is_some()) {
-        let mut messages = over_time(&|p| p.messages_sent as f64, "sent/s");
-        messages.extend(over_time(&|p| p.messages_received as f64, "received/s"));
-        o.push_str(&chart(
+        o.push_str(&per_step_chart(
             "messages",
             "WebSocket messages per second, sent and received",
-            XAxis::Linear("time since start (s)"),
+            TIME,
             "messages/s",
-            &messages,
+            by_step(vec![
+                over_time(&|p| p.messages_sent as f64, "sent/s"),
+                over_time(&|p| p.messages_received as f64, "received/s"),
+            ]),
         ));
     }
 
@@ -180,6 +209,68 @@ fn step_label(s: &BundleStep) -> String {
     }
 }
 
+/// More steps than this, and a chart over time becomes small multiples: a dozen lines on
+/// one chart cannot be told apart.
+const MAX_OVERLAID: usize = 5;
+
+const SMALL: Frame = Frame {
+    w: 380.0,
+    h: 240.0,
+    y_max: None,
+};
+
+/// One chart of every step's lines, or with more than [`MAX_OVERLAID`] steps one small chart
+/// per step (`{id}-step{n}`), all on one y scale so they compare by eye.
+fn per_step_chart(
+    id: &str,
+    title: &str,
+    x_label: &str,
+    y_label: &str,
+    groups: Vec<(String, Vec<Line>)>,
+) -> String {
+    if groups.len() <= MAX_OVERLAID {
+        let lines: Vec<Line> = groups.into_iter().flat_map(|(_, l)| l).collect();
+        return chart(id, title, XAxis::Linear(x_label), y_label, &lines);
+    }
+    let top = groups
+        .iter()
+        .flat_map(|(_, lines)| lines.iter().flat_map(|l| l.points.iter().map(|p| p.1)))
+        .fold(0.0, f64::max);
+    let frame = Frame {
+        y_max: Some(nice_ceiling(top)),
+        ..SMALL
+    };
+    let mut o = format!(
+        "<section class=\"multiples\" data-multiples=\"{id}\"><h3>{}</h3><div class=\"grid\">\n",
+        esc(title)
+    );
+    for (n, (label, lines)) in groups.into_iter().enumerate() {
+        // The chart's title names the step: the legend names only the figures.
+        let lines: Vec<Line> = lines
+            .into_iter()
+            .map(|l| Line {
+                name: l
+                    .name
+                    .strip_prefix(&label)
+                    .unwrap_or(&l.name)
+                    .trim()
+                    .to_string(),
+                points: l.points,
+            })
+            .collect();
+        o.push_str(&chart_in(
+            frame,
+            &format!("{id}-step{}", n + 1),
+            &label,
+            XAxis::Linear(x_label),
+            y_label,
+            &lines,
+        ));
+    }
+    o.push_str("</div></section>\n");
+    o
+}
+
 fn environment(o: &mut String, b: &Bundle) {
     let e = &b.environment;
     let started = b
@@ -201,9 +292,11 @@ fn environment(o: &mut String, b: &Bundle) {
 }
 
 fn summary_table(o: &mut String, b: &Bundle) {
+    let w = crate::html_details::words(b);
     let _ = writeln!(
         o,
-        "<section><h2>Summary</h2><table class=\"num\"><tr><th>step</th><th>command</th><th>req/s</th><th>p50</th><th>p90</th><th>p99</th><th>p99.9</th><th>max</th><th>responses</th><th>failed</th></tr>"
+        "<section><h2>Summary</h2><table class=\"num\"><tr><th>step</th><th>command</th><th>{}</th><th>p50</th><th>p90</th><th>p99</th><th>p99.9</th><th>max</th><th>{}</th><th>failed</th></tr>",
+        w.rate, w.answers
     );
     for s in &b.steps {
         let r = &s.report;
@@ -358,37 +451,39 @@ fn server_usage(o: &mut String, b: &Bundle) {
     if monitored.is_empty() {
         return;
     }
-    let lines = |f: &dyn Fn(&crate::bundle::UsageSample) -> f64| {
+    // `skip`: the first sample has no interval before it, so no CPU figure (0% by
+    // convention): a CPU line starts at the first real interval.
+    let groups = |f: &dyn Fn(&crate::bundle::UsageSample) -> f64, skip: usize| {
         monitored
             .iter()
-            .map(|s| Line {
-                name: step_label(s),
-                points: s
-                    .server
-                    .as_ref()
-                    .map(|u| {
-                        u.samples
-                            .iter()
-                            .map(|p| (p.at_ms as f64 / 1000.0, f(p)))
-                            .collect()
-                    })
-                    .unwrap_or_default(),
+            .map(|s| {
+                let samples = s.server.as_ref().map_or(&[][..], |u| &u.samples[..]);
+                let skip = if samples.len() > skip { skip } else { 0 };
+                let line = Line {
+                    name: step_label(s),
+                    points: samples[skip..]
+                        .iter()
+                        .map(|p| (p.at_ms as f64 / 1000.0, f(p)))
+                        .collect(),
+                };
+                (step_label(s), vec![line])
             })
             .collect::<Vec<_>>()
     };
-    o.push_str(&chart(
+    const TIME: &str = "time since step start (s)";
+    o.push_str(&per_step_chart(
         "server-rss",
         "Server memory (RSS) over time",
-        XAxis::Linear("time since step start (s)"),
+        TIME,
         "RSS (MiB)",
-        &lines(&|p| p.rss_bytes as f64 / (1024.0 * 1024.0)),
+        groups(&|p| p.rss_bytes as f64 / (1024.0 * 1024.0), 0),
     ));
-    o.push_str(&chart(
+    o.push_str(&per_step_chart(
         "server-cpu",
         "Server CPU over time (100% is one core)",
-        XAxis::Linear("time since step start (s)"),
+        TIME,
         "CPU (%)",
-        &lines(&|p| p.cpu_percent),
+        groups(&|p| p.cpu_percent, 1),
     ));
 }
 
@@ -437,27 +532,54 @@ fn tick_text(v: f64) -> String {
 }
 
 fn chart(id: &str, title: &str, x: XAxis, y_label: &str, lines: &[Line]) -> String {
+    chart_in(FULL, id, title, x, y_label, lines)
+}
+
+/// The size of a chart, and the top of its y axis when several charts must share one (small
+/// multiples are compared by eye: one scale for all).
+#[derive(Clone, Copy)]
+struct Frame {
+    w: f64,
+    h: f64,
+    y_max: Option<f64>,
+}
+
+const FULL: Frame = Frame {
+    w: W,
+    h: H,
+    y_max: None,
+};
+
+fn chart_in(
+    frame: Frame,
+    id: &str,
+    title: &str,
+    x: XAxis,
+    y_label: &str,
+    lines: &[Line],
+) -> String {
+    let (w, h) = (frame.w, frame.h);
     let mut o = String::new();
     let total: usize = lines.iter().map(|l| l.points.len()).sum();
     let _ = writeln!(
         o,
-        "<figure class=\"chart\" data-chart=\"{id}\" data-points=\"{total}\">\n<svg viewBox=\"0 0 {W} {H}\" role=\"img\" aria-label=\"{}\" xmlns=\"http://www.w3.org/2000/svg\">",
+        "<figure class=\"chart\" data-chart=\"{id}\" data-points=\"{total}\">\n<svg viewBox=\"0 0 {w} {h}\" role=\"img\" aria-label=\"{}\" xmlns=\"http://www.w3.org/2000/svg\">",
         esc(title)
     );
     let _ = writeln!(
         o,
         "<text x=\"{}\" y=\"20\" class=\"title\" text-anchor=\"middle\">{}</text>",
-        W / 2.0,
+        w / 2.0,
         esc(title)
     );
     let all = || lines.iter().flat_map(|l| l.points.iter());
-    let (pw, ph) = (W - L - R, H - T - B);
+    let (pw, ph) = (w - L - R, h - T - B);
     if total == 0 {
         let _ = writeln!(
             o,
             "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\" class=\"empty\">no data</text></svg></figure>",
-            W / 2.0,
-            H / 2.0
+            w / 2.0,
+            h / 2.0
         );
         return o;
     }
@@ -467,7 +589,9 @@ fn chart(id: &str, title: &str, x: XAxis, y_label: &str, lines: &[Line]) -> Stri
         XAxis::Nines => x_raw_max.ceil().max(1.0),
         XAxis::Linear(_) => nice_ceiling(x_raw_max.max(x_min + 1.0)),
     };
-    let y_max = nice_ceiling(all().map(|p| p.1).fold(0.0, f64::max));
+    let y_max = frame
+        .y_max
+        .unwrap_or_else(|| nice_ceiling(all().map(|p| p.1).fold(0.0, f64::max)));
     let sx = |v: f64| L + (v - x_min) / (x_max - x_min) * pw;
     let sy = |v: f64| T + ph - v / y_max * ph;
     // Grid and y ticks.
@@ -489,6 +613,7 @@ fn chart(id: &str, title: &str, x: XAxis, y_label: &str, lines: &[Line]) -> Stri
             .map(|n| {
                 let label = match n {
                     0 => "0%".to_string(),
+                    // Placed by hand below, between 0% and 90%.
                     1 => "90%".to_string(),
                     n => format!(
                         "99{}%",
@@ -501,6 +626,8 @@ fn chart(id: &str, title: &str, x: XAxis, y_label: &str, lines: &[Line]) -> Stri
                 };
                 (n as f64, label)
             })
+            // HdrHistogram's axis: 50% sits at -log10(1 - 0.5) nines.
+            .chain(std::iter::once((2f64.log10(), "50%".to_string())))
             .collect(),
         XAxis::Linear(_) if x_min == 0.0 && x_max <= 10.0 && x_max.fract() == 0.0 => (0..=x_max
             as usize)
@@ -539,7 +666,7 @@ fn chart(id: &str, title: &str, x: XAxis, y_label: &str, lines: &[Line]) -> Stri
         o,
         "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\" class=\"label\">{}</text>",
         L + pw / 2.0,
-        H - 8.0,
+        h - 8.0,
         esc(x_label)
     );
     let _ = writeln!(
@@ -562,8 +689,14 @@ fn chart(id: &str, title: &str, x: XAxis, y_label: &str, lines: &[Line]) -> Stri
         }
         let _ = writeln!(
             o,
-            "<path class=\"series\" data-points=\"{}\" d=\"{d}\" stroke=\"{color}\"><title>{}</title></path>",
+            "<path class=\"series\" data-points=\"{}\" d=\"{d}\" stroke=\"{color}\"{}><title>{}</title></path>",
             line.points.len(),
+            // Past the palette, colours come round again: dashes tell those lines apart.
+            if i >= COLORS.len() {
+                " stroke-dasharray=\"7 4\""
+            } else {
+                ""
+            },
             esc(&line.name)
         );
         if line.points.len() == 1 {
@@ -595,7 +728,7 @@ fn legend<'a>(o: &mut String, names: impl Iterator<Item = &'a str>) {
     o.push_str("</figcaption>\n");
 }
 
-fn bars(
+pub(crate) fn bars(
     id: &str,
     title: &str,
     x_label: &str,
@@ -675,90 +808,7 @@ pub(crate) fn esc(s: &str) -> String {
         .replace('"', "&quot;")
 }
 
-const CSS: &str = "body{font:15px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;max-width:960px;margin:1.5em auto;padding:0 1em;color:#222}h1{font-size:1.5em}h2{font-size:1.15em;margin-top:1.5em}table{border-collapse:collapse;margin:.5em 0}th,td{padding:.25em .6em;border-bottom:1px solid #ddd;text-align:left;vertical-align:top}table.num td{text-align:right}table.num td:nth-child(2){text-align:left}table.cmp td{text-align:right}table.cmp td:first-child,table.cmp td:last-child{text-align:left}code{font-size:.85em}figure.chart{margin:1.5em 0;break-inside:avoid;page-break-inside:avoid}svg{width:100%;height:auto;display:block}svg .title{font-size:15px;font-weight:600}svg .tick{font-size:11px;fill:#555}svg .label{font-size:12px;fill:#333}svg .grid{stroke:#e5e5e5;stroke-width:1}svg .axis{stroke:#777;stroke-width:1}svg path.series{fill:none;stroke-width:2}svg .empty{fill:#999}.legend span{display:inline-block;margin-right:1.2em;font-size:.85em}.legend i{display:inline-block;width:.9em;height:.9em;margin-right:.35em;vertical-align:-.1em}li.warn{color:#a33}li.ok{color:#262}.warn{color:#a33}footer{margin-top:2em;font-size:.8em;color:#666}@media print{body{max-width:none;margin:0;font-size:11pt}figure.chart{margin:.8em 0}}";
-
-/// A comparison as a page: the table with verdicts, and baseline-versus-candidate bars for
-/// every metric.
-pub fn render_comparison_html(c: &crate::compare::Comparison) -> String {
-    use crate::compare::{Compared, Verdict};
-    let title = format!("{} vs {}", c.baseline_name, c.candidate_name);
-    let mut o = String::new();
-    let _ = write!(
-        o,
-        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>loadmark compare: {t}</title>\n<style>{CSS}</style>\n</head>\n<body>\n<h1>Comparison: {t}</h1>\n",
-        t = esc(&title)
-    );
-    let _ = writeln!(
-        o,
-        "<section><table class=\"cmp\"><tr><th>metric</th><th>baseline</th><th>candidate</th><th>change</th><th>p</th><th>verdict</th></tr>"
-    );
-    for m in &c.metrics {
-        let class = match m.verdict {
-            Verdict::NoSignificantChange => "",
-            Verdict::Better => " class=\"ok\"",
-            Verdict::Worse => " class=\"warn\"",
-        };
-        let show = |v: f64| match m.metric {
-            Compared::Rps => format!("{v:.1}"),
-            Compared::ErrorRate => format!("{v:.3}%"),
-            _ => format_us(v),
-        };
-        let _ = writeln!(
-            o,
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.3}</td><td{class}>{}</td></tr>",
-            m.metric.name(),
-            show(m.baseline),
-            show(m.candidate),
-            m.delta_percent
-                .map_or_else(|| "–".to_string(), |d| format!("{d:+.1}%")),
-            m.p_value,
-            m.verdict_words()
-        );
-    }
-    let _ = writeln!(
-        o,
-        "</table><p>Verdicts: two-sided Mann-Whitney U test on the per-second values of both runs ({} and {} seconds), significant at p &lt;= {} with a change of at least {}%.</p>",
-        c.baseline_seconds, c.candidate_seconds, c.settings.alpha, c.settings.min_effect_percent
-    );
-    if let Some(note) = &c.note {
-        let _ = writeln!(o, "<p class=\"warn\">{}</p>", esc(note));
-    }
-    if !c.gates.is_empty() {
-        let _ = writeln!(o, "<ul>");
-        for g in &c.gates {
-            let _ = writeln!(
-                o,
-                "<li class=\"{}\">{}</li>",
-                if g.passed { "ok" } else { "warn" },
-                esc(&g.to_string())
-            );
-        }
-        let _ = writeln!(o, "</ul>");
-    }
-    let _ = writeln!(o, "</section>");
-    let labels = [
-        format!("baseline: {}", c.baseline_name),
-        format!("candidate: {}", c.candidate_name),
-    ];
-    for m in &c.metrics {
-        let (unit, scale) = match m.metric {
-            Compared::Rps => ("responses/s", 1.0),
-            Compared::ErrorRate => ("failed (% of requests)", 1.0),
-            _ => ("latency (ms)", 0.001),
-        };
-        let id = format!("compare-{}", m.metric.name().replace([' ', '.', '/'], "-"));
-        o.push_str(&bars(
-            &id,
-            &format!("{}: {}", m.metric.name(), m.verdict_words()),
-            "run (1 baseline, 2 candidate)",
-            unit,
-            &labels,
-            &[m.baseline * scale, m.candidate * scale],
-        ));
-    }
-    o.push_str("</body>\n</html>\n");
-    o
-}
+pub(crate) const CSS: &str = "body{font:15px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;max-width:960px;margin:1.5em auto;padding:0 1em;color:#222}h1{font-size:1.5em}h2{font-size:1.15em;margin-top:1.5em}table{border-collapse:collapse;margin:.5em 0}th,td{padding:.25em .6em;border-bottom:1px solid #ddd;text-align:left;vertical-align:top}table.num td{text-align:right}table.num td:nth-child(2){text-align:left}table.cmp td{text-align:right}table.cmp td:first-child,table.cmp td:last-child{text-align:left}code{font-size:.85em}figure.chart{margin:1.5em 0;break-inside:avoid;page-break-inside:avoid}svg{width:100%;height:auto;display:block}svg .title{font-size:15px;font-weight:600}svg .tick{font-size:11px;fill:#555}svg .label{font-size:12px;fill:#333}svg .grid{stroke:#e5e5e5;stroke-width:1}svg .axis{stroke:#777;stroke-width:1}svg path.series{fill:none;stroke-width:2}svg .empty{fill:#999}.multiples .grid{display:grid;grid-template-columns:repeat(auto-fill,minmax(300px,1fr));gap:.5em}.multiples figure.chart{margin:.3em 0}table.kv th{font-weight:600;white-space:nowrap}td.text,table[data-table] td:first-child{text-align:left!important}details{margin:.4em 0}details summary{cursor:pointer;font-weight:600}.legend span{display:inline-block;margin-right:1.2em;font-size:.85em}.legend i{display:inline-block;width:.9em;height:.9em;margin-right:.35em;vertical-align:-.1em}li.warn{color:#a33}li.ok{color:#262}.warn{color:#a33}footer{margin-top:2em;font-size:.8em;color:#666}@media print{body{max-width:none;margin:0;font-size:11pt}figure.chart{margin:.8em 0}}";
 
 #[cfg(test)]
 mod tests {

@@ -25,20 +25,26 @@
 //! - Comparisons judge noise on the per-second series (Mann-Whitney U), not on single figures.
 //! - HTML is inline SVG drawn here: no JavaScript, nothing fetched, printable.
 
+mod alike;
 mod bundle;
 mod compare;
+mod compare_table;
 mod csv;
 mod environment;
 mod format;
 mod html;
+mod html_compare;
+mod html_details;
 mod junit;
 mod markdown;
 mod merge;
 mod model;
+mod schema;
 mod text;
 mod threshold;
 mod websocket;
 
+pub use alike::{differences, Purpose};
 pub use bundle::{equivalent_command, Bundle, BundleStep, BundleTarget, ServerUsage, UsageSample};
 pub use compare::{
     compare, mann_whitney, render_comparison_markdown, render_comparison_text, CompareSettings,
@@ -48,14 +54,16 @@ pub use compare::{
 pub use csv::{render_bundle_csv, render_bundle_csv_summary, render_csv, render_csv_summary};
 pub use environment::Environment;
 pub use format::{format_bytes, format_us};
-pub use html::{render_comparison_html, render_html, render_html_bundle};
+pub use html::{render_html, render_html_bundle};
+pub use html_compare::render_comparison_html;
 pub use junit::render_junit;
 pub use markdown::render_markdown;
-pub use merge::{merge_reports, MergeError};
+pub use merge::{merge_reports, merge_reports_with, MergeError};
 pub use model::{
     ClientCpu, Health, ReadError, Report, RequestCounts, RpsStats, RunFacts, RunInfo, Summary,
     LATENCY_DEFINITION, LATE_LAG_P99_US, OPEN_LATENCY_DEFINITION, SATURATED_BUSY, SCHEMA_VERSION,
 };
+pub use schema::{bundle_schema, result_schema};
 pub use text::render_text;
 pub use threshold::{
     check_thresholds, parse_thresholds, render_thresholds_text, Metric, Op, Threshold,

@@ -1,24 +1,12 @@
 //! The benchmark document: a [`Bundle`] as Markdown, ready to commit as BENCHMARKS.md.
 
-use std::collections::BTreeSet;
 use std::fmt::Write;
 
-use loadmark_plan::CompareMetric;
-
 use crate::bundle::{Bundle, BundleStep};
-use crate::format::{format_bytes, format_us};
+use crate::format::{format_bytes, format_of, format_pct, format_rate};
 
 fn cell(text: &str) -> String {
     text.replace('|', "\\|").replace('\n', " ")
-}
-
-/// `12.3k` style for large counts, exact below 10 000.
-fn rate(v: f64) -> String {
-    if v >= 10_000.0 {
-        format!("{:.1}k", v / 1000.0)
-    } else {
-        format!("{v:.0}")
-    }
 }
 
 fn params(step: &BundleStep) -> String {
@@ -30,34 +18,6 @@ fn params(step: &BundleStep) -> String {
             .map(|(k, v)| format!("{k}={v}"))
             .collect::<Vec<_>>()
             .join(", ")
-    }
-}
-
-fn metric_value(step: &BundleStep, metric: CompareMetric) -> String {
-    let s = &step.report.summary;
-    let pct = |p: f64| format_us(s.latency.percentile(p).unwrap_or(0) as f64);
-    match metric {
-        CompareMetric::Rps => rate(s.rps),
-        CompareMetric::P50 => pct(50.0),
-        CompareMetric::P90 => pct(90.0),
-        CompareMetric::P99 => pct(99.0),
-        CompareMetric::Errors => {
-            let failed = step.report.failed();
-            format!(
-                "{:.2}%",
-                failed as f64 * 100.0 / s.requests.completed.max(1) as f64
-            )
-        }
-    }
-}
-
-fn metric_name(metric: CompareMetric) -> &'static str {
-    match metric {
-        CompareMetric::Rps => "req/s",
-        CompareMetric::P50 => "latency p50",
-        CompareMetric::P90 => "latency p90",
-        CompareMetric::P99 => "latency p99",
-        CompareMetric::Errors => "failed requests",
     }
 }
 
@@ -124,7 +84,7 @@ pub fn render_markdown(b: &Bundle) -> String {
     );
     for step in &b.steps {
         let s = &step.report.summary;
-        let p = |q: f64| format_us(s.latency.percentile(q).unwrap_or(0) as f64);
+        let p = |q: f64| format_pct(&s.latency, q);
         let kinds: Vec<String> = s
             .errors
             .nonzero()
@@ -146,13 +106,13 @@ pub fn render_markdown(b: &Bundle) -> String {
             "| {} | {} | {} | {}/s | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             step.number,
             cell(&params(step)),
-            rate(s.rps),
+            format_rate(s.rps),
             format_bytes(s.read_bytes_per_s),
             p(50.0),
             p(90.0),
             p(99.0),
             p(99.9),
-            format_us(s.latency.max_us as f64),
+            format_of(&s.latency, s.latency.max_us as f64),
             step.report.failed(),
             if kinds.is_empty() {
                 "—".into()
@@ -237,103 +197,49 @@ pub fn render_markdown(b: &Bundle) -> String {
     }
 
     let _ = writeln!(o, "\n## How to reproduce\n");
-    let _ = writeln!(
-        o,
-        "All steps: `loadmark bench {}`. Each step alone:\n",
-        b.plan_file
-    );
-    for step in &b.steps {
-        let _ = writeln!(o, "{}. `{}`", step.number, step.command);
+    match b.steps.as_slice() {
+        // One run from the command line: its command is the whole story.
+        [only] if b.plan_file == crate::bundle::COMMAND_LINE => {
+            let _ = writeln!(o, "`{}`", only.command);
+        }
+        steps => {
+            let _ = writeln!(
+                o,
+                "All steps: `loadmark bench {}`. Each step alone:\n",
+                b.plan_file
+            );
+            for step in steps {
+                let _ = writeln!(o, "{}. `{}`", step.number, step.command);
+            }
+        }
     }
-    let _ = writeln!(
-        o,
-        "\n<details><summary>Plan file</summary>\n\n```yaml\n{}\n```\n</details>",
-        b.plan_text.trim_end()
-    );
+    if b.plan_file != crate::bundle::COMMAND_LINE {
+        let _ = writeln!(
+            o,
+            "\n<details><summary>Plan file</summary>\n\n```yaml\n{}\n```\n</details>",
+            b.plan_text.trim_end()
+        );
+    }
     o
 }
 
 fn render_comparison(o: &mut String, b: &Bundle, c: &loadmark_plan::CompareFile) {
-    let label_of = |step: &BundleStep, key: &str| -> Option<String> {
-        if key == "target" {
-            return Some(step.target.clone());
-        }
-        if let Some((_, v)) = step.params.iter().find(|(k, _)| k == key) {
-            return Some(v.clone());
-        }
-        b.targets
-            .iter()
-            .find(|t| t.name == step.target)
-            .and_then(|t| {
-                t.labels
-                    .iter()
-                    .find(|(k, _)| k == key)
-                    .map(|(_, v)| v.clone())
-            })
-    };
-    // One table per combination of the other swept values.
-    let rest = |s: &BundleStep| -> Vec<(String, String)> {
-        s.params
-            .iter()
-            .filter(|(k, _)| k != "target" && *k != c.rows && *k != c.columns)
-            .cloned()
-            .collect()
-    };
-    let groups: BTreeSet<Vec<(String, String)>> = b.steps.iter().map(rest).collect();
-    let ordered = |key: &str| {
-        let mut seen: Vec<String> = Vec::new();
-        for s in &b.steps {
-            if let Some(v) = label_of(s, key) {
-                if !seen.contains(&v) {
-                    seen.push(v);
-                }
-            }
-        }
-        seen
-    };
-    let rows = ordered(&c.rows);
-    let cols = ordered(&c.columns);
-    for group in groups {
-        let title = c
-            .title
-            .clone()
-            .unwrap_or_else(|| format!("{}: {} by {}", metric_name(c.metric), c.rows, c.columns));
-        let suffix = if group.is_empty() {
-            String::new()
-        } else {
-            format!(
-                " ({})",
-                group
-                    .iter()
-                    .map(|(k, v)| format!("{k}={v}"))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )
-        };
-        let _ = writeln!(o, "\n### {}{}\n", cell(&title), cell(&suffix));
+    for t in crate::compare_table::comparison_tables(b, c) {
+        let _ = writeln!(o, "\n### {}\n", cell(&t.title));
         let _ = writeln!(
             o,
             "| {} \\ {} | {} |",
-            cell(&c.rows),
-            cell(&c.columns),
-            cols.iter().map(|c| cell(c)).collect::<Vec<_>>().join(" | ")
-        );
-        let _ = writeln!(o, "|---|{}", "---:|".repeat(cols.len()));
-        for r in &rows {
-            let cells: Vec<String> = cols
+            cell(&t.rows_key),
+            cell(&t.columns_key),
+            t.columns
                 .iter()
-                .map(|col| {
-                    b.steps
-                        .iter()
-                        .find(|s| {
-                            label_of(s, &c.rows).as_ref() == Some(r)
-                                && label_of(s, &c.columns).as_ref() == Some(col)
-                                && rest(s) == group
-                        })
-                        .map_or("—".to_string(), |s| metric_value(s, c.metric))
-                })
-                .collect();
-            let _ = writeln!(o, "| {} | {} |", cell(r), cells.join(" | "));
+                .map(|c| cell(c))
+                .collect::<Vec<_>>()
+                .join(" | ")
+        );
+        let _ = writeln!(o, "|---|{}", "---:|".repeat(t.columns.len()));
+        for (row, cells) in &t.rows {
+            let _ = writeln!(o, "| {} | {} |", cell(row), cells.join(" | "));
         }
     }
 }

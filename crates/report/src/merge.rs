@@ -10,6 +10,7 @@ use std::time::{Duration, UNIX_EPOCH};
 
 use loadmark_metrics::{SeriesPoint, Snapshot, Totals};
 
+use crate::alike::{differences, Purpose};
 use crate::model::{Report, RunFacts};
 
 /// Reports could not be merged.
@@ -18,12 +19,10 @@ pub enum MergeError {
     /// Nothing to merge: pass at least one report.
     #[error("no reports to merge")]
     Empty,
-    /// One report is open loop and another closed loop: their latencies measure different
-    /// spans and must not be added. Merge runs of the same kind only.
-    #[error(
-        "cannot merge open-loop and closed-loop reports: their latencies measure different things"
-    )]
-    MixedLatency,
+    /// The reports measure different things (another URL, protocol or load model): adding
+    /// them would give numbers of nothing. Merge runs of one plan only, or pass `--force`.
+    #[error("these reports do not measure the same thing: {}", .0.join("; "))]
+    Differ(Vec<String>),
 }
 
 /// Adds `reports` into one report.
@@ -34,15 +33,35 @@ pub enum MergeError {
 /// cannot be exact (per-second histograms are not saved): they are the highest of the
 /// inputs' values, an upper bound; per-second maximum latency is exact.
 pub fn merge_reports(reports: &[Report]) -> Result<Report, MergeError> {
+    let names: Vec<String> = (1..=reports.len()).map(|i| format!("report {i}")).collect();
+    merge_reports_with(reports, &names, false)
+}
+
+/// [`merge_reports`], with the inputs named (`names[i]` for `reports[i]`, e.g. file names)
+/// in the refusal; `force` merges reports that differ anyway and records each difference as
+/// a health finding of the merged report, so its every rendering says what was forced.
+pub fn merge_reports_with(
+    reports: &[Report],
+    names: &[String],
+    force: bool,
+) -> Result<Report, MergeError> {
     if reports.is_empty() {
         return Err(MergeError::Empty);
     }
-    let definition = &reports[0].run.latency_definition;
-    if reports
+    let name = |i: usize| {
+        names
+            .get(i)
+            .cloned()
+            .unwrap_or_else(|| format!("report {}", i + 1))
+    };
+    let differences: Vec<String> = reports
         .iter()
-        .any(|r| &r.run.latency_definition != definition)
-    {
-        return Err(MergeError::MixedLatency);
+        .enumerate()
+        .skip(1)
+        .flat_map(|(i, r)| differences(Purpose::Merge, (&name(0), &name(i)), &reports[0], r))
+        .collect();
+    if !differences.is_empty() && !force {
+        return Err(MergeError::Differ(differences));
     }
     // Canonical order, so plan, environment and addresses do not depend on argument order.
     let mut sorted: Vec<(String, &Report)> = reports
@@ -96,24 +115,16 @@ pub fn merge_reports(reports: &[Report]) -> Result<Report, MergeError> {
         .min()
         .unwrap_or_default();
     merged.loadmark_version = first.loadmark_version.clone();
+    for d in differences {
+        merged.run.health.findings.push(format!(
+            "merged with --force although the reports differ in {d}"
+        ));
+    }
     Ok(merged)
 }
 
 fn empty_point(second: u64, warmup: bool) -> SeriesPoint {
-    SeriesPoint {
-        second,
-        warmup,
-        responses: 0,
-        errors: 0,
-        failed: 0,
-        bytes_read: 0,
-        connections_opened: 0,
-        latency_p50_us: 0,
-        latency_p99_us: 0,
-        latency_max_us: 0,
-        messages_sent: 0,
-        messages_received: 0,
-    }
+    SeriesPoint::empty(second, warmup)
 }
 
 fn add_point(into: &mut SeriesPoint, p: &SeriesPoint) {

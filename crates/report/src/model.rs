@@ -13,7 +13,11 @@ use crate::websocket::WsSummary;
 use crate::environment::Environment;
 
 /// Bumped whenever a field is added with a new meaning, renamed or removed.
-pub const SCHEMA_VERSION: u32 = 1;
+///
+/// 2: percentiles as `{"p", "us"}` objects; `totals.service` and `totals.lag` renamed
+/// `service_time` and `schedule_lag` as in the summary; series points may carry `partial_s`.
+/// Files of version 1 still load.
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// What the latency figures of a closed-loop run include, stated in every report.
 pub const LATENCY_DEFINITION: &str = "from the first byte of the request written to the last byte of the response read; excludes connecting (see connect) and any wait before sending (closed loop)";
@@ -41,7 +45,7 @@ pub struct RunFacts {
     pub target_addr: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ClientCpu {
     pub user_s: f64,
     pub system_s: f64,
@@ -52,7 +56,7 @@ pub struct ClientCpu {
 }
 
 /// Whether the numbers measure the server, or the client (or the pool) got in the way.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Health {
     /// loadmark itself was the bottleneck: the figures understate what the server can do.
     pub client_saturated: bool,
@@ -62,7 +66,7 @@ pub struct Health {
     pub findings: Vec<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RunInfo {
     /// UTC, RFC 3339.
     pub started_at: String,
@@ -80,7 +84,7 @@ pub struct RunInfo {
 
 /// Where every request ended. `completed + in_flight_at_end + warmup_completed` is every
 /// request begun.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RequestCounts {
     /// Requests that ended in the measured time: `responses + errors`.
     pub completed: u64,
@@ -97,7 +101,7 @@ pub struct RequestCounts {
 }
 
 /// Responses per second across the measured whole seconds (bombardier's Reqs/sec line).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RpsStats {
     pub seconds: u64,
     pub mean: f64,
@@ -106,7 +110,7 @@ pub struct RpsStats {
     pub max: u64,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Summary {
     pub requests: RequestCounts,
     /// Responses per second over the measured time.
@@ -140,7 +144,7 @@ pub struct Summary {
 }
 
 /// One run, complete. JSON is its stable form.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Report {
     pub schema_version: u32,
     pub loadmark_version: String,
@@ -172,6 +176,8 @@ impl Report {
     /// Builds the report of a run. `plan` is redacted here, so secrets never reach a file.
     pub fn new(plan: &Plan, facts: &RunFacts, totals: Totals, environment: Environment) -> Self {
         let snap = totals.snapshot;
+        let mut series = totals.series;
+        mark_partial(&mut series, facts.elapsed);
         let measured_s = facts.measured.as_secs_f64();
         let per_s = |n: u64| {
             if measured_s > 0.0 {
@@ -206,7 +212,7 @@ impl Report {
                 warmup_completed: totals.warmup_completed,
             },
             rps: per_s(snap.responses),
-            rps_per_second: rps_stats(&totals.series, facts.elapsed),
+            rps_per_second: rps_stats(&series, facts.elapsed),
             bytes_read: snap.bytes_read,
             bytes_written: snap.bytes_written,
             read_bytes_per_s: per_s(snap.bytes_read),
@@ -254,7 +260,7 @@ impl Report {
                 health: assess(plan, facts, &summary),
             },
             summary,
-            series: totals.series,
+            series,
             totals: snap,
             thresholds: Vec::new(),
         }
@@ -262,7 +268,21 @@ impl Report {
 
     /// Reads a saved report, refusing versions newer than this build.
     pub fn from_json(text: &str) -> Result<Report, ReadError> {
-        read_versioned(text)
+        let mut report: Report = read_versioned(text)?;
+        // Older files are read into the current types, and written again in this schema.
+        report.schema_version = SCHEMA_VERSION;
+        Ok(report)
+    }
+
+    /// The series as charts and CSV show it: without the run's last second when the run
+    /// ended inside it (a fragment of a few ms holding a handful of responses would read as
+    /// a fall to zero). Its counts stay in the JSON series and in the totals. A run shorter
+    /// than one second keeps its only point.
+    pub fn chart_series(&self) -> &[SeriesPoint] {
+        match self.series.iter().rposition(|p| p.partial_s.is_none()) {
+            Some(last_whole) => &self.series[..=last_whole],
+            None => &self.series,
+        }
     }
 
     /// Transport errors plus non-2xx/3xx responses.
@@ -339,6 +359,14 @@ fn assess(plan: &Plan, facts: &RunFacts, summary: &Summary) -> Health {
             }
         }
     }
+    let tls = summary.errors.get(loadmark_metrics::ErrorKind::Tls);
+    let example = tls.first_example.as_deref().unwrap_or("");
+    if tls.count > 0 && !plan.tls.is_insecure() && example.contains("certificate") {
+        health.findings.push(format!(
+            "{} requests failed TLS verification ({example}): for a test server with a self-signed certificate add --insecure; for a private CA, --cacert FILE",
+            tls.count
+        ));
+    }
     if let Some(ws) = &summary.websocket {
         let lag = summary
             .schedule_lag
@@ -351,6 +379,16 @@ fn assess(plan: &Plan, facts: &RunFacts, summary: &Summary) -> Health {
         health.findings.extend(found);
     }
     health
+}
+
+/// Marks the seconds the run did not cover whole (the last one, and any straggler past it)
+/// with the part that it did cover.
+fn mark_partial(series: &mut [SeriesPoint], elapsed: Duration) {
+    let elapsed = elapsed.as_secs_f64();
+    for p in series {
+        let covered = (elapsed - p.second as f64).clamp(0.0, 1.0);
+        p.partial_s = (covered < 1.0 - 1e-3).then(|| (covered * 1e3).round() / 1e3);
+    }
 }
 
 /// Only whole measured seconds count: a partial last second would drag the mean down.
@@ -500,6 +538,7 @@ mod tests {
             latency_max_us: 0,
             messages_sent: 0,
             messages_received: 0,
+            partial_s: None,
         };
         let series = [
             p(0, 5, true),
@@ -510,5 +549,57 @@ mod tests {
         let s = rps_stats(&series, Duration::from_millis(3_050));
         assert_eq!((s.seconds, s.min, s.max), (2, 100, 300));
         assert!((s.mean - 200.0).abs() < 1e-9 && (s.stdev - 100.0).abs() < 1e-9);
+    }
+
+    /// A 5.004 s run whose last response ended at 5.002 s: that fragment is in the totals and
+    /// the JSON series (marked partial), not in what charts and CSV draw.
+    #[test]
+    fn the_last_partial_second_is_marked_and_left_out_of_charts() {
+        use loadmark_metrics::{Aggregate, Recorder, Sample};
+        use std::time::Instant;
+        let origin = Instant::now();
+        let mut recorder = Recorder::new(origin);
+        let mut end_at = |ms: u64| {
+            let ended = origin + Duration::from_millis(ms);
+            recorder.record(&Sample {
+                scheduled: None,
+                started: ended - Duration::from_micros(300),
+                first_byte: ended,
+                ended,
+                status: 200,
+                bytes_read: 10,
+                bytes_written: 10,
+            });
+        };
+        for ms in (1..5_000).step_by(10) {
+            end_at(ms);
+        }
+        end_at(5_002);
+        let mut aggregate = Aggregate::new(1, 0);
+        aggregate.add(recorder.finish());
+        let mut f = facts(0.2);
+        f.elapsed = Duration::from_millis(5_004);
+        f.measured = f.elapsed;
+        let r = Report::new(&open_plan(), &f, aggregate.finish(), Environment::default());
+        assert_eq!(r.series.len(), 6);
+        assert_eq!(r.series[5].responses, 1);
+        assert_eq!(r.series[5].partial_s, Some(0.004));
+        assert!(r.series[..5].iter().all(|p| p.partial_s.is_none()));
+        assert_eq!(
+            r.summary.requests.responses, 501,
+            "the fragment stays in the totals"
+        );
+        let drawn = r.chart_series();
+        assert_eq!(drawn.len(), 5);
+        assert!(drawn.iter().all(|p| p.responses == 100), "{drawn:?}");
+        let csv = crate::render_csv(&r);
+        assert_eq!(csv.lines().count(), 1 + 5, "{csv}");
+        assert!(!csv.lines().any(|l| l.starts_with("5,")), "{csv}");
+
+        // A run shorter than one second keeps its only point.
+        let mut short = r.clone();
+        short.series.truncate(1);
+        short.series[0].partial_s = Some(0.5);
+        assert_eq!(short.chart_series().len(), 1);
     }
 }

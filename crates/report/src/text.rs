@@ -3,9 +3,9 @@
 use std::fmt::Write;
 
 use loadmark_metrics::Distribution;
-use loadmark_plan::{format_duration, Load, Profile, Stop, TlsPolicy};
+use loadmark_plan::{format_duration, Load, Profile, Stop};
 
-use crate::format::{format_bytes, format_us};
+use crate::format::{format_bytes, format_of, format_pct};
 use crate::model::Report;
 
 /// Renders the report for a terminal (plain text, no colour).
@@ -100,7 +100,7 @@ fn header(o: &mut String, r: &Report) {
 
 /// TLS, interruption and saturation notices, then a blank line.
 fn notices(o: &mut String, r: &Report) {
-    if r.plan.tls == TlsPolicy::Insecure {
+    if r.plan.tls.is_insecure() {
         let _ = writeln!(o, "  TLS certificates NOT verified (--insecure)");
     }
     if r.run.interrupted {
@@ -204,9 +204,9 @@ fn http_blocks(o: &mut String, r: &Report) {
         "  Connect       {} connection{} opened: p50 {}  p99 {}  max {}",
         s.connections_opened,
         plural(s.connections_opened),
-        format_us(s.connect.percentile(50.0).unwrap_or(0) as f64),
-        format_us(s.connect.percentile(99.0).unwrap_or(0) as f64),
-        format_us(s.connect.max_us as f64),
+        format_pct(&s.connect, 50.0),
+        format_pct(&s.connect, 99.0),
+        format_of(&s.connect, s.connect.max_us as f64),
     );
     if s.retries > 0 {
         let _ = writeln!(
@@ -291,15 +291,15 @@ pub(crate) fn distribution_block(o: &mut String, d: &Distribution) {
     let _ = writeln!(
         o,
         "                min {}  mean {}  stdev {}  max {}",
-        format_us(d.min_us as f64),
-        format_us(d.mean_us),
-        format_us(d.stdev_us),
-        format_us(d.max_us as f64),
+        format_of(d, d.min_us as f64),
+        format_of(d, d.mean_us),
+        format_of(d, d.stdev_us),
+        format_of(d, d.max_us as f64),
     );
     let _ = writeln!(o, "  Latency distribution ({} responses)", d.count);
     for &(p, v) in &d.percentiles_us {
         if (50.0..100.0).contains(&p) {
-            let _ = writeln!(o, "    {:>7}  {}", format!("{p}%"), format_us(v as f64));
+            let _ = writeln!(o, "    {:>7}  {}", format!("{p}%"), format_of(d, v as f64));
         }
     }
 }
@@ -308,9 +308,9 @@ pub(crate) fn short_line(o: &mut String, label: &str, d: &Distribution, what: &s
     let _ = writeln!(
         o,
         "  {label:<13} p50 {}  p99 {}  max {}{}",
-        format_us(d.percentile(50.0).unwrap_or(0) as f64),
-        format_us(d.percentile(99.0).unwrap_or(0) as f64),
-        format_us(d.max_us as f64),
+        format_pct(d, 50.0),
+        format_pct(d, 99.0),
+        format_of(d, d.max_us as f64),
         if what.is_empty() {
             String::new()
         } else {

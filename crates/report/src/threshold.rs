@@ -17,7 +17,7 @@ use crate::model::Report;
 pub const THRESHOLD_METRICS: &str = "p50, p75, p90, p95, p99, p99.9, p99.99, min, max, mean (latency; value with a unit: us, ms, s), rps (responses per second), errors (transport errors: a count, or N% of completed requests), failed (errors plus non-2xx/3xx responses: count or %), dropped (open loop: count or % of requests due)";
 
 /// What a threshold measures.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Metric {
     /// Latency at this percentile (0..=100).
@@ -32,7 +32,7 @@ pub enum Metric {
 }
 
 /// How the observed value must compare with the limit.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub enum Op {
     #[serde(rename = "<")]
     Lt,
@@ -56,7 +56,7 @@ impl Op {
 }
 
 /// The unit of a threshold's value.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Unit {
     /// Microseconds (written with us, µs, ms or s).
@@ -68,7 +68,7 @@ pub enum Unit {
 }
 
 /// A parsed threshold.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Threshold {
     /// As the user wrote it.
     pub text: String,
@@ -241,7 +241,7 @@ fn parse_metric(name: &str) -> Option<Metric> {
 }
 
 /// The outcome of one threshold, as reports carry it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ThresholdResult {
     /// The threshold as written, e.g. `p99<50ms`.
     pub threshold: String,

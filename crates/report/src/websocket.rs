@@ -7,7 +7,7 @@ use std::fmt::Write;
 use loadmark_metrics::{Distribution, WsStats};
 use loadmark_plan::{format_duration, Load, Plan, Stop, WsMode, WsPayload, WsSpec};
 
-use crate::format::{format_bytes, format_us};
+use crate::format::{format_bytes, format_of, format_pct};
 use crate::model::Report;
 
 /// What the round-trip latency of each WebSocket mode includes.
@@ -21,7 +21,7 @@ pub fn latency_definition(spec: &WsSpec) -> &'static str {
 
 /// Sessions, messages both ways, pings and closes of a WebSocket run, per second where it
 /// makes sense. Round trips are the report's responses and latency.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct WsSummary {
     pub mode: WsMode,
     pub sessions_opened: u64,
@@ -235,8 +235,8 @@ pub fn render_text_block(o: &mut String, r: &Report, ws: &WsSummary) {
         let _ = writeln!(
             o,
             "  Session       p50 {}  max {}   ({} sessions ended)",
-            format_us(ws.session_duration.percentile(50.0).unwrap_or(0) as f64),
-            format_us(ws.session_duration.max_us as f64),
+            format_pct(&ws.session_duration, 50.0),
+            format_of(&ws.session_duration, ws.session_duration.max_us as f64),
             ws.session_duration.count
         );
     }
@@ -273,7 +273,7 @@ const TABLE_HEADS: [&str; 10] = [
 /// One row of the WebSocket table, formatted.
 fn table_row(step: &str, r: &Report, ws: &WsSummary) -> [String; 10] {
     let s = &r.summary;
-    let pct = |d: &Distribution, q: f64| format_us(d.percentile(q).unwrap_or(0) as f64);
+    let pct = |d: &Distribution, q: f64| format_pct(d, q);
     let closes: Vec<String> = ws
         .close_codes
         .iter()

@@ -241,6 +241,22 @@ fn html_reports_render_in_chromium() {
             "server-cpu",
         ],
     );
+    // Eight steps: the charts over time become small multiples, each laid out and drawn.
+    let many: Vec<String> = ["rps", "latency-over-time", "errors"]
+        .iter()
+        .flat_map(|id| (1..=8).map(move |n| format!("{id}-step{n}")))
+        .chain(["spectrum".to_string(), "bars-rps".to_string()])
+        .collect();
+    check_in_browser(
+        "report-many-steps",
+        &render_html_bundle(&common::many_steps_bundle(8)),
+        &many.iter().map(String::as_str).collect::<Vec<_>>(),
+    );
+    check_in_browser(
+        "report-open-loop",
+        &render_html(&common::open_report()),
+        &["spectrum", "rps", "latency-over-time", "errors"],
+    );
     check_in_browser(
         "report-websocket",
         &render_html(&common::ws_report()),

@@ -3,7 +3,7 @@
 
 mod common;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, UNIX_EPOCH};
 
 use loadmark_metrics::{Aggregate, ErrorKind, Recorder, Sample};
@@ -112,6 +112,7 @@ fn json_golden_and_round_trip() {
     let json = render_json(&report);
     assert!(!json.contains("Bearer secret"));
     check("run.json", &json);
+    common::assert_valid_report(&json);
     // Compared as text: a mismatch then prints a readable diff, not two huge structs.
     let again = render_json(&Report::from_json(&json).unwrap());
     assert!(again == json, "JSON does not round-trip");
@@ -120,9 +121,30 @@ fn json_golden_and_round_trip() {
 #[test]
 fn newer_schema_is_refused() {
     let json =
-        render_json(&fixed_report()).replacen("\"schema_version\": 1", "\"schema_version\": 99", 1);
+        render_json(&fixed_report()).replacen("\"schema_version\": 2", "\"schema_version\": 99", 1);
     let err = Report::from_json(&json).unwrap_err().to_string();
     assert!(err.contains("upgrade loadmark"), "{err}");
+}
+
+/// A report written by schema 1 (percentiles as pairs, `totals.service` and `totals.lag`)
+/// still loads, with the same figures, and is written again in the current schema.
+#[test]
+fn a_schema_1_result_still_loads() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/run-v1.json");
+    let old_text = std::fs::read_to_string(path).unwrap();
+    assert!(old_text.contains("\"schema_version\": 1") && old_text.contains("\"service\":"));
+    let old = Report::from_json(&old_text).unwrap();
+    let now = fixed_report();
+    assert_eq!(old.summary.latency, now.summary.latency);
+    assert_eq!(old.totals.latency, now.totals.latency);
+    assert_eq!(old.totals.service, now.totals.service);
+    assert_eq!(old.summary.requests, now.summary.requests);
+    let again = render_json(&old);
+    assert!(
+        again.contains("\"schema_version\": 2"),
+        "written again, it is written in the current schema"
+    );
+    common::assert_valid_report(&again);
 }
 
 #[test]
@@ -150,6 +172,10 @@ fn websocket_text_markdown_and_json() {
     check("ws.txt", &text);
     let md = loadmark_report::render_markdown(&loadmark_report::Bundle::of_report(report.clone()));
     assert!(md.contains("## WebSocket"), "{md}");
+    assert!(
+        !md.contains("All steps") && !md.contains("loadmark bench"),
+        "one run is no plan: {md}"
+    );
     check("ws.md", &md);
     let csv = loadmark_report::render_csv(&report);
     let sent: u64 = csv
@@ -157,8 +183,17 @@ fn websocket_text_markdown_and_json() {
         .skip(1)
         .map(|l| l.split(',').nth(10).unwrap().parse::<u64>().unwrap())
         .sum();
+    // The CSV leaves out the fragment after the run's 2 s; the JSON series keeps it.
+    let tail: u64 = report
+        .series
+        .iter()
+        .filter(|p| p.partial_s.is_some())
+        .map(|p| p.messages_sent)
+        .sum();
+    assert!(tail > 0, "the fixture ends past 2 s");
     assert_eq!(
-        sent, 2000,
+        sent + tail,
+        2000,
         "the CSV series carries messages per second: {csv}"
     );
     let summary = loadmark_report::render_csv_summary(&report);
@@ -168,6 +203,42 @@ fn websocket_text_markdown_and_json() {
     );
     let json = render_json(&report);
     assert!(json.contains("\"messages_sent\": 2000"), "{json}");
+    common::assert_valid_report(&json);
     let again = render_json(&Report::from_json(&json).unwrap());
     assert!(again == json, "WebSocket JSON does not round-trip");
+}
+
+/// A run where nothing succeeded has empty histograms: every renderer says `n/a` where a
+/// figure does not exist, never `0µs`, which would claim something was fast.
+#[test]
+fn empty_histograms_read_n_a() {
+    let r = common::report_of(2, 0, &[100], 0, 5);
+    assert_eq!(r.summary.requests.responses, 0);
+    assert_eq!(r.summary.requests.errors, 5);
+    let text = render_text(&r);
+    assert!(
+        text.contains("TTFB          p50 n/a  p99 n/a  max n/a"),
+        "{text}"
+    );
+    assert!(text.contains("min n/a  mean n/a"), "{text}");
+    assert!(text.contains("opened: p50 n/a"), "{text}");
+    let md = loadmark_report::render_markdown(&loadmark_report::Bundle::of_report(r.clone()));
+    let html = loadmark_report::render_html(&r);
+    for (name, out) in [("text", &text), ("markdown", &md), ("html", &html)] {
+        assert!(!out.contains(" 0µs"), "{name}: {out}");
+        assert!(
+            !out.contains(">0µs<") && !out.contains("| 0µs"),
+            "{name}: {out}"
+        );
+    }
+}
+
+/// The open-loop fixture (service time, schedule lag, drops) follows the published schema too.
+#[test]
+fn open_loop_json_follows_the_schema() {
+    let json = render_json(&common::open_report());
+    assert!(json.contains("\"schedule_lag\"") && json.contains("\"service_time\""));
+    common::assert_valid_report(&json);
+    let bundle = loadmark_report::Bundle::of_report(common::open_report());
+    common::assert_valid_bundle(&bundle.to_json());
 }

@@ -123,3 +123,130 @@ fn sweep_page_with_server_usage() {
     assert!(html.contains("RSS (MiB)") && html.contains("CPU (%)"));
     check("bundle.html", &html);
 }
+
+/// The `<table data-table=NAME>` block (up to its end), to look inside one table.
+fn table<'a>(html: &'a str, name: &str) -> &'a str {
+    let at = html
+        .find(&format!("data-table=\"{name}\""))
+        .unwrap_or_else(|| panic!("no table {name}"));
+    let end = html[at..].find("</table>").map_or(html.len(), |e| at + e);
+    &html[at..end]
+}
+
+#[test]
+fn the_page_says_what_the_text_report_says() {
+    let r = report_of(5, 200, &[300, 900, 1_500, 2_500, 20_000], 50, 2);
+    let html = render_html(&r);
+    let counts = table(&html, "counts");
+    assert!(
+        counts.contains("1002 completed in 5.00s: 1000 responses, 2 errors"),
+        "{counts}"
+    );
+    assert!(counts.contains("Client CPU") && counts.contains("Connections opened"));
+    let phases = table(&html, "phases");
+    for row in ["<td>latency</td>", "<td>TTFB</td>", "<td>connect</td>"] {
+        assert!(phases.contains(row), "{row}: {phases}");
+    }
+    let status = table(&html, "status");
+    assert!(
+        status.contains("<td>200</td><td>980</td>") && status.contains("<td>503</td><td>20</td>"),
+        "{status}"
+    );
+    assert!(status.contains("<td>5xx</td><td>20</td>"), "{status}");
+    let errors = table(&html, "errors");
+    assert!(
+        errors.contains("<td>timeout</td><td>2</td><td class=\"text\">timed out</td>"),
+        "{errors}"
+    );
+    // HdrHistogram's percentile axis: 50, 90, 99, 99.9 ...
+    for tick in [">50%<", ">90%<", ">99%<", ">99.9%<"] {
+        assert!(html.contains(tick), "{tick}");
+    }
+}
+
+#[test]
+fn open_loop_pages_show_requested_and_achieved_rate_lag_and_drops() {
+    let html = render_html(&common::open_report());
+    let counts = table(&html, "counts");
+    assert!(
+        counts.contains("Requested rate</th><td>200.0 req/s on average"),
+        "{counts}"
+    );
+    assert!(
+        counts.contains("Achieved rate</th><td>200.0 req/s sent (100.0% of the requested rate)"),
+        "{counts}"
+    );
+    assert!(
+        counts.contains("Dropped</th><td>5 requests were due"),
+        "{counts}"
+    );
+    let phases = table(&html, "phases");
+    assert!(
+        phases.contains("<td>service time</td><td>600</td>"),
+        "{phases}"
+    );
+    assert!(
+        phases.contains("<td>schedule lag</td><td>600</td>"),
+        "{phases}"
+    );
+}
+
+#[test]
+fn websocket_pages_speak_of_round_trips_and_messages() {
+    let html = render_html(&common::ws_report());
+    assert!(html.contains("Round trips per second over time"), "{html}");
+    assert!(html.contains("Failed messages over time"));
+    assert!(html.contains("<th>round trips/s</th>") && html.contains("<th>round trips</th>"));
+    assert!(!html.contains("req/s") && !html.contains("Responses per second"));
+    assert!(!html.contains("Failed requests"));
+    let phases = table(&html, "phases");
+    assert!(phases.contains("<td>round trip</td>") && phases.contains("<td>handshake</td>"));
+    assert!(!phases.contains("TTFB"), "{phases}");
+}
+
+#[test]
+fn many_steps_become_small_multiples_and_comparisons_are_tables() {
+    let html = render_html_bundle(&common::many_steps_bundle(8));
+    self_contained(&html);
+    for id in ["rps", "latency-over-time", "errors"] {
+        assert!(html.contains(&format!("data-multiples=\"{id}\"")), "{id}");
+        for n in 1..=8 {
+            assert!(points(&html, &format!("{id}-step{n}")) > 0, "{id}-step{n}");
+        }
+        assert!(
+            !html.contains(&format!("data-chart=\"{id}\" ")),
+            "no overlaid {id} chart"
+        );
+    }
+    // One shared y scale: every small rps chart has the same top tick.
+    let tops: Vec<&str> = (1..=8)
+        .map(|n| {
+            let at = html.find(&format!("data-chart=\"rps-step{n}\"")).unwrap();
+            let chart = &html[at..at + html[at..].find("</figure>").unwrap()];
+            let first = chart.find("text-anchor=\"end\" class=\"tick\">").unwrap();
+            let rest = &chart[first..];
+            // The y ticks are written bottom (0) to top; the sixth is the top.
+            rest.split("text-anchor=\"end\" class=\"tick\">")
+                .nth(6)
+                .unwrap()
+                .split('<')
+                .next()
+                .unwrap()
+        })
+        .collect();
+    assert!(tops.windows(2).all(|w| w[0] == w[1]), "{tops:?}");
+    // The percentile spectrum stays one chart: its point is to lay the steps side by side.
+    let at = html.find("data-chart=\"spectrum\"").unwrap();
+    let spectrum = &html[at..at + html[at..].find("</figure>").unwrap()];
+    assert_eq!(spectrum.matches("<path class=\"series\"").count(), 8);
+    let compare = table(&html, "compare");
+    assert!(
+        compare.contains("<th>connections \\ target</th><th>alpha</th><th>beta</th>"),
+        "{compare}"
+    );
+    assert!(compare.contains("<tr><td>4</td>"), "{compare}");
+    assert_eq!(html.matches("<details data-step=").count(), 8);
+    // Four steps stay one chart each.
+    let four = render_html_bundle(&common::many_steps_bundle(4));
+    assert!(points(&four, "rps") > 0 && !four.contains("data-multiples"));
+}

@@ -70,6 +70,7 @@ fn merge_order_does_not_matter() {
         vec![b.clone(), a.clone(), c.clone()],
     ];
     let first = render_json(&merge_reports(&orders[0]).unwrap());
+    common::assert_valid_report(&first);
     for order in &orders[1..] {
         assert!(render_json(&merge_reports(order).unwrap()) == first);
     }
@@ -85,8 +86,28 @@ fn nothing_or_mixed_kinds_is_refused() {
     let a = report_of(1, 10, &[100], 0, 0);
     let mut b = a.clone();
     b.run.latency_definition = "open".into();
-    assert!(matches!(
-        merge_reports(&[a, b]),
-        Err(MergeError::MixedLatency)
-    ));
+    match merge_reports(&[a.clone(), b]) {
+        Err(MergeError::Differ(d)) => {
+            assert_eq!(d.len(), 1, "{d:?}");
+            assert!(
+                d[0].starts_with("latency definition: report 1 has from the first byte"),
+                "{d:?}"
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    let mut c = a.clone();
+    c.plan.request.url = loadmark_plan::Target::parse("http://127.0.0.1:8080/other").unwrap();
+    let names = ["a.json".to_string(), "c.json".to_string()];
+    match loadmark_report::merge_reports_with(&[a.clone(), c.clone()], &names, false) {
+        Err(MergeError::Differ(d)) => assert_eq!(
+            d,
+            ["URL: a.json has http://127.0.0.1:8080/api/features, c.json has http://127.0.0.1:8080/other"]
+        ),
+        other => panic!("{other:?}"),
+    }
+    let forced = loadmark_report::merge_reports_with(&[a, c], &names, true).unwrap();
+    assert_eq!(forced.summary.requests.responses, 20);
+    assert!(forced.run.health.findings[0]
+        .starts_with("merged with --force although the reports differ in URL: a.json has"));
 }

@@ -60,3 +60,30 @@ pub fn refusing_port() -> (std::net::TcpStream, u16) {
         (sock, u16::from_be(bound.sin_port))
     }
 }
+
+/// Reads a report the binary wrote, after checking it against `loadmark schema result`: every
+/// report the test suite produces must follow the published schema.
+pub fn report_json(text: &str) -> Result<loadmark_report::Report, loadmark_report::ReadError> {
+    assert_valid(&loadmark_report::result_schema(), text);
+    loadmark_report::Report::from_json(text)
+}
+
+/// Reads a plan bundle the binary wrote, after checking it against `loadmark schema bundle`.
+pub fn bundle_json(text: &str) -> Result<loadmark_report::Bundle, loadmark_report::ReadError> {
+    assert_valid(&loadmark_report::bundle_schema(), text);
+    loadmark_report::Bundle::from_json(text)
+}
+
+fn assert_valid(schema: &serde_json::Value, json: &str) {
+    let validator = jsonschema::validator_for(schema).expect("the published schema is valid");
+    let instance: serde_json::Value = serde_json::from_str(json).expect("JSON");
+    let errors: Vec<String> = validator
+        .iter_errors(&instance)
+        .map(|e| format!("{e} at {}", e.instance_path()))
+        .collect();
+    assert!(
+        errors.is_empty(),
+        "not valid against the published schema:\n{}",
+        errors.join("\n")
+    );
+}

@@ -193,3 +193,104 @@ pub fn test_environment() -> Environment {
         kernel: "6.1.0-test".into(),
     }
 }
+
+/// Checks `json` (a saved report) against `loadmark schema result`, naming every violation.
+pub fn assert_valid_report(json: &str) {
+    assert_valid(&loadmark_report::result_schema(), json);
+}
+
+/// Checks `json` (a plan bundle) against `loadmark schema bundle`.
+pub fn assert_valid_bundle(json: &str) {
+    assert_valid(&loadmark_report::bundle_schema(), json);
+}
+
+fn assert_valid(schema: &serde_json::Value, json: &str) {
+    let validator = jsonschema::validator_for(schema).expect("the published schema is valid");
+    let instance: serde_json::Value = serde_json::from_str(json).expect("JSON");
+    let errors: Vec<String> = validator
+        .iter_errors(&instance)
+        .map(|e| format!("{} at {}", e, e.instance_path()))
+        .collect();
+    assert!(
+        errors.is_empty(),
+        "not valid against the schema:\n{}",
+        errors.join("\n")
+    );
+}
+
+/// An open-loop run at 200 req/s for 3 s: latency from the intended time, each request sent
+/// 40-200 µs late, 5 requests dropped.
+pub fn open_report() -> Report {
+    let origin = Instant::now();
+    let mut recorder = Recorder::new(origin);
+    for i in 0..600u64 {
+        let intended = origin + Duration::from_micros(i * 5_000 + 1);
+        let started = intended + Duration::from_micros(40 + i % 160);
+        let ended = started + Duration::from_micros(300 + (i * 7) % 900);
+        recorder.record(&Sample {
+            scheduled: Some(intended),
+            started,
+            first_byte: started + Duration::from_micros(200),
+            ended,
+            status: 200,
+            bytes_read: 100,
+            bytes_written: 50,
+        });
+    }
+    let mut totals = {
+        let mut aggregate = Aggregate::new(1, 0);
+        aggregate.add(recorder.finish());
+        aggregate.finish()
+    };
+    totals.snapshot.dropped = 5;
+    let mut plan = plan();
+    plan.load = Load::Open {
+        rate: loadmark_plan::Profile::constant(200.0, Duration::from_secs(3)),
+        max_connections: 10,
+        connections: None,
+        threads: 1,
+    };
+    let facts = RunFacts {
+        started_at: UNIX_EPOCH + Duration::from_secs(1_795_381_503),
+        elapsed: Duration::from_secs(3),
+        measured: Duration::from_secs(3),
+        interrupted: false,
+        client_cpu_user: Duration::from_millis(40),
+        client_cpu_system: Duration::from_millis(60),
+        busiest_worker: 0.2,
+        target_addr: "127.0.0.1:8080".into(),
+    };
+    Report::new(&plan, &facts, totals, env())
+}
+
+/// A plan bundle of `steps` steps (connections 1, 2, 3, ...) on two targets, with a compare
+/// table of p99 by connections and target.
+pub fn many_steps_bundle(steps: u64) -> loadmark_report::Bundle {
+    let mut bundle = loadmark_report::Bundle::of_report(report_of(3, 100, &[500], 0, 0));
+    bundle.name = Some("Many steps".into());
+    bundle.plan_file = "plan.yaml".into();
+    bundle.steps.clear();
+    for i in 0..steps {
+        let c = i / 2 + 1;
+        let target = if i % 2 == 0 { "alpha" } else { "beta" };
+        let lat: Vec<u64> = (0..10).map(|k| 300 * c + k * 41 + 100 * (i % 2)).collect();
+        bundle.steps.push(loadmark_report::BundleStep {
+            number: i as usize + 1,
+            target: target.into(),
+            params: vec![
+                ("target".into(), target.into()),
+                ("connections".into(), c.to_string()),
+            ],
+            command: format!("loadmark run http://127.0.0.1:8080/ -c {c} -d 3s"),
+            report: report_of(3, 100 + 40 * i, &lat, 0, 0),
+            server: None,
+        });
+    }
+    bundle.compare = vec![loadmark_plan::CompareFile {
+        title: None,
+        rows: "connections".into(),
+        columns: "target".into(),
+        metric: loadmark_plan::CompareMetric::P99,
+    }];
+    bundle
+}

@@ -1,0 +1,358 @@
+//! Flags users bring from other tools (oha, ab, hey, curl) and the messages that put a typo
+//! right: each accepted flag is checked on the wire, each refusal by its exit code and words.
+
+mod common;
+
+use common::*;
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener};
+use std::path::Path;
+use std::process::Output;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{mpsc, Arc};
+use std::thread;
+
+fn run(args: &[&str]) -> Output {
+    loadmark().args(args).output().unwrap()
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "{}\n--- stderr ---\n{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+fn path(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+/// A raw HTTP/1.1 server that answers every request `200` with an empty body and hands the
+/// exact bytes of each request (head and body) to the test.
+fn capturing_server() -> (SocketAddr, mpsc::Receiver<String>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (tx, rx) = mpsc::channel();
+    thread::spawn(move || {
+        for mut tcp in listener.incoming().flatten() {
+            let tx = tx.clone();
+            thread::spawn(move || {
+                let mut buf = Vec::new();
+                let mut chunk = [0u8; 4096];
+                loop {
+                    if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                        let head = String::from_utf8_lossy(&buf[..end]).to_ascii_lowercase();
+                        let len: usize = head
+                            .lines()
+                            .find_map(|l| l.strip_prefix("content-length:"))
+                            .map_or(0, |v| v.trim().parse().unwrap());
+                        if buf.len() >= end + 4 + len {
+                            let request: Vec<u8> = buf.drain(..end + 4 + len).collect();
+                            let _ = tx.send(String::from_utf8_lossy(&request).into_owned());
+                            let ok = b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n";
+                            if tcp.write_all(ok).is_err() {
+                                return;
+                            }
+                            continue;
+                        }
+                    }
+                    match tcp.read(&mut chunk) {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                    }
+                }
+            });
+        }
+    });
+    (addr, rx)
+}
+
+#[test]
+fn ab_hey_and_curl_request_flags_reach_the_server() {
+    let (addr, requests) = capturing_server();
+    let dir = temp_dir("habits", "flags");
+    let body = dir.join("body.json");
+    std::fs::write(&body, "{\"from\":\"a file\"}").unwrap();
+    let url = format!("http://{addr}/submit");
+    let at_body = format!("@{}", path(&body));
+    let one = ["-n", "1", "-c", "1", "-t", "1", "-q"];
+
+    // curl's -b @FILE, ab/hey's -T, ab's -A and -k, and --cookie (twice).
+    let mut args = vec!["run", &url, "-b", &at_body, "-T", "application/json"];
+    args.extend([
+        "-A",
+        "user:pa:ss",
+        "--cookie",
+        "a=1",
+        "--cookie",
+        "b=2",
+        "-k",
+    ]);
+    args.extend(one);
+    let o = run(&args);
+    assert!(o.status.success(), "{}", text(&o));
+    let request = requests.recv().unwrap();
+    assert!(
+        request.starts_with("POST /submit HTTP/1.1\r\n"),
+        "{request}"
+    );
+    assert!(
+        request.contains("\r\nContent-Type: application/json\r\n"),
+        "{request}"
+    );
+    // base64("user:pa:ss"): the password may hold a colon.
+    assert!(
+        request.contains("\r\nAuthorization: Basic dXNlcjpwYTpzcw==\r\n"),
+        "{request}"
+    );
+    assert!(request.contains("\r\nCookie: a=1; b=2\r\n"), "{request}");
+    assert!(
+        request.ends_with("\r\n\r\n{\"from\":\"a file\"}"),
+        "{request}"
+    );
+    let report = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        !report.contains("dXNlcjpwYTpzcw"),
+        "the credentials are redacted: {report}"
+    );
+
+    // ab's -p FILE is the body file; -H wins over -T.
+    let mut args = vec!["run", &url, "-p", path(&body), "-T", "text/plain"];
+    args.extend(["-H", "content-type: application/x-ndjson"]);
+    args.extend(one);
+    let o = run(&args);
+    assert!(o.status.success(), "{}", text(&o));
+    let request = requests.recv().unwrap();
+    assert!(request.starts_with("POST /submit"), "{request}");
+    assert!(
+        request.contains("content-type: application/x-ndjson\r\n"),
+        "{request}"
+    );
+    assert!(!request.contains("text/plain"), "{request}");
+    assert!(request.ends_with("{\"from\":\"a file\"}"), "{request}");
+
+    let o = run(&["run", &url, "-b", "@/nonexistent-body-file", "-n", "1"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--body @FILE /nonexistent-body-file"));
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn oha_duration_flag_and_quickstart_port() {
+    let server = target();
+    let url = format!("http://{}/status", server.local_addr());
+    let o = run(&[
+        "run", &url, "-z", "1s", "-c", "1", "-t", "1", "-q", "--format", "json",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let report = report_json(&String::from_utf8_lossy(&o.stdout)).unwrap();
+    assert_eq!(
+        report.plan.stop,
+        loadmark_plan::Stop::Duration(std::time::Duration::from_secs(1))
+    );
+
+    let port = free_port();
+    let o = run(&[
+        "quickstart",
+        "--port",
+        &port.to_string(),
+        "-d",
+        "1s",
+        "-c",
+        "2",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr)
+            .contains(&format!("built-in target on 127.0.0.1:{port}")),
+        "{}",
+        text(&o)
+    );
+}
+
+#[test]
+fn typos_are_refused_with_the_right_words_and_no_load() {
+    let (addr, requests) = capturing_server();
+    let url = format!("http://{addr}/");
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (vec!["run", &url, "-c", "-5"], "must be at least 1"),
+        (vec!["run", &url, "-c", "0"], "must be at least 1"),
+        (vec!["run", &url, "-n", "-1"], "must be at least 1"),
+        (vec!["run", &url, "-t", "-2"], "must be at least 1"),
+        (vec!["run", "http:/127.0.0.1:8080/"], "then '://'"),
+        (vec!["ws", "ws:/127.0.0.1:8080/ws/echo"], "then '://'"),
+        (
+            vec!["ws", "ws://127.0.0.1:1/", "-c", "-3"],
+            "must be at least 1",
+        ),
+        (vec!["run", &url, "-A", "nocolon"], "expected USER:PASSWORD"),
+        (
+            vec!["run", &url, "--cert", "/nonexistent.pem"],
+            "--cert: invalid value",
+        ),
+        (
+            vec!["run", &url, "--cacert", "/nonexistent.pem"],
+            "--cacert",
+        ),
+        (vec!["run", &url, "-k", "--no-keepalive"], "--no-keepalive"),
+    ];
+    for (args, expected) in cases {
+        let o = run(&args);
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(expected), "{args:?}: {stderr}");
+    }
+    assert!(requests.try_recv().is_err(), "no load was sent");
+}
+
+/// A private CA, a server certificate for 127.0.0.1 and a client certificate it signed, as
+/// PEM files in `dir`; returns the server's rustls config, which requires a client
+/// certificate from that CA.
+fn mutual_tls(dir: &Path) -> Arc<rustls::ServerConfig> {
+    use rcgen::{BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa};
+    let ca_key = rcgen::KeyPair::generate().unwrap();
+    let mut ca = CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    ca.distinguished_name
+        .push(DnType::CommonName, "loadmark test CA");
+    let ca = ca.self_signed(&ca_key).unwrap();
+    let server_key = rcgen::KeyPair::generate().unwrap();
+    let server = CertificateParams::new(vec!["127.0.0.1".to_string()])
+        .unwrap()
+        .signed_by(&server_key, &ca, &ca_key)
+        .unwrap();
+    let client_key = rcgen::KeyPair::generate().unwrap();
+    let mut client = CertificateParams::new(Vec::<String>::new()).unwrap();
+    client
+        .distinguished_name
+        .push(DnType::CommonName, "loadmark client");
+    client.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
+    let client = client.signed_by(&client_key, &ca, &ca_key).unwrap();
+    std::fs::write(dir.join("ca.pem"), ca.pem()).unwrap();
+    std::fs::write(dir.join("client.pem"), client.pem()).unwrap();
+    std::fs::write(dir.join("client.key"), client_key.serialize_pem()).unwrap();
+    // curl's habit: key and certificate in one file.
+    std::fs::write(
+        dir.join("both.pem"),
+        format!("{}{}", client.pem(), client_key.serialize_pem()),
+    )
+    .unwrap();
+
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut roots = rustls::RootCertStore::empty();
+    roots.add(ca.der().clone()).unwrap();
+    let verifier = rustls::server::WebPkiClientVerifier::builder_with_provider(
+        Arc::new(roots),
+        provider.clone(),
+    )
+    .build()
+    .unwrap();
+    Arc::new(
+        rustls::ServerConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_client_cert_verifier(verifier)
+            .with_single_cert(
+                vec![server.der().clone()],
+                rustls::pki_types::PrivateKeyDer::Pkcs8(server_key.serialize_der().into()),
+            )
+            .unwrap(),
+    )
+}
+
+/// A TLS server that answers `200 OK` to each request of a client whose certificate it
+/// verified, and counts them.
+fn tls_server(config: Arc<rustls::ServerConfig>) -> (SocketAddr, Arc<AtomicU64>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let served = Arc::new(AtomicU64::new(0));
+    let count = served.clone();
+    thread::spawn(move || {
+        for tcp in listener.incoming().flatten() {
+            let (config, count) = (config.clone(), count.clone());
+            thread::spawn(move || {
+                let conn = rustls::ServerConnection::new(config).unwrap();
+                let mut tls = rustls::StreamOwned::new(conn, tcp);
+                let (mut buf, mut chunk) = (Vec::new(), [0u8; 4096]);
+                loop {
+                    while let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                        buf.drain(..end + 4);
+                        assert!(tls.conn.peer_certificates().is_some_and(|c| !c.is_empty()));
+                        count.fetch_add(1, Ordering::SeqCst);
+                        let ok = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nOK";
+                        if tls.write_all(ok).and_then(|()| tls.flush()).is_err() {
+                            return;
+                        }
+                    }
+                    match tls.read(&mut chunk) {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                    }
+                }
+            });
+        }
+    });
+    (addr, served)
+}
+
+#[test]
+fn client_certificates_and_a_private_ca_as_curl_spells_them() {
+    let dir = temp_dir("habits", "mtls");
+    let (addr, served) = tls_server(mutual_tls(&dir));
+    let url = format!("https://{addr}/");
+    let file = |name: &str| dir.join(name).display().to_string();
+    let (ca, cert, key, both) = (
+        file("ca.pem"),
+        file("client.pem"),
+        file("client.key"),
+        file("both.pem"),
+    );
+    let load = ["-n", "20", "-c", "2", "-t", "1", "-q", "--format", "json"];
+
+    let mut args = vec!["run", &url, "--cacert", &ca, "--cert", &cert, "--key", &key];
+    args.extend(load);
+    let o = run(&args);
+    assert!(o.status.success(), "{}", text(&o));
+    let r = report_json(&String::from_utf8_lossy(&o.stdout)).unwrap();
+    assert_eq!(r.summary.requests.responses, 20, "{:?}", r.summary.errors);
+    assert_eq!(
+        served.load(Ordering::SeqCst),
+        20,
+        "the server verified each client"
+    );
+
+    // Key and certificate in one file, as curl allows.
+    let mut args = vec!["run", &url, "--cacert", &ca, "--cert", &both];
+    args.extend(load);
+    let o = run(&args);
+    let r = report_json(&String::from_utf8_lossy(&o.stdout)).unwrap();
+    assert_eq!(r.summary.requests.responses, 20, "{}", text(&o));
+    assert_eq!(served.load(Ordering::SeqCst), 40);
+
+    // Without the client certificate the server refuses every request.
+    let mut args = vec!["run", &url, "--cacert", &ca];
+    args.extend(load);
+    let o = run(&args);
+    let r = report_json(&String::from_utf8_lossy(&o.stdout)).unwrap();
+    assert_eq!(r.summary.requests.responses, 0, "{}", text(&o));
+    assert!(r.summary.requests.errors > 0);
+    assert_eq!(served.load(Ordering::SeqCst), 40);
+
+    // Without the CA the server is not trusted, and the report says what to do.
+    let mut args = vec!["run", &url, "--cert", &cert, "--key", &key];
+    args.extend(["-n", "5", "-c", "1", "-t", "1", "-q"]);
+    let o = run(&args);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.contains("5 requests failed TLS verification"),
+        "{}",
+        text(&o)
+    );
+    assert!(
+        out.contains("add --insecure") && out.contains("--cacert FILE"),
+        "{out}"
+    );
+    std::fs::remove_dir_all(dir).unwrap();
+}
