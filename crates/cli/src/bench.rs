@@ -326,7 +326,8 @@ fn run_steps(plan: &LoadedPlan, args: &BenchArgs) -> Result<Bundle> {
         );
         let result = execute(&step.plan, args.quiet)?;
         let server = monitor.map(Monitor::stop).as_ref().and_then(usage);
-        let mut report = build_report(&step.plan, &result);
+        let interrupted = result.interrupted;
+        let mut report = build_report(&step.plan, result);
         if args.show_secrets {
             report.plan = step.plan.clone();
         }
@@ -337,7 +338,6 @@ fn run_steps(plan: &LoadedPlan, args: &BenchArgs) -> Result<Bundle> {
             loadmark_report::format_us(report.summary.latency.percentile(99.0).unwrap_or(0) as f64),
             report.failed()
         );
-        let interrupted = result.interrupted;
         bundle.steps.push(BundleStep {
             number: step.number,
             target: step.target.clone(),

@@ -3,6 +3,8 @@
 
 use std::time::{Duration, Instant};
 
+mod common;
+use common::settled_count;
 use loadmark_engine::{run, RunResult, StopHandle};
 use loadmark_plan::{Load, Plan, Profile, RequestSpec, Stop, Target, Timeouts, TlsPolicy};
 use loadmark_target::{start, RunningServer, ServerConfig, Stall};
@@ -70,7 +72,11 @@ fn constant_rate_sends_r_times_d_and_holds_each_second() {
     assert_eq!(accounted(&r), 6000, "exactly R x D scheduled");
     assert!(s.responses >= 5970, "within 0.5%: {}", s.responses);
     assert_eq!((s.errors.total(), s.dropped), (0, 0));
-    assert_eq!(server.requests_served(), s.responses + r.totals.in_flight);
+    let expected = s.responses + r.totals.in_flight;
+    assert_eq!(
+        settled_count(|| server.requests_served(), expected),
+        expected
+    );
     for point in &r.totals.series[1..3] {
         let off = (point.responses as f64 - 2000.0).abs() / 2000.0;
         assert!(

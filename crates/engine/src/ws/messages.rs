@@ -73,7 +73,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Live<'_, S> {
                             let mut rec = self.recorder.borrow_mut();
                             let stats = rec.websocket(now);
                             stats.pongs_received += 1;
-                            stats.ping_rtt.saturating_record(
+                            loadmark_metrics::record_us(
+                                &mut stats.ping_rtt,
                                 u64::try_from((now - sent).as_micros()).unwrap_or(u64::MAX),
                             );
                         }

@@ -258,9 +258,10 @@ async fn session<T: Transport>(
     let mut rec = shared.recorder.borrow_mut();
     rec.record_bytes(end, live.read_bytes, live.written_bytes);
     let stats = rec.websocket(end);
-    stats
-        .session_duration
-        .saturating_record(u64::try_from((end - start).as_micros()).unwrap_or(u64::MAX));
+    loadmark_metrics::record_us(
+        &mut stats.session_duration,
+        u64::try_from((end - start).as_micros()).unwrap_or(u64::MAX),
+    );
     match outcome {
         Ok(count_spent) => {
             stats.sessions_completed += 1;

@@ -232,3 +232,19 @@ pub fn tls_server(handle: fn(&mut TlsStream)) -> SocketAddr {
     });
     addr
 }
+
+/// A server's request count once it has caught up with `expected`: a request written just
+/// before the run stopped is counted when the server's thread reads it, which may come a
+/// moment after `run` returned. Waits for the count (up to 10 s, generous for a loaded
+/// machine) rather than for a fixed time; returns whatever it is then, for the caller's
+/// exact assertion.
+pub fn settled_count(count: impl Fn() -> u64, expected: u64) -> u64 {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let seen = count();
+        if seen >= expected || std::time::Instant::now() > deadline {
+            return seen;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+}
