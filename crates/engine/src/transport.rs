@@ -417,14 +417,29 @@ impl Transport for Tls {
         match tokio::time::timeout(self.tcp.connect_timeout, handshake).await {
             Ok(Ok(s)) => Ok(s),
             Ok(Err(e)) => Err(tls_error(format!(
-                "TLS handshake with {}: {e}",
-                self.tcp.addr
+                "TLS handshake with {}: {e}{}",
+                self.tcp.addr,
+                untrusted_hint(&e)
             ))),
             Err(_) => Err(tls_error(format!(
                 "TLS handshake with {}: no answer within {:?} (--connect-timeout)",
                 self.tcp.addr, self.tcp.connect_timeout
             ))),
         }
+    }
+}
+
+/// What to do about a certificate that did not verify, named where the error is read.
+fn untrusted_hint(e: &io::Error) -> &'static str {
+    let rustls_error = e
+        .get_ref()
+        .and_then(|inner| inner.downcast_ref::<rustls::Error>());
+    match rustls_error {
+        Some(rustls::Error::InvalidCertificate(_)) => {
+            " (the server's certificate is not trusted: --cacert FILE trusts its CA, --insecure \
+             skips verification)"
+        }
+        _ => "",
     }
 }
 
