@@ -308,6 +308,11 @@ fn a_dropped_connection_without_close_is_a_closed_error() {
 
 /// Reads an upgrade request and answers 101 with the accept value its key calls for.
 fn accept_upgrade(s: &mut (impl Read + Write)) -> std::io::Result<()> {
+    accept_upgrade_with(s, "")
+}
+
+/// As [`accept_upgrade`], with `extra` header lines in the 101.
+fn accept_upgrade_with(s: &mut (impl Read + Write), extra: &str) -> std::io::Result<()> {
     let mut head = Vec::new();
     let mut byte = [0u8; 1];
     while !head.ends_with(b"\r\n\r\n") {
@@ -323,7 +328,7 @@ fn accept_upgrade(s: &mut (impl Read + Write)) -> std::io::Result<()> {
         .to_string();
     write!(
         s,
-        "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: {}\r\n\r\n",
+        "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: {}\r\n{extra}\r\n",
         accept_for(&key)
     )?;
     s.flush()
@@ -428,6 +433,10 @@ fn wss_echo_server() -> std::net::SocketAddr {
 
 fn echo_frames(s: &mut (impl Read + Write)) -> std::io::Result<()> {
     accept_upgrade(s)?;
+    echo_frames_after_upgrade(s)
+}
+
+fn echo_frames_after_upgrade(s: &mut (impl Read + Write)) -> std::io::Result<()> {
     loop {
         let mut h = [0u8; 2];
         s.read_exact(&mut h)?;
@@ -469,6 +478,43 @@ fn echo_frames(s: &mut (impl Read + Write)) -> std::io::Result<()> {
             return Ok(());
         }
     }
+}
+
+#[test]
+fn a_long_upgrade_answer_and_frames_larger_than_a_read_are_reassembled() {
+    // A 101 head of ~5 KiB (past the first handshake buffer), then echoes of 150-200 KB
+    // binary messages, each read in several pieces (a read takes at most 64 KiB).
+    let server = RawServer::start_raw(|mut conn, _, _| {
+        let padding = format!("X-Padding: {}\r\n", "p".repeat(5000));
+        if accept_upgrade_with(&mut conn, &padding).is_ok() {
+            let _ = echo_frames_after_upgrade(&mut conn);
+        }
+    });
+    let url = format!("ws://{}/ws", server.addr);
+    let mut spec = echo_spec(20);
+    spec.payload = WsPayload::Random {
+        min: 150_000,
+        max: 200_000,
+    };
+    spec.binary = true;
+    let r = run(
+        &ws_plan(&url, spec, settings(2, None, Some(10))),
+        &StopHandle::new(),
+        |_| {},
+    )
+    .unwrap();
+    let ws = stats(&r);
+    assert_eq!(
+        r.totals.snapshot.errors.total(),
+        0,
+        "{:?}",
+        r.totals.snapshot.errors
+    );
+    assert_eq!((ws.messages_sent, ws.messages_received), (10, 10));
+    assert_eq!(
+        r.totals.snapshot.responses, 10,
+        "every echo matched to its message"
+    );
 }
 
 #[test]
