@@ -139,8 +139,10 @@ def run_client(name, command, args, port, server_pid, strace=False):
         time.sleep(0.5)
     n0, p0, i0, s0 = served(port), proc_counters(server_pid), interrupts(), nstat()
     t0 = time.monotonic()
-    full = ["taskset", "-c", str(args.client_cpu), "timeout", str(args.dur + 10)]
-    full += shlex.split(cmd)
+    full = (["chrt", "-f", "10"] if args.rt else []) + [
+        "taskset", "-c", str(args.client_cpu), "timeout", str(args.dur + 10)]
+    times = tempfile.mktemp(prefix="serverview-time-")
+    full += ["/usr/bin/time", "-o", times, "-f", "%U %S"] + shlex.split(cmd)
     subprocess.run(full, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     wall = time.monotonic() - t0
     n1, p1, i1, s1 = served(port), proc_counters(server_pid), interrupts(), nstat()
@@ -148,6 +150,12 @@ def run_client(name, command, args, port, server_pid, strace=False):
     perf.wait(timeout=10)
     requests = n1 - n0 - 1  # the stub_status request itself
     row = {"client": name, "requests": requests, "wall": wall, "rps": requests / args.dur}
+    try:
+        user, system = open(times).read().split()[-2:]
+        row["client_cpu_s"] = float(user) + float(system)
+        os.unlink(times)
+    except (OSError, ValueError):
+        row["client_cpu_s"] = float("nan")
     for k, v in delta(p1, p0).items():
         row[k] = v
     for k, v in delta(i1, i0).items():
@@ -180,6 +188,7 @@ def parse_strace(path, requests):
 def show(row):
     r = max(row["requests"], 1)
     print(f"{row['client']:>10} {row['rps']:>9.0f} req/s  server {row['cpu_s'] / r * 1e6:5.2f} µs/req"
+          f"  client {row['client_cpu_s'] / r * 1e6:5.2f} µs/req"
           f"  vcs/req {row['vcs'] / r:.3f} ivcs/req {row['ivcs'] / r:.4f}"
           f"  RES0/req {row.get('RES0', 0) / r:.3f} RES1/req {row.get('RES1', 0) / r:.3f}"
           f"  CAL0/req {row.get('CAL0', 0) / r:.4f}"
@@ -204,11 +213,16 @@ def main():
     ap.add_argument("--client-cpu", type=int, default=1)
     ap.add_argument("--client", action="append", default=[])
     ap.add_argument("--strace", action="store_true")
+    ap.add_argument("--rt", action="store_true",
+                    help="run nginx and the clients SCHED_FIFO (chrt -f 10): on a machine busy "
+                         "with other work, they preempt it at once")
     args = ap.parse_args()
     clients = [c.split("=", 1) for c in (args.client or DEFAULT_CLIENTS)]
     d = tempfile.mkdtemp(prefix="serverview-")
     conf = nginx_conf(d, args.port)
-    nginx = subprocess.Popen(["taskset", "-c", str(args.server_cpu), "nginx", "-p", d, "-c", conf])
+    rt = ["chrt", "-f", "10"] if args.rt else []
+    nginx = subprocess.Popen(rt + ["taskset", "-c", str(args.server_cpu), "nginx", "-p", d, "-c",
+                                   conf])
     try:
         for _ in range(50):
             try:

@@ -83,6 +83,8 @@ pub(crate) struct Shared<T: Transport> {
     /// Time the open-loop pacer spent polling with nothing to do (left out of the worker's
     /// busy figure).
     pub idle_polling: Cell<Duration>,
+    /// Requests ending, watched by a closed loop's lingering task.
+    pub activity: crate::linger::Activity,
 }
 
 /// A connection slot: the stream if open, what reads its responses, and the timer.
@@ -182,6 +184,7 @@ pub(crate) async fn perform<T: Transport>(
     };
     let outcome = request(shared, conn, scheduled, &flight.on_air).await;
     flight.ended = true;
+    shared.activity.request_ended();
     match outcome {
         Outcome::Response(sample) => {
             shared.recorder.borrow_mut().record(&sample);

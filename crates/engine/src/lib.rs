@@ -26,6 +26,7 @@ mod closed;
 mod connection;
 mod error;
 pub mod http1;
+mod linger;
 mod open;
 mod runner;
 mod source;

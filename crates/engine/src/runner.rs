@@ -322,6 +322,15 @@ struct Worker<T: Transport> {
     tx: mpsc::Sender<Message>,
 }
 
+/// How long an idle closed-loop worker polls before sleeping ([`crate::linger`]);
+/// `LOADMARK_LINGER_US` overrides it for measurements (0: sleep at once, as before).
+fn linger_time() -> Duration {
+    std::env::var("LOADMARK_LINGER_US")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .map_or(crate::linger::LINGER, Duration::from_micros)
+}
+
 impl<T: Transport> Worker<T> {
     /// One thread, one event loop (wrk's model): connections are tasks on a current-thread
     /// runtime, sharing the recorder without locks.
@@ -349,6 +358,7 @@ impl<T: Transport> Worker<T> {
             in_flight: std::cell::Cell::new(0),
             scratch: Scratch::new(),
             idle_polling: std::cell::Cell::new(Duration::ZERO),
+            activity: Default::default(),
         });
         for (_, connect_time) in &preopened {
             ctx.recorder
@@ -357,11 +367,25 @@ impl<T: Transport> Worker<T> {
         }
         local.block_on(&runtime, async {
             let mut tasks = tokio::task::JoinSet::new();
+            let mut lingering = None;
             match &self.executor {
                 Executor::Closed {
                     connections,
                     budget,
                 } => {
+                    let linger = linger_time();
+                    if !linger.is_zero() {
+                        let ctx = ctx.clone();
+                        // Not in `tasks`: the run ends when the connections have.
+                        lingering = Some(tokio::task::spawn_local(async move {
+                            crate::linger::linger_before_sleeping(
+                                &ctx.activity,
+                                linger,
+                                &ctx.idle_polling,
+                            )
+                            .await
+                        }));
+                    }
                     for _ in 0..*connections {
                         tasks.spawn_local(connection_loop(
                             ctx.clone(),
@@ -443,6 +467,9 @@ impl<T: Transport> Worker<T> {
                     _ = &mut deadline => break,
                     _ = &mut stopped => break,
                 }
+            }
+            if let Some(task) = lingering {
+                task.abort();
             }
             // Requests still running now are in flight: abandoned, not errors.
             tasks.abort_all();
