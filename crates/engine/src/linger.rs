@@ -3,7 +3,7 @@
 //! loadmark handles a response and sends the next request in a few µs, faster than a busy
 //! server answers the next one, so its worker often runs out of work and sleeps in
 //! `epoll_wait`; the server's next response must then wake it. That wake-up is paid by the
-//! server's core: a rescheduling interpoint interrupt (on a VM, an exit to the hypervisor)
+//! server's core: a rescheduling inter-processor interrupt (on a VM, an exit to the hypervisor)
 //! and the wake-up path itself. Against nginx pinned to one core, loadmark's worker was
 //! woken 0.32-0.37 times per request where wrk's was 0.16-0.21 (wrk is slower per request
 //! and so less often idle), and nginx spent ~1 µs more per request serving loadmark: it
