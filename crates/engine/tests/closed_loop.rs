@@ -4,7 +4,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{ok_response, plan, RawServer, Reply};
+use common::{ok_response, plan, RawServer, Reply, SLACK};
 use loadmark_engine::{run, StopHandle};
 use loadmark_metrics::ErrorKind;
 use loadmark_plan::Stop;
@@ -90,7 +90,7 @@ fn a_silent_server_gives_timeouts_on_time() {
         .unwrap()
         .contains("--timeout"));
     assert!(
-        took >= Duration::from_millis(300) && took < Duration::from_millis(1300),
+        took >= Duration::from_millis(300) && took < Duration::from_millis(300) + SLACK,
         "{took:?}"
     );
 }
@@ -133,8 +133,9 @@ fn duration_run_stops_on_time_and_counts_in_flight() {
     );
     let t0 = Instant::now();
     let r = run(&p, &StopHandle::new(), |_| {}).unwrap();
+    // Well under the 5 s the answers would take: the stop did not wait for them.
     assert!(
-        t0.elapsed() < Duration::from_millis(1500),
+        t0.elapsed() < Duration::from_millis(500) + SLACK,
         "{:?}",
         t0.elapsed()
     );
@@ -168,7 +169,8 @@ fn stop_handle_interrupts_and_keeps_what_ran() {
     .unwrap();
     assert!(seen_progress);
     assert!(r.interrupted);
-    assert!(t0.elapsed() < Duration::from_secs(5));
+    // Stopped from the progress callback, far before the 30 s duration.
+    assert!(t0.elapsed() < Duration::from_secs(5) + SLACK);
     let s = &r.totals.snapshot;
     assert!(s.responses > 100);
     assert_eq!(
@@ -209,7 +211,7 @@ fn ramping_connections_follow_the_stages() {
     let t0 = Instant::now();
     let r = run(&p, &StopHandle::new(), |_| {}).unwrap();
     assert!(
-        t0.elapsed() < Duration::from_millis(2500),
+        t0.elapsed() < Duration::from_millis(1500) + SLACK,
         "{:?}",
         t0.elapsed()
     );

@@ -7,6 +7,10 @@ use loadmark_engine::{run, RunResult, StopHandle};
 use loadmark_plan::{Load, Plan, Profile, RequestSpec, Stop, Target, Timeouts, TlsPolicy};
 use loadmark_target::{start, RunningServer, ServerConfig, Stall};
 
+/// What a loaded 2-core machine may add to a wall-clock bound (as in tests/common): other
+/// sessions' builds stall test threads for a second or more.
+const SLACK: Duration = Duration::from_secs(3);
+
 fn target(stall: Option<Stall>) -> RunningServer {
     start(ServerConfig {
         addr: ([127, 0, 0, 1], 0).into(),
@@ -119,7 +123,7 @@ fn beyond_capacity_requests_are_dropped_counted_and_the_run_ends_on_time() {
     let r = run(&p, &StopHandle::new(), |_| {}).unwrap();
     let took = t0.elapsed();
     assert!(
-        took < Duration::from_secs(2 + 1 + 1),
+        took < Duration::from_secs(2 + 1) + SLACK,
         "ended on time: {took:?}"
     );
     let s = &r.totals.snapshot;

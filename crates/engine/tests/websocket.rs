@@ -412,8 +412,9 @@ fn unanswered_messages_time_out_and_a_server_that_never_reads_cannot_grow_memory
         snap.errors.total() + r.totals.in_flight,
         "every message sent is an error or in flight"
     );
+    // 1.5 s of sends, then 1.5 s to time out what is unanswered: it ends on its own.
     assert!(
-        started.elapsed() < Duration::from_secs(6),
+        started.elapsed() < Duration::from_secs(3) + common::SLACK,
         "ends on its own"
     );
 }
@@ -517,7 +518,8 @@ fn waiting_out_unanswered_messages_after_the_end_costs_no_cpu() {
     assert_eq!(r.totals.in_flight, 0);
     let elapsed = started.elapsed();
     assert!(
-        elapsed >= Duration::from_millis(2400) && elapsed < Duration::from_secs(5),
+        elapsed >= Duration::from_millis(2400)
+            && elapsed < Duration::from_millis(2500) + common::SLACK,
         "{elapsed:?}"
     );
     let cpu = r.client_cpu.total();
