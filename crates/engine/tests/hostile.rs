@@ -133,6 +133,9 @@ fn a_server_that_never_answers_gives_timeouts_or_in_flight() {
         4,
         &["300ms (--timeout)", "0 bytes received"],
     );
+    // The server's threads read the requests whenever they are scheduled; on a loaded
+    // machine that can be after the client's 300 ms timeouts.
+    loadmark_test_support::wait_until("the server to read 4", || server.requests() >= 4);
     assert_eq!(server.requests(), 4);
 
     // A server that stops reading a large upload (16 MiB: more than the 4 MiB a loopback

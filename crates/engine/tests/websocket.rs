@@ -5,7 +5,7 @@
 mod common;
 
 use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
 use common::RawServer;
@@ -231,12 +231,10 @@ fn an_answer_other_than_101_is_a_handshake_error_and_counts_end_the_run() {
 
 #[test]
 fn a_refused_connection_is_a_connect_error() {
-    let port = {
-        let l = TcpListener::bind("127.0.0.1:0").unwrap();
-        l.local_addr().unwrap().port()
-    };
+    // Held, never listening: refused for the whole test, and nobody else's meanwhile.
+    let held = loadmark_test_support::refusing_port();
     let p = ws_plan(
-        &format!("ws://127.0.0.1:{port}/ws/echo"),
+        &format!("ws://127.0.0.1:{}/ws/echo", held.port),
         echo_spec(10),
         settings(1, None, Some(3)),
     );
