@@ -71,3 +71,57 @@ pub fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
         std::thread::sleep(Duration::from_millis(10));
     }
 }
+
+/// Runs a check of timing fidelity up to `attempts` times and returns the first attempt's
+/// value that met its bounds; panics with every attempt's failure if none did.
+///
+/// Only for claims that need the CPU when the test wants it: "holds 2000 requests/s in every
+/// second", "sent on time". A busy shared machine can stall a process for seconds (seen: a
+/// 3 s stall in a `bench/stress-tests` round), and no bound can hold through that; a real
+/// regression fails every attempt. `attempt` asserts its invariants (counts, accounting)
+/// with `assert!` as usual, which fail at once, and returns `Err` only for a missed time or
+/// rate bound.
+pub fn timing_attempts<T>(
+    what: &str,
+    attempts: usize,
+    mut attempt: impl FnMut() -> Result<T, String>,
+) -> T {
+    let mut failures = Vec::new();
+    for n in 1..=attempts {
+        match attempt() {
+            Ok(value) => {
+                if !failures.is_empty() {
+                    eprintln!("{what}: met its bounds at attempt {n} after: {failures:?}");
+                }
+                return value;
+            }
+            Err(e) => failures.push(e),
+        }
+    }
+    panic!("{what}: missed its bounds in all {attempts} attempts: {failures:?}");
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn timing_attempts_retry_only_until_one_meets_the_bounds() {
+        let mut n = 0;
+        let got = super::timing_attempts("t", 3, || {
+            n += 1;
+            if n < 2 {
+                Err(format!("slow {n}"))
+            } else {
+                Ok(n)
+            }
+        });
+        assert_eq!(got, 2);
+        let all_fail = std::panic::catch_unwind(|| {
+            super::timing_attempts("late", 2, || Err::<(), _>("slow".to_string()))
+        });
+        let message = all_fail.unwrap_err();
+        assert_eq!(
+            message.downcast_ref::<String>().map(String::as_str),
+            Some("late: missed its bounds in all 2 attempts: [\"slow\", \"slow\"]")
+        );
+    }
+}
