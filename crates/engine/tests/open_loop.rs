@@ -14,8 +14,17 @@ const SLACK: Duration = Duration::from_secs(3);
 
 /// Attempts for a claim of timing fidelity (a rate held every second, sends on time): see
 /// `loadmark_test_support::timing_attempts`. Counts and accounting are asserted in every
-/// attempt; only a missed rate or lag bound tries again.
-const TIMING_ATTEMPTS: usize = 3;
+/// attempt; only a missed rate or lag bound tries again. `bench/stress-tests` saw all three
+/// of three attempts starved while other sessions linked, hence five.
+const TIMING_ATTEMPTS: usize = 5;
+
+/// The timing tests of this file run one at a time: each needs a core on time, and three of
+/// them at once (each with its servers and client threads) starve each other on two cores.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
+}
 
 fn target(stall: Option<Stall>) -> RunningServer {
     start(ServerConfig {
@@ -67,6 +76,7 @@ fn accounted(r: &RunResult) -> u64 {
 
 #[test]
 fn constant_rate_sends_r_times_d_and_holds_each_second() {
+    let _serial = one_at_a_time();
     let server = target(None);
     let url = format!("http://{}/status", server.local_addr());
     let p = open(
@@ -121,6 +131,7 @@ fn constant_rate_sends_r_times_d_and_holds_each_second() {
 
 #[test]
 fn a_ramp_sends_the_integral_of_its_profile() {
+    let _serial = one_at_a_time();
     let server = target(None);
     let url = format!("http://{}/status", server.local_addr());
     let profile = Profile::parse("2s:0->1500,1s:1500->500", 0.0, "--stages").unwrap();
@@ -164,6 +175,7 @@ fn beyond_capacity_requests_are_dropped_counted_and_the_run_ends_on_time() {
 
 #[test]
 fn a_stall_shows_in_open_loop_latency_but_hides_in_closed_loop() {
+    let _serial = one_at_a_time();
     timing_attempts(
         "a stall seen by open loop only",
         TIMING_ATTEMPTS,

@@ -88,6 +88,11 @@ pub fn timing_attempts<T>(
 ) -> T {
     let mut failures = Vec::new();
     for n in 1..=attempts {
+        if n > 1 {
+            // Back off: what starved the last attempt (another session's link step, seen
+            // to last seconds) may have passed. Not a synchronisation; nothing is awaited.
+            std::thread::sleep(Duration::from_secs(2));
+        }
         match attempt() {
             Ok(value) => {
                 if !failures.is_empty() {
