@@ -158,8 +158,8 @@ mod tests {
 
     #[test]
     fn atomic_write_and_unwritable_path() {
-        let dir = std::env::temp_dir().join(format!("loadmark-out-{}", std::process::id()));
-        fs::create_dir_all(&dir).unwrap();
+        // Fresh (mkdtemp): a directory left by an earlier run could hold a stray .tmp file.
+        let dir = loadmark_test_support::TempDir::new("out");
         let path = dir.join("r.json");
         check_writable(&path).unwrap();
         write_atomic(&path, "{}").unwrap();
@@ -171,6 +171,5 @@ mod tests {
             .collect();
         assert!(leftovers.is_empty());
         assert!(check_writable(&dir.join("missing-dir/r.json")).is_err());
-        fs::remove_dir_all(&dir).unwrap();
     }
 }

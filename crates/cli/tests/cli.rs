@@ -115,7 +115,8 @@ fn sigint_stops_the_run_and_still_writes_the_report() {
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
     let t1 = Instant::now();
     let status = child.wait().unwrap();
-    assert!(t1.elapsed() < Duration::from_secs(5), "stopped promptly");
+    // Far from the 60 s duration; room for a loaded machine.
+    assert!(t1.elapsed() < Duration::from_secs(15), "stopped promptly");
     assert_eq!(status.code(), Some(130));
     let report = report_json(&std::fs::read_to_string(&out).unwrap()).unwrap();
     assert!(report.run.interrupted);

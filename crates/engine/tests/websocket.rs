@@ -5,7 +5,7 @@
 mod common;
 
 use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
 use common::RawServer;
@@ -77,10 +77,11 @@ fn echo_counts_are_exact_and_the_server_agrees() {
     let r = run(&p, &StopHandle::new(), |_| {}).unwrap();
     let ws = stats(&r);
     let s = &r.totals.snapshot;
-    // 8 sessions, one message every 5 ms for 1.5 s: 300 each, one less for a session whose
-    // handshake took longer than an interval (the schedule starts at the 101).
+    // 8 sessions, one message every 5 ms for 1.5 s: 300 each, one less per 5 ms a session's
+    // handshake took (the schedule starts at the 101). The lower bound allows handshakes of
+    // 100 ms, which a machine busy with other builds can cause; never more than 300 each.
     assert!(
-        (8 * 299..=8 * 300).contains(&ws.messages_sent),
+        (8 * 280..=8 * 300).contains(&ws.messages_sent),
         "the schedule sends what it owes: {}",
         ws.messages_sent
     );
@@ -189,8 +190,10 @@ fn sessions_end_on_their_own_duration_and_are_replaced() {
     let p = ws_plan(&url, spec, settings(2, Some(1000), None));
     let r = run(&p, &StopHandle::new(), |_| {}).unwrap();
     let ws = stats(&r);
+    // 4 per connection at most; fewer when handshakes are slow (a loaded machine), but more
+    // than one each: ended sessions were replaced.
     assert!(
-        (6..=8).contains(&ws.sessions_opened),
+        (4..=8).contains(&ws.sessions_opened),
         "{} sessions",
         ws.sessions_opened
     );
@@ -231,12 +234,10 @@ fn an_answer_other_than_101_is_a_handshake_error_and_counts_end_the_run() {
 
 #[test]
 fn a_refused_connection_is_a_connect_error() {
-    let port = {
-        let l = TcpListener::bind("127.0.0.1:0").unwrap();
-        l.local_addr().unwrap().port()
-    };
+    // Held, never listening: refused for the whole test, and nobody else's meanwhile.
+    let held = loadmark_test_support::refusing_port();
     let p = ws_plan(
-        &format!("ws://127.0.0.1:{port}/ws/echo"),
+        &format!("ws://127.0.0.1:{}/ws/echo", held.port),
         echo_spec(10),
         settings(1, None, Some(3)),
     );
@@ -395,14 +396,15 @@ fn unanswered_messages_time_out_and_a_server_that_never_reads_cannot_grow_memory
     // Up to 1500 sends were due; the socket buffers fill and the session holds sends back.
     // What never left is dropped, and counted: every message due is sent or dropped. Sends
     // fall due from the end of the handshake, which on a loaded machine is a few ms into the
-    // run (1497 were due in one CI run that shared the machine), hence the lower bound.
+    // run (1497 were due in one CI run that shared the machine; a machine busy with other
+    // builds can delay a handshake by a few hundred ms), hence the lower bound.
     assert!(
         ws.messages_sent < 1000,
         "sends wait behind a full write backlog ({} sent)",
         ws.messages_sent
     );
     assert!(
-        (1480..=1500).contains(&(ws.messages_sent + snap.dropped)),
+        (1200..=1500).contains(&(ws.messages_sent + snap.dropped)),
         "{} sent + {} dropped",
         ws.messages_sent,
         snap.dropped
@@ -417,8 +419,9 @@ fn unanswered_messages_time_out_and_a_server_that_never_reads_cannot_grow_memory
         snap.errors.total() + r.totals.in_flight,
         "every message sent is an error or in flight"
     );
+    // 1.5 s of sends, then 1.5 s to time out what is unanswered: it ends on its own.
     assert!(
-        started.elapsed() < Duration::from_secs(6),
+        started.elapsed() < Duration::from_secs(3) + common::SLACK,
         "ends on its own"
     );
 }
@@ -563,7 +566,8 @@ fn waiting_out_unanswered_messages_after_the_end_costs_no_cpu() {
     assert_eq!(r.totals.in_flight, 0);
     let elapsed = started.elapsed();
     assert!(
-        elapsed >= Duration::from_millis(2400) && elapsed < Duration::from_secs(5),
+        elapsed >= Duration::from_millis(2400)
+            && elapsed < Duration::from_millis(2500) + common::SLACK,
         "{elapsed:?}"
     );
     let cpu = r.client_cpu.total();
