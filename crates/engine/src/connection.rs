@@ -163,15 +163,17 @@ enum Outcome {
 /// Performs one request on `conn`, opening it first if needed, and records the outcome.
 ///
 /// `scheduled` is the intended send time of an open-loop request (latency is measured from
-/// it); `None` in a closed loop, where latency starts at the first byte written. The request
+/// it); `None` in a closed loop, where latency starts at the first byte written. `global` is
+/// an open-loop request's number on the whole run's schedule (it picks the request). The request
 /// counts as in flight from the call until its outcome is recorded. Returns when it ended.
 pub(crate) async fn perform<T: Transport>(
     shared: &Shared<T>,
     conn: &mut Connection<T::Stream>,
     scheduled: Option<Instant>,
+    global: Option<u64>,
 ) -> Instant {
     shared.in_flight.set(shared.in_flight.get() + 1);
-    let outcome = request(shared, conn, scheduled).await;
+    let outcome = request(shared, conn, scheduled, global).await;
     shared.in_flight.set(shared.in_flight.get() - 1);
     match outcome {
         Outcome::Response(sample) => {
@@ -240,9 +242,10 @@ async fn request<T: Transport>(
     shared: &Shared<T>,
     conn: &mut Connection<T::Stream>,
     scheduled: Option<Instant>,
+    global: Option<u64>,
 ) -> Outcome {
     let mut rendered = std::mem::take(&mut conn.rendered);
-    let outcome = match shared.source.next(&mut rendered) {
+    let outcome = match shared.source.next(global, &mut rendered) {
         Picked::Fixed(bytes, meta) => send(shared, conn, scheduled, bytes, meta).await,
         Picked::Rendered(meta) => send(shared, conn, scheduled, &rendered, meta).await,
     };
