@@ -26,11 +26,13 @@ pub(crate) fn read_report(path: &Path) -> Result<Report> {
         }
         text = match c.finish().0.remove(&0) {
             Some(loadmark_cluster::frame::Collected::Result(json)) => json,
-            _ => return Err(UsageError(format!(
+            _ => {
+                return Err(UsageError(format!(
                 "{}: the framed result in this log is cut off (the worker died while writing it)",
                 path.display()
             ))
-            .into()),
+                .into())
+            }
         };
     }
     Ok(Report::from_json(&text).map_err(|e| UsageError(format!("{}: {e}", path.display())))?)
