@@ -124,12 +124,14 @@ pub use stall::Stall;
 pub use ws::MAX_WS_MESSAGE_BYTES;
 
 /// What a request tagged by loadmark said about itself.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Tag {
     /// Its number in the whole run (`X-Loadmark-Seq`).
     pub seq: u64,
     /// The segment that sent it (`X-Loadmark-Segment`), when given.
     pub segment: Option<u32>,
+    /// The request's path (which request of a mix, which data row).
+    pub path: String,
 }
 
 /// Where and how to serve.

@@ -56,11 +56,11 @@ fn record_tag<B>(req: &Request<B>, counters: &Counters) {
     };
     if let Some(seq) = number("x-loadmark-seq") {
         let segment = number("x-loadmark-segment").map(|s| s as u32);
-        counters
-            .tags
-            .lock()
-            .expect("tag list")
-            .push(crate::Tag { seq, segment });
+        counters.tags.lock().expect("tag list").push(crate::Tag {
+            seq,
+            segment,
+            path: req.uri().path().to_string(),
+        });
     }
 }
 
