@@ -287,6 +287,61 @@ fn a_run_split_over_three_slurm_tasks_is_exactly_the_single_machine_run() {
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
     assert!(text(&o).contains("missing segment 1"), "{}", text(&o));
 
+    // Ctrl-C on the launcher: srun is told to stop the step, every task reports what it
+    // measured, and the merged report says the run was interrupted (exit 130).
+    let run_id = format!("interrupted-{}", std::process::id());
+    let child = loadmark()
+        .args([
+            "run",
+            &url,
+            "-R",
+            "50",
+            "-d",
+            "30s",
+            "--slurm",
+            "3",
+            "-q",
+            "--start-at",
+            "+1s",
+            "--run-id",
+            &run_id,
+            "--format",
+            "json",
+        ])
+        .env("SLURM_CONF", &cluster.conf)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    for task in 0..3 {
+        wait_for_worker(&run_id, task, Duration::from_secs(30));
+    }
+    // Interrupt once load flows (every worker is past its start line, its handlers set).
+    let served = server.requests_served();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while server.requests_served() < served + 30 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let interrupted_at = Instant::now();
+    // SAFETY: kill(2) on our own child, not yet reaped.
+    unsafe {
+        libc::kill(child.id() as libc::pid_t, libc::SIGINT);
+    }
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(130), "{}", text(&o));
+    assert!(
+        interrupted_at.elapsed() < Duration::from_secs(20),
+        "stopped well before 30 s"
+    );
+    let merged = report_json(&String::from_utf8_lossy(&o.stdout)).unwrap();
+    assert!(merged.run.interrupted, "{}", text(&o));
+    assert_eq!(
+        merged.split.as_ref().unwrap().parts.len(),
+        3,
+        "{}",
+        text(&o)
+    );
+
     drop(cluster);
     // Generous: 6 srun runs of 1-6 s each plus a cluster start, on a shared 2-core machine.
     assert!(

@@ -282,6 +282,118 @@ pub(crate) fn findings(split: &Split) -> Vec<String> {
     out
 }
 
+/// The segments block of the text report: one line per segment, so a slow, late or
+/// saturated machine is seen by name.
+pub(crate) fn render_text(split: &Split) -> String {
+    use std::fmt::Write as _;
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "\n  Segments      {} of {}{} (run {}, plan {}), largest start skew {:.1} ms",
+        split.parts.len(),
+        split.weights.len(),
+        if split.partial { ", PARTIAL" } else { "" },
+        split.run_id,
+        short(&split.plan_hash),
+        split.max_skew_s * 1e3
+    );
+    for p in &split.parts {
+        let _ = writeln!(
+            o,
+            "    {:>3} {:<16} {:>10} responses {:>9.1}/s  p50 {:>8}  p99 {:>8}  skew {:>7}  busiest worker {:>3.0}%{}",
+            p.index,
+            p.host,
+            p.responses,
+            p.rps,
+            crate::format::format_us(p.latency_p50_us as f64),
+            crate::format::format_us(p.latency_p99_us as f64),
+            p.start_skew_s
+                .map_or_else(|| "n/a".to_string(), |s| format!("{:.1}ms", s * 1e3)),
+            p.busiest_worker * 100.0,
+            if p.client_saturated { "  SATURATED" } else { "" }
+        );
+    }
+    o
+}
+
 fn short(hash: &str) -> &str {
     &hash[..hash.len().min(12)]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn part(index: u32, skew: f64, saturated: bool) -> Part {
+        Part {
+            index,
+            host: format!("node{index}"),
+            responses: 100,
+            errors: 0,
+            rps: 100.0,
+            latency_p50_us: 200,
+            latency_p99_us: 900,
+            start_skew_s: Some(skew),
+            busiest_worker: if saturated { 0.97 } else { 0.2 },
+            client_saturated: saturated,
+            interrupted: false,
+        }
+    }
+
+    #[test]
+    fn findings_name_partial_skewed_and_saturated_segments() {
+        let split = Split {
+            run_id: "r".into(),
+            plan_hash: "0123456789abcdef".into(),
+            weights: vec![1, 1, 1],
+            start_at: None,
+            parts: vec![part(0, 0.0002, false), part(2, -0.25, true)],
+            missing: vec![1],
+            partial: true,
+            max_skew_s: 0.25,
+        };
+        let f = findings(&split);
+        assert!(f[0].starts_with("PARTIAL: segment 1 of 3"), "{f:?}");
+        assert!(f[1].contains("250 ms apart"), "{f:?}");
+        assert!(
+            f[2].starts_with("segment 2 on node2: loadmark was the bottleneck"),
+            "{f:?}"
+        );
+        let text = render_text(&split);
+        assert!(
+            text.contains("Segments      2 of 3, PARTIAL (run r, plan 0123456789ab)"),
+            "{text}"
+        );
+        assert!(
+            text.contains("skew -250.0ms") && text.contains("SATURATED"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn the_plan_hash_covers_weights_and_start() {
+        let request = loadmark_plan::RequestSpec {
+            method: "GET".into(),
+            url: loadmark_plan::Target::parse("http://127.0.0.1:1/").unwrap(),
+            headers: Vec::new(),
+            body: Vec::new(),
+            keep_alive: true,
+        };
+        let settings = loadmark_plan::Settings {
+            rate: Some(100.0),
+            ..Default::default()
+        };
+        let plan = settings.to_plan(request, 2).unwrap();
+        let h = plan_hash(&plan, &[1, 1], Some("2026-12-01T10:00:00Z"));
+        assert_eq!(h.len(), 40);
+        assert_eq!(
+            h,
+            plan_hash(&plan.clone(), &[1, 1], Some("2026-12-01T10:00:00Z"))
+        );
+        assert_ne!(h, plan_hash(&plan, &[2, 1], Some("2026-12-01T10:00:00Z")));
+        assert_ne!(h, plan_hash(&plan, &[1, 1], Some("2026-12-01T10:00:01Z")));
+        let mut other = plan.clone();
+        other.timeouts.request = std::time::Duration::from_secs(1);
+        assert_ne!(h, plan_hash(&other, &[1, 1], Some("2026-12-01T10:00:00Z")));
+    }
 }
