@@ -218,8 +218,32 @@ fn hostname() -> String {
         .unwrap_or_else(|_| "unknown".into())
 }
 
+/// A launcher stops its workers with SIGUSR2: srun forwards it to every task as it is,
+/// whereas it answers SIGTERM by killing the step (SIGKILL: no result would come back).
+/// Blocked here, before any other thread exists, and taken by one thread with `sigwait`.
+fn stop_on_sigusr2() {
+    // SAFETY: plain signal-mask calls on a zeroed sigset_t this function owns.
+    let set = unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, libc::SIGUSR2);
+        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+        set
+    };
+    let stop = crate::commands::stop_handle();
+    std::thread::spawn(move || {
+        let mut signal = 0;
+        // SAFETY: waits on the set blocked above; `signal` is a valid out-pointer.
+        if unsafe { libc::sigwait(&set, &mut signal) } == 0 {
+            eprintln!("loadmark: worker stopping (the launcher was interrupted)");
+            stop.stop();
+        }
+    });
+}
+
 /// `loadmark worker`: runs one segment and prints its framed result.
 pub fn worker(args: &WorkerArgs) -> Result<ExitCode> {
+    stop_on_sigusr2();
     let json = match (&args.plan_json, &args.plan_file) {
         (Some(j), None) => j.clone(),
         (None, Some(f)) => std::fs::read_to_string(f)

@@ -57,8 +57,9 @@ pub struct SrunOutcome {
 }
 
 /// Runs the step and collects results. `cancel` is polled every 100 ms; once it returns true
-/// srun gets SIGTERM, which it forwards to every task: workers stop, report what they
-/// measured, and srun ends, so an interrupted run still merges what came back.
+/// srun gets SIGUSR2, which it forwards to every task as it is (SIGTERM would make srun kill
+/// the step outright): workers stop, report what they measured, and srun ends, so an
+/// interrupted run still merges what came back.
 pub fn run(
     srun: &Srun,
     cancel: impl Fn() -> bool + Send + 'static,
@@ -85,7 +86,7 @@ pub fn run(
                     // SAFETY: kill(2) on our own child, not reaped yet: the reader reaps
                     // it only after stopping this thread, so the PID cannot be reused.
                     unsafe {
-                        libc::kill(pid, libc::SIGTERM);
+                        libc::kill(pid, libc::SIGUSR2);
                     }
                 }
                 std::thread::sleep(Duration::from_millis(100));
