@@ -363,8 +363,7 @@ fn wait_for_worker(run_id: &str, task: u32, limit: Duration) -> libc::pid_t {
             let dir = Path::new("/proc").join(pid.to_string());
             let cmdline = std::fs::read(dir.join("cmdline")).unwrap_or_default();
             let args: Vec<&[u8]> = cmdline.split(|&b| b == 0).collect();
-            let is_worker = args.iter().any(|a| *a == b"worker")
-                && args.iter().any(|a| *a == run_id.as_bytes());
+            let is_worker = args.contains(&&b"worker"[..]) && args.contains(&run_id.as_bytes());
             if !is_worker {
                 continue;
             }
