@@ -53,6 +53,13 @@ pub enum Command {
     /// Compare a candidate run with a baseline: per-metric deltas and a verdict that tells a
     /// change from run-to-run noise (Mann-Whitney U test on the per-second values).
     Compare(CompareArgs),
+    /// Print a Kubernetes Indexed Job (and its ConfigMap) that runs a plan split over N pods,
+    /// and the commands that collect and merge their results.
+    K8s(crate::k8s::K8sArgs),
+    /// Run one segment of a plan given as JSON and print its result framed for a launcher
+    /// (what srun tasks and Kubernetes pods run).
+    #[command(hide = true)]
+    Worker(crate::split::WorkerArgs),
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -260,6 +267,9 @@ pub struct ReportFlags {
     /// run in which no request succeeded exits 1
     #[arg(long = "fail-on", value_enum, value_name = "WHAT")]
     pub fail_on: Vec<FailOn>,
+
+    #[command(flatten)]
+    pub split: crate::split::SplitFlags,
 }
 
 /// Failures that `--fail-on` turns into exit code 1.
@@ -468,6 +478,17 @@ pub struct MergeArgs {
     /// lists what was forced)
     #[arg(long = "force")]
     pub force: bool,
+    /// Segments of a split run: merge those present when some are missing; the result is
+    /// marked PARTIAL and names them
+    #[arg(long = "allow-partial")]
+    pub allow_partial: bool,
+    /// Pass/fail condition checked on the merged result (as `run --threshold`); exit 3
+    /// when one fails
+    #[arg(long = "threshold", value_name = "METRIC<VALUE")]
+    pub thresholds: Vec<String>,
+    /// Exit 4 when the merged run was not clean (a client saturated, requests dropped or late)
+    #[arg(long = "strict")]
+    pub strict: bool,
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]

@@ -324,7 +324,7 @@ fn run_steps(plan: &LoadedPlan, args: &BenchArgs) -> Result<Bundle> {
             step.number,
             plan.steps.len()
         );
-        let result = execute(&step.plan, args.quiet)?;
+        let result = execute(&step.plan, &Default::default(), args.quiet)?;
         let server = monitor.map(Monitor::stop).as_ref().and_then(usage);
         let interrupted = result.interrupted;
         let mut report = build_report(&step.plan, result);

@@ -6,7 +6,7 @@ use std::sync::mpsc;
 use std::sync::OnceLock;
 
 use anyhow::{Context, Result};
-use loadmark_engine::{EngineError, RunResult, StopHandle};
+use loadmark_engine::{EngineError, Part, RunResult, StopHandle};
 use loadmark_metrics::Snapshot;
 use loadmark_plan::{Load, Plan, RequestSpec, Stop, Target, Timeouts, TlsPolicy};
 use loadmark_report::{Environment, Report, RunFacts};
@@ -28,6 +28,8 @@ pub fn dispatch(command: Command) -> Result<ExitCode> {
         Command::Bench(args) => crate::bench::bench(&args),
         Command::Report(args) => report(&args),
         Command::Merge(args) => crate::gate::merge(&args),
+        Command::K8s(args) => crate::k8s::k8s(&args),
+        Command::Worker(args) => crate::split::worker(&args),
         Command::Compare(args) => crate::gate::compare(&args),
         Command::Schema(args) => {
             match args.what {
@@ -95,6 +97,22 @@ fn run(args: &RunArgs) -> Result<ExitCode> {
 /// Runs a plan made from flags (`run`, `ws`) and writes its report as the flags say.
 pub(crate) fn run_plan(plan: &Plan, flags: &ReportFlags) -> Result<ExitCode> {
     let thresholds = crate::gate::thresholds_before_run(flags)?;
+    let segment = crate::split::resolve(&flags.split)?;
+    let tagged;
+    let plan = if flags.split.tag_requests {
+        tagged = crate::split::tagged(plan);
+        &tagged
+    } else {
+        plan
+    };
+    if segment.as_ref().is_some_and(|s| !s.segment.is_whole())
+        && (!thresholds.is_empty() || flags.strict)
+    {
+        return Err(UsageError(
+            "--threshold/--strict with --segment: a segment is part of a run; check them on the merged result (loadmark merge --threshold ...)".into(),
+        )
+        .into());
+    }
     let output = match &flags.output {
         Some(path) => {
             let format = format_for(path, flags.format).map_err(|e| UsageError(e.to_string()))?;
@@ -103,13 +121,22 @@ pub(crate) fn run_plan(plan: &Plan, flags: &ReportFlags) -> Result<ExitCode> {
         }
         None => None,
     };
-    let result = execute(plan, flags.quiet)?;
-    let interrupted = result.interrupted;
-    let failure = failed_run(&result.totals.snapshot, &flags.fail_on);
-    let mut report = build_report(plan, result);
-    if flags.show_secrets {
-        report.plan = plan.clone();
-    }
+    let (mut report, interrupted) = match flags.split.slurm {
+        Some(tasks) => crate::split::run_slurm(plan, flags, tasks)?,
+        None => {
+            let part = segment.as_ref().map(|s| s.part()).unwrap_or_default();
+            let result = execute(plan, &part, flags.quiet)?;
+            let (interrupted, start_skew) = (result.interrupted, result.start_skew);
+            let mut report = build_report(plan, result);
+            if flags.show_secrets {
+                report.plan = plan.clone();
+            }
+            if let Some(s) = &segment {
+                s.mark(&mut report, start_skew);
+            }
+            (report, interrupted)
+        }
+    };
     report.thresholds = loadmark_report::check_thresholds(&thresholds, &report);
     let stdout_format = match (&output, flags.format) {
         (None, Some(f)) => f,
@@ -128,7 +155,7 @@ pub(crate) fn run_plan(plan: &Plan, flags: &ReportFlags) -> Result<ExitCode> {
         return Ok(ExitCode::from(crate::EXIT_NOT_CLEAN));
     }
     if !interrupted {
-        if let Some(why) = failure {
+        if let Some(why) = failed_run(&report.totals, &flags.fail_on) {
             eprintln!("loadmark: the run failed: {why}");
             return Ok(ExitCode::from(crate::EXIT_RUN_FAILED));
         }
@@ -188,10 +215,10 @@ fn failed_run(totals: &Snapshot, fail_on: &[FailOn]) -> Option<String> {
     })
 }
 
-pub(crate) fn execute(plan: &Plan, quiet: bool) -> Result<RunResult> {
+pub(crate) fn execute(plan: &Plan, part: &Part, quiet: bool) -> Result<RunResult> {
     let stop = stop_handle();
     let mut progress = ProgressLine::new(plan, quiet);
-    let result = loadmark_engine::run(plan, &stop, |p| progress.update(p));
+    let result = loadmark_engine::run_part(plan, part, &stop, |p| progress.update(p));
     progress.finish();
     result.map_err(|e| match e {
         EngineError::Plan(p) => anyhow::Error::new(p),
@@ -310,7 +337,7 @@ fn quickstart(args: &QuickstartArgs) -> Result<ExitCode> {
         args.connections,
         args.duration
     );
-    let result = execute(&plan, false)?;
+    let result = execute(&plan, &Part::default(), false)?;
     let served = server.requests_served();
     server.shutdown();
     let interrupted = result.interrupted;

@@ -8,8 +8,10 @@ mod args;
 mod bench;
 mod commands;
 mod gate;
+mod k8s;
 mod output;
 mod progress;
+mod split;
 
 use std::process::ExitCode;
 

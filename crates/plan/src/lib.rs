@@ -18,16 +18,19 @@
 //! - Validation collects what is wrong in words a user can act on ([`PlanError`]).
 //! - Secrets never leave through a report: [`Plan::redacted`] masks sensitive header values.
 
+mod clock;
 mod file;
 mod file_steps;
 mod plan;
 mod schedule;
+mod segment;
 mod settings;
 mod target;
 mod template;
 mod text;
 mod websocket;
 
+pub use clock::parse_rfc3339;
 pub use file::{
     AttachFile, CompareFile, CompareMetric, LaunchFile, LoadFile, MonitorFile, PlanFile, ReadyFile,
     RequestFile, SweepFile, TargetFile, WebSocketFile,
@@ -39,6 +42,7 @@ pub use plan::{
     Load, Mix, Plan, RequestSpec, Stop, Timeouts, TlsFiles, TlsPolicy, DEFAULT_TIMEOUT,
 };
 pub use schedule::{Pace, Profile, Stage};
+pub use segment::{Segment, MAX_WEIGHT_SUM};
 pub use settings::{Settings, DEFAULT_CONNECTIONS, DEFAULT_DURATION, DEFAULT_MAX_CONNECTIONS};
 pub use target::{Scheme, Target};
 pub use template::{next_random, parse_csv, Piece, RenderContext, Template};

@@ -40,6 +40,7 @@ mod markdown;
 mod merge;
 mod model;
 mod schema;
+mod split;
 mod text;
 mod threshold;
 mod websocket;
@@ -58,12 +59,14 @@ pub use html::{render_html, render_html_bundle};
 pub use html_compare::render_comparison_html;
 pub use junit::render_junit;
 pub use markdown::render_markdown;
-pub use merge::{merge_reports, merge_reports_with, MergeError};
+pub use merge::{merge_reports, merge_reports_with, merge_with_options, MergeError, MergeOptions};
 pub use model::{
-    ClientCpu, Health, ReadError, Report, RequestCounts, RpsStats, RunFacts, RunInfo, Summary,
-    LATENCY_DEFINITION, LATE_LAG_P99_US, OPEN_LATENCY_DEFINITION, SATURATED_BUSY, SCHEMA_VERSION,
+    rfc3339, ClientCpu, Health, ReadError, Report, RequestCounts, RpsStats, RunFacts, RunInfo,
+    Summary, LATENCY_DEFINITION, LATE_LAG_P99_US, OPEN_LATENCY_DEFINITION, SATURATED_BUSY,
+    SCHEMA_VERSION,
 };
 pub use schema::{bundle_schema, result_schema};
+pub use split::{plan_hash, Part, Split, SplitProblem, SKEW_TRUST_S};
 pub use text::render_text;
 pub use threshold::{
     check_thresholds, parse_thresholds, render_thresholds_text, Metric, Op, Threshold,

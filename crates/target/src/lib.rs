@@ -123,6 +123,17 @@ use server::Counters;
 pub use stall::Stall;
 pub use ws::MAX_WS_MESSAGE_BYTES;
 
+/// What a request tagged by loadmark said about itself.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Tag {
+    /// Its number in the whole run (`X-Loadmark-Seq`).
+    pub seq: u64,
+    /// The segment that sent it (`X-Loadmark-Segment`), when given.
+    pub segment: Option<u32>,
+    /// The request's path (which request of a mix, which data row).
+    pub path: String,
+}
+
 /// Where and how to serve.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ServerConfig {
@@ -226,6 +237,20 @@ impl RunningServer {
     /// messages' own bytes, without frame headers or masks.
     pub fn ws_bytes_received(&self) -> u64 {
         self.counters.ws_bytes_received.load(Ordering::Relaxed)
+    }
+
+    /// From now on, keeps the `X-Loadmark-Seq` and `X-Loadmark-Segment` headers of every
+    /// request that has them (`loadmark run --tag-requests` sends them), so a test can check
+    /// from the server's side which requests arrived and from which segment. Memory grows by
+    /// one [`Tag`] per such request: meant for bounded test runs.
+    pub fn record_tags(&self) {
+        self.counters.recording.store(true, Ordering::Relaxed);
+    }
+
+    /// The tags recorded so far (see [`Self::record_tags`]), in arrival order. Recorded as
+    /// each request arrives, before its answer is written.
+    pub fn tags(&self) -> Vec<Tag> {
+        self.counters.tags.lock().expect("tag list").clone()
     }
 
     /// Stops the server and waits for its threads; see [`RunningServer`].

@@ -41,6 +41,27 @@ pub(crate) struct Counters {
     pub ws_received: AtomicU64,
     pub ws_sent: AtomicU64,
     pub ws_bytes_received: AtomicU64,
+    /// Set by [`crate::RunningServer::record_tags`]: keep each request's loadmark tags.
+    pub recording: std::sync::atomic::AtomicBool,
+    pub tags: std::sync::Mutex<Vec<crate::Tag>>,
+}
+
+/// Keeps the `X-Loadmark-Seq` and `X-Loadmark-Segment` headers of a request, when present.
+fn record_tag<B>(req: &Request<B>, counters: &Counters) {
+    let number = |name: &str| {
+        req.headers()
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.trim().parse::<u64>().ok())
+    };
+    if let Some(seq) = number("x-loadmark-seq") {
+        let segment = number("x-loadmark-segment").map(|s| s as u32);
+        counters.tags.lock().expect("tag list").push(crate::Tag {
+            seq,
+            segment,
+            path: req.uri().path().to_string(),
+        });
+    }
 }
 
 /// Body of the server thread: builds the runtime, binds, reports the bound address (or why
@@ -172,6 +193,9 @@ impl Service<Request<Incoming>> for Target {
     type Future = Reply;
 
     fn call(&self, req: Request<Incoming>) -> Reply {
+        if self.counters.recording.load(Ordering::Relaxed) {
+            record_tag(&req, &self.counters);
+        }
         // Checked only when a stall is configured: no clock read per request otherwise.
         if let Some(wait) = self
             .stall

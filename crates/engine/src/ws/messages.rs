@@ -238,7 +238,15 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Live<'_, S> {
             (WsPayload::Message(_), Some(template)) => {
                 let scratch = &mut self.bufs.scratch;
                 scratch.clear();
-                template.render(&mut RenderContext { rng, seq, row: &[] }, scratch);
+                template.render(
+                    &mut RenderContext {
+                        rng,
+                        seq,
+                        row: &[],
+                        segment: 0,
+                    },
+                    scratch,
+                );
                 if let Some(field) = &self.ws.spec.reply_match {
                     expect = serde_json::from_slice::<serde_json::Value>(scratch)
                         .ok()
