@@ -12,7 +12,7 @@ use loadmark_plan::{
 #[derive(Parser, Debug)]
 #[command(
     name = "loadmark",
-    version,
+    version = crate::dist::VERSION,
     about = "A fast, truthful HTTP and WebSocket load generator and benchmark-report tool",
     long_about = "A fast, truthful HTTP and WebSocket load generator and benchmark-report tool.\n\n\
         Latency is recorded in HDR histograms, every request is accounted for (response, \
@@ -60,6 +60,12 @@ pub enum Command {
     /// (what srun tasks and Kubernetes pods run).
     #[command(hide = true)]
     Worker(crate::split::WorkerArgs),
+    /// Print the shell completion script for bash, zsh or fish, e.g.
+    /// `loadmark completions bash > /etc/bash_completion.d/loadmark`
+    Completions(crate::dist::CompletionsArgs),
+    /// Write the man pages (loadmark.1 and one per subcommand) into DIR, e.g.
+    /// `loadmark man /usr/local/share/man/man1`
+    Man(crate::dist::ManArgs),
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]

@@ -10,8 +10,8 @@ use loadmark_launch::{launch, LaunchSpec, Launched, Readiness};
 use loadmark_monitor::{find_pid_by_name, Monitor, ProcessSeries};
 use loadmark_plan::{load_plan_file, Launch, LoadedPlan, Ready};
 use loadmark_report::{
-    equivalent_command, render_markdown, Bundle, BundleStep, BundleTarget, Environment,
-    ServerUsage, UsageSample, SCHEMA_VERSION,
+    equivalent_command, render_markdown, Bundle, BundleStep, BundleTarget, ServerUsage,
+    UsageSample, SCHEMA_VERSION,
 };
 
 use crate::args::BenchArgs;
@@ -265,7 +265,7 @@ fn run_steps(plan: &LoadedPlan, args: &BenchArgs) -> Result<Bundle> {
         } else {
             loadmark_plan::redact_plan_text(&plan.text)
         },
-        environment: Environment::detect(),
+        environment: crate::commands::environment(),
         targets,
         steps: Vec::new(),
         compare: file.compare.clone(),

@@ -19,6 +19,14 @@ use crate::output::{check_writable, format_for, render, write_atomic};
 use crate::progress::ProgressLine;
 use crate::{UsageError, EXIT_INTERRUPTED};
 
+/// The machine, and the build of loadmark that ran on it: what every result records.
+pub(crate) fn environment() -> Environment {
+    Environment {
+        build: Some(crate::dist::build()),
+        ..Environment::detect()
+    }
+}
+
 pub fn dispatch(command: Command) -> Result<ExitCode> {
     match command {
         Command::Run(args) => run(&args),
@@ -31,6 +39,8 @@ pub fn dispatch(command: Command) -> Result<ExitCode> {
         Command::K8s(args) => crate::k8s::k8s(&args),
         Command::Worker(args) => crate::split::worker(&args),
         Command::Compare(args) => crate::gate::compare(&args),
+        Command::Completions(args) => crate::dist::completions(&args),
+        Command::Man(args) => crate::dist::man(&args),
         Command::Schema(args) => {
             match args.what {
                 SchemaKind::Plan => print!("{}", loadmark_plan::PlanFile::json_schema()),
@@ -239,7 +249,7 @@ pub(crate) fn build_report(plan: &Plan, result: RunResult) -> Report {
         busiest_worker: result.busiest_worker,
         target_addr: result.addr.to_string(),
     };
-    Report::new(plan, &facts, result.totals, Environment::detect())
+    Report::new(plan, &facts, result.totals, environment())
 }
 
 fn exit_code(interrupted: bool) -> ExitCode {

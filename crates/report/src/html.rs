@@ -283,7 +283,12 @@ fn environment(o: &mut String, b: &Bundle) {
         ("Memory", format_bytes(e.memory_bytes as f64)),
         ("OS", format!("{} · kernel {}", e.os, e.kernel)),
         ("Started", started.to_string()),
-        ("loadmark", b.loadmark_version.clone()),
+        (
+            "loadmark",
+            e.build
+                .as_ref()
+                .map_or_else(|| b.loadmark_version.clone(), |build| build.to_string()),
+        ),
         ("Plan", b.plan_file.clone()),
     ] {
         let _ = writeln!(o, "<tr><th>{k}</th><td>{}</td></tr>", esc(&v));

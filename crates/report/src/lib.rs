@@ -53,7 +53,7 @@ pub use compare::{
     MIN_SECONDS,
 };
 pub use csv::{render_bundle_csv, render_bundle_csv_summary, render_csv, render_csv_summary};
-pub use environment::Environment;
+pub use environment::{Build, Environment};
 pub use format::{format_bytes, format_us};
 pub use html::{render_html, render_html_bundle};
 pub use html_compare::render_comparison_html;

@@ -44,7 +44,12 @@ pub fn render_markdown(b: &Bundle) -> String {
         ("Memory", format_bytes(e.memory_bytes as f64)),
         ("OS", e.os.clone()),
         ("Kernel", e.kernel.clone()),
-        ("loadmark", b.loadmark_version.clone()),
+        (
+            "loadmark",
+            e.build
+                .as_ref()
+                .map_or_else(|| b.loadmark_version.clone(), |build| build.to_string()),
+        ),
         ("Date", started.to_string()),
         ("Plan", format!("`{}`", b.plan_file)),
     ] {

@@ -95,7 +95,8 @@ impl SlurmCluster {
         // munged wants its key private and its socket's directory searchable by everyone.
         std::fs::set_permissions(dir.join("munge"), std::fs::Permissions::from_mode(0o700))
             .unwrap();
-        for d in [dir.clone(), dir.join("run")] {
+        // Every directory above the socket too: the test's temporary directory is private.
+        for d in [dir.parent().unwrap().to_path_buf(), dir.clone(), dir.join("run")] {
             std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o755)).unwrap();
         }
         let key: Vec<u8> = (0..1024u32)
