@@ -118,7 +118,7 @@ impl SlurmCluster {
              AccountingStorageType=accounting_storage/none\nSwitchType=switch/none\n\
              MpiDefault=none\nReturnToService=2\nSchedulerType=sched/builtin\n\
              SelectType=select/cons_tres\nSelectTypeParameters=CR_CPU\nInactiveLimit=0\n\
-             KillWait=2\nSlurmdTimeout=30\nSlurmctldTimeout=30\n",
+             KillWait=10\nSlurmdTimeout=30\nSlurmctldTimeout=30\n",
             ports[0]
         );
         for i in 0..NODES {
