@@ -55,7 +55,11 @@ fn sigterm_stops_the_run_and_writes_the_report() {
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(130));
     let report = report_json(&std::fs::read_to_string(&out).unwrap()).unwrap();
-    assert!(report.run.interrupted && report.summary.requests.responses >= 500);
+    // The server counts an answer when it sends it; the client may not have read the last
+    // ones (one per connection) when the signal came: those are in flight, not lost.
+    let r = &report.summary.requests;
+    assert!(report.run.interrupted, "{r:?}");
+    assert!(r.responses + r.in_flight_at_end >= 500, "{r:?}");
 }
 
 /// A server that ignores SIGTERM makes the first Ctrl-C wait for the stop grace; the second
