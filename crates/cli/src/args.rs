@@ -34,7 +34,7 @@ pub enum Command {
     /// send a message and wait for its reply (closed loop), with pings and upgrade checks.
     Ws(Box<WsArgs>),
     /// Serve the built-in target (/status, /bytes/N, /json, /delay/MS, /status/CODE, /echo,
-    /// /chunked/N, /close; WebSocket /ws/echo, /ws/json, /ws/close-after/N, /ws/drop-after/N)
+    /// /chunked/N, /close, /relay?url=LOOPBACK-URL; WebSocket /ws/echo, /ws/json, /ws/close-after/N, /ws/drop-after/N)
     /// until Ctrl-C.
     Serve(ServeArgs),
     /// Start the built-in target in this process and benchmark it: the whole tool in one go.
@@ -387,6 +387,10 @@ pub struct ServeArgs {
     /// The period of --stall, e.g. --stall 1s --every 5s
     #[arg(long = "every", value_parser = duration_arg, requires = "stall")]
     pub every: Option<Duration>,
+    /// Bind with SO_REUSEPORT, to take over a port that whoever chose it holds bound (not
+    /// listening) with SO_REUSEPORT until the server is up
+    #[arg(long = "reuse-port")]
+    pub reuse_port: bool,
 }
 
 #[derive(Args, Debug)]

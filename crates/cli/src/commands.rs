@@ -237,6 +237,7 @@ fn serve(args: &ServeArgs) -> Result<ExitCode> {
             }
             _ => None,
         },
+        reuse_port: args.reuse_port,
     })?;
     let signals = signals();
     println!(

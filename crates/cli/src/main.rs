@@ -10,6 +10,7 @@ mod commands;
 mod gate;
 mod output;
 mod progress;
+mod services;
 
 use std::process::ExitCode;
 

@@ -195,6 +195,7 @@ fn the_example_plans_run_shortened() {
         "stack-comparison",
         "cache-comparison",
         "websocket-echo",
+        "relay-stacks",
     ] {
         let text = std::fs::read_to_string(examples.join(format!("{name}.yaml"))).unwrap();
         let short = text
@@ -206,6 +207,7 @@ fn the_example_plans_run_shortened() {
             .replace("connections: 1000", "connections: 20")
             .replace("connections: [1, 100, 600]", "connections: [1, 20]")
             .replace("connections: [200, 400]", "connections: [4, 8]")
+            .replace("connections: [1, 50, 200]", "connections: [1, 20]")
             .replace("session_duration: 10s", "session_duration: 500ms")
             .replace("pause: 2s", "pause: 0s")
             .replace("cwd: .", &format!("cwd: {}", examples.display()));
@@ -244,8 +246,22 @@ fn the_example_plans_run_shortened() {
             let nginx = bundle.steps.iter().find(|s| s.target == "nginx").unwrap();
             assert!(nginx.server.as_ref().unwrap().rss_peak_bytes > 0);
         }
+        if name == "relay-stacks" {
+            // One backend for all four steps, monitored in each, stopped at the end.
+            let pids: Vec<u32> = bundle
+                .steps
+                .iter()
+                .map(|s| s.services[0].usage.pid)
+                .collect();
+            assert!(
+                pids.iter().all(|&p| p == pids[0]) && !pid_alive(pids[0]),
+                "{pids:?}"
+            );
+            assert!(md.contains("| 4 | service backend |"), "{md}");
+        }
     }
     let _ = std::fs::remove_file(examples.join("nginx/nginx.pid"));
+    let _ = std::fs::remove_file(examples.join("nginx/backend.pid"));
 }
 
 #[test]

@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::file::{PlanFile, ReadyFile};
+use crate::file::PlanFile;
 use crate::plan::{Plan, RequestSpec};
 use crate::settings::Settings;
 use crate::target::Target;
@@ -60,6 +60,8 @@ pub struct LoadedPlan {
     pub steps: Vec<Step>,
     /// Launch blocks by target name (only targets that have one).
     pub launches: Vec<(String, Launch)>,
+    /// The `services:`, in start order, and when each starts and stops.
+    pub services: crate::services::ServicePlan,
     pub pause: Duration,
     pub monitor_interval: Option<Duration>,
 }
@@ -520,60 +522,18 @@ fn expand(
     let mut launches = Vec::new();
     for (name, target) in &file.targets {
         let Some(l) = &target.launch else { continue };
-        let keys = |k: &'static str| ["targets", name.as_str(), "launch", k];
-        let ready = match &l.ready {
-            ReadyFile {
-                port: Some(p),
-                http: None,
-                delay: None,
-            } => Ready::Port(p.clone()),
-            ReadyFile {
-                port: None,
-                http: Some(h),
-                delay: None,
-            } => Ready::Http(h.clone()),
-            ReadyFile {
-                port: None,
-                http: None,
-                delay: Some(d),
-            } => Ready::Delay(duration(&keys("ready"), &Some(d.clone()))?.unwrap_or_default()),
-            ReadyFile {
-                port: None,
-                http: None,
-                delay: None,
-            } => {
-                // Only the host and port matter here: either kind of URL will do.
-                let t = Target::parse(&target.url)
-                    .or_else(|e| Target::parse_ws(&target.url).map_err(|_| e))
-                    .map_err(|e| {
-                        err(
-                            &["targets", name, "url"],
-                            format!("targets.{name}.url: {e}"),
-                        )
-                    })?;
-                Ready::Port(format!("{}:{}", t.host(), t.port()))
-            }
-            _ => {
-                return Err(err(
-                    &keys("ready"),
-                    format!("targets.{name}.launch.ready: give one of port, http or delay"),
-                ))
-            }
-        };
-        launches.push((
-            name.clone(),
-            Launch {
-                command: l.command.clone(),
-                env: l.env.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
-                cwd: l.cwd.as_ref().map(|c| base.join(c)),
-                ready,
-                ready_timeout: duration(&keys("ready_timeout"), &l.ready_timeout)?
-                    .unwrap_or(Duration::from_secs(30)),
-                stop_grace: duration(&keys("stop_grace"), &l.stop_grace)?
-                    .unwrap_or(Duration::from_secs(5)),
-            },
-        ));
+        let launch = crate::services::resolve_launch(
+            l.into(),
+            &["targets", name, "launch"],
+            Some(&target.url),
+            base,
+            &err,
+            &duration,
+        )?;
+        launches.push((name.clone(), launch));
     }
+    let step_targets: Vec<&str> = steps.iter().map(|s| s.target.as_str()).collect();
+    let services = crate::services::plan_services(&file, &step_targets, base, &err, &duration)?;
     let pause = duration(&["pause"], &file.pause)?.unwrap_or_default();
     let monitor_interval = match &file.monitor {
         Some(m) => {
@@ -587,6 +547,7 @@ fn expand(
         file,
         steps,
         launches,
+        services,
         pause,
         monitor_interval,
     })

@@ -22,6 +22,7 @@ mod file;
 mod file_steps;
 mod plan;
 mod schedule;
+mod services;
 mod settings;
 mod target;
 mod template;
@@ -30,7 +31,7 @@ mod websocket;
 
 pub use file::{
     AttachFile, CompareFile, CompareMetric, LaunchFile, LoadFile, MonitorFile, PlanFile, ReadyFile,
-    RequestFile, SweepFile, TargetFile, WebSocketFile,
+    RequestFile, ServiceFile, SweepFile, TargetFile, WebSocketFile,
 };
 pub use file_steps::{
     load_plan_file, load_plan_text, Launch, LoadedPlan, PlanFileError, Ready, Step,
@@ -39,6 +40,7 @@ pub use plan::{
     Load, Mix, Plan, RequestSpec, Stop, Timeouts, TlsFiles, TlsPolicy, DEFAULT_TIMEOUT,
 };
 pub use schedule::{Pace, Profile, Stage};
+pub use services::{Service, ServicePlan};
 pub use settings::{Settings, DEFAULT_CONNECTIONS, DEFAULT_DURATION, DEFAULT_MAX_CONNECTIONS};
 pub use target::{Scheme, Target};
 pub use template::{next_random, parse_csv, Piece, RenderContext, Template};

@@ -35,6 +35,7 @@ mod format;
 mod html;
 mod html_compare;
 mod html_details;
+mod html_usage;
 mod junit;
 mod markdown;
 mod merge;
@@ -45,7 +46,10 @@ mod threshold;
 mod websocket;
 
 pub use alike::{differences, Purpose};
-pub use bundle::{equivalent_command, Bundle, BundleStep, BundleTarget, ServerUsage, UsageSample};
+pub use bundle::{
+    equivalent_command, Bundle, BundleService, BundleStep, BundleTarget, ServerUsage, ServiceUsage,
+    UsageSample,
+};
 pub use compare::{
     compare, mann_whitney, render_comparison_markdown, render_comparison_text, CompareSettings,
     Compared, Comparison, FailIf, FailIfError, GateResult, MetricDelta, Verdict, COMPARED,

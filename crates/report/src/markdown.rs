@@ -69,6 +69,28 @@ pub fn render_markdown(b: &Bundle) -> String {
         );
     }
 
+    if !b.services.is_empty() {
+        let _ = writeln!(o, "\n## Services\n");
+        let _ = writeln!(
+            o,
+            "Started by the plan before the first step that needs them, stopped after the last; never loaded.\n"
+        );
+        let _ = writeln!(o, "| service | launched | depends on |\n|---|---|---|");
+        for sv in &b.services {
+            let _ = writeln!(
+                o,
+                "| {} | `{}` | {} |",
+                cell(&sv.name),
+                cell(&sv.launch),
+                if sv.depends_on.is_empty() {
+                    "—".to_string()
+                } else {
+                    cell(&sv.depends_on.join(", "))
+                }
+            );
+        }
+    }
+
     let _ = writeln!(o, "\n## Results\n");
     let _ = writeln!(
         o,
@@ -136,18 +158,29 @@ pub fn render_markdown(b: &Bundle) -> String {
         render_comparison(&mut o, b, c);
     }
 
-    let servers: Vec<&BundleStep> = b.steps.iter().filter(|s| s.server.is_some()).collect();
-    if !servers.is_empty() {
+    // One row per monitored process and step: the target's server, then each service.
+    let rows: Vec<(&BundleStep, String, &crate::bundle::ServerUsage)> = b
+        .steps
+        .iter()
+        .flat_map(|step| {
+            let server = step.server.iter().map(move |u| (step, params(step), u));
+            let services = step
+                .services
+                .iter()
+                .map(move |x| (step, format!("service {}", x.name), &x.usage));
+            server.chain(services)
+        })
+        .collect();
+    if !rows.is_empty() {
         let _ = writeln!(o, "\n## Server resources\n");
         let _ = writeln!(o, "| # | step | RSS start | RSS peak | RSS end | growth | CPU mean | CPU peak | threads peak | fds peak |");
         let _ = writeln!(o, "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|");
-        for step in servers {
-            let u = step.server.as_ref().expect("filtered");
+        for (step, what, u) in rows {
             let _ = writeln!(
                 o,
                 "| {} | {} | {} | {} | {} | {} | {:.0}% | {:.0}% | {} | {} |",
                 step.number,
-                cell(&params(step)),
+                cell(&what),
                 format_bytes(u.rss_start_bytes as f64),
                 format_bytes(u.rss_peak_bytes as f64),
                 format_bytes(u.rss_end_bytes as f64),
@@ -162,6 +195,10 @@ pub fn render_markdown(b: &Bundle) -> String {
 
     let _ = writeln!(o, "\n## Notes\n");
     let mut notes = 0;
+    for note in &b.notes {
+        let _ = writeln!(o, "- {}", cell(note));
+        notes += 1;
+    }
     for step in &b.steps {
         let r = &step.report;
         let s = &r.summary;
@@ -169,6 +206,9 @@ pub fn render_markdown(b: &Bundle) -> String {
             let _ = writeln!(o, "- Step {} ({}): {text}", step.number, params(step));
             notes += 1;
         };
+        for note in &step.notes {
+            say(cell(note));
+        }
         for (kind, stat) in s.errors.nonzero() {
             say(format!(
                 "{} {kind} errors; first: {}",
