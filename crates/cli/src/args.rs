@@ -260,6 +260,9 @@ pub struct ReportFlags {
     /// run in which no request succeeded exits 1
     #[arg(long = "fail-on", value_enum, value_name = "WHAT")]
     pub fail_on: Vec<FailOn>,
+
+    #[command(flatten)]
+    pub table: TableFlags,
 }
 
 /// Failures that `--fail-on` turns into exit code 1.
@@ -428,6 +431,31 @@ pub struct BenchArgs {
     /// No live progress line
     #[arg(short = 'q', long = "quiet")]
     pub quiet: bool,
+    /// Columns and style, instead of the plan's `report:`
+    #[command(flatten)]
+    pub table: TableFlags,
+}
+
+/// The step table of Markdown, HTML and CSV-summary output: shared by `run`, `ws` and
+/// `report`.
+#[derive(Args, Debug, Clone, Default)]
+pub struct TableFlags {
+    /// The step table's columns, comma-separated, e.g. rps,rps_stdev,latency_mean,p95,
+    /// connect_mean,ttfb_mean,failed (see `loadmark schema` for every name)
+    #[arg(long = "columns", value_delimiter = ',', value_parser = column_arg)]
+    pub columns: Vec<loadmark_plan::Column>,
+    /// Also lay the run out as wrk, bombardier, ab or taurus print their summary (loadmark's
+    /// own figures, labelled so)
+    #[arg(long = "style", value_parser = style_arg)]
+    pub style: Option<loadmark_plan::TableStyle>,
+}
+
+fn column_arg(s: &str) -> Result<loadmark_plan::Column, String> {
+    loadmark_plan::Column::parse(s.trim())
+}
+
+fn style_arg(s: &str) -> Result<loadmark_plan::TableStyle, String> {
+    loadmark_plan::TableStyle::parse(s)
 }
 
 #[derive(Args, Debug)]
@@ -440,6 +468,9 @@ pub struct ReportArgs {
     /// Write to this file instead of standard output (.json, .txt, .md, .csv)
     #[arg(short = 'o', long = "output")]
     pub output: Option<PathBuf>,
+    /// Columns and style (a bundle's own, from its plan, unless given here)
+    #[command(flatten)]
+    pub table: TableFlags,
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq, Default)]

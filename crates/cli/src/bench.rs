@@ -313,6 +313,12 @@ fn run_steps(plan: &LoadedPlan, args: &BenchArgs) -> Result<Bundle> {
             .collect(),
         steps: Vec::new(),
         compare: file.compare.clone(),
+        columns: if args.table.columns.is_empty() {
+            file.report.columns.clone()
+        } else {
+            args.table.columns.clone()
+        },
+        style: args.table.style.or(file.report.style),
         interrupted: false,
         notes: Vec::new(),
     };

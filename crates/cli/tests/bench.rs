@@ -196,6 +196,7 @@ fn the_example_plans_run_shortened() {
         "cache-comparison",
         "websocket-echo",
         "relay-stacks",
+        "bombardier-style",
     ] {
         let text = std::fs::read_to_string(examples.join(format!("{name}.yaml"))).unwrap();
         let short = text
@@ -208,6 +209,7 @@ fn the_example_plans_run_shortened() {
             .replace("connections: [1, 100, 600]", "connections: [1, 20]")
             .replace("connections: [200, 400]", "connections: [4, 8]")
             .replace("connections: [1, 50, 200]", "connections: [1, 20]")
+            .replace("connections: 125", "connections: 10")
             .replace("session_duration: 10s", "session_duration: 500ms")
             .replace("pause: 2s", "pause: 0s")
             .replace("cwd: .", &format!("cwd: {}", examples.display()));
@@ -245,6 +247,21 @@ fn the_example_plans_run_shortened() {
             assert!(md.contains("| stack \\ connections | 1 | 20 |"), "{md}");
             let nginx = bundle.steps.iter().find(|s| s.target == "nginx").unwrap();
             assert!(nginx.server.as_ref().unwrap().rss_peak_bytes > 0);
+        }
+        if name == "bombardier-style" {
+            assert!(md.contains("## Each step in bombardier's layout"), "{md}");
+            assert!(
+                md.contains("| req/s | req/s stdev | req/s max | latency mean |"),
+                "{md}"
+            );
+            let s = &bundle.steps[0].report.summary;
+            assert!(
+                md.contains(&format!(
+                    "    1xx - 0, 2xx - {}, 3xx - 0",
+                    s.status.class(2)
+                )),
+                "{md}"
+            );
         }
         if name == "relay-stacks" {
             // One backend for all four steps, monitored in each, stopped at the end.

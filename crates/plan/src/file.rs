@@ -58,6 +58,10 @@ pub struct PlanFile {
     /// Sample launched or attached servers' CPU, memory, threads and fds.
     #[serde(default)]
     pub monitor: Option<MonitorFile>,
+    /// How the document shows each step: the step table's columns, or a known tool's
+    /// layout.
+    #[serde(default, skip_serializing_if = "ReportFile::is_default")]
+    pub report: ReportFile,
     /// Pass/fail conditions checked on every step, as on the command line, e.g.
     /// `[p99<50ms, errors<1%, rps>10000]`; `loadmark bench` exits 3 when one fails.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -326,4 +330,25 @@ pub struct MonitorFile {
     /// Sampling interval [default: 1s].
     #[serde(default)]
     pub interval: Option<String>,
+}
+
+/// The document's step table.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReportFile {
+    /// The step table's columns, in order, e.g. `[rps, rps_stdev, latency_mean,
+    /// latency_stdev, p50, p95, p99, connect_mean, ttfb_mean, failed]` [default: rps,
+    /// transfer, p50, p90, p99, p99.9, max, failed, errors, status, server_rss, server_cpu].
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub columns: Vec<crate::table::Column>,
+    /// Also lay each step out as `wrk`, `bombardier`, `ab` or `taurus` print their summary,
+    /// computed from loadmark's numbers (and labelled so).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub style: Option<crate::table::TableStyle>,
+}
+
+impl ReportFile {
+    fn is_default(&self) -> bool {
+        *self == ReportFile::default()
+    }
 }

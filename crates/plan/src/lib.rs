@@ -24,6 +24,7 @@ mod plan;
 mod schedule;
 mod services;
 mod settings;
+mod table;
 mod target;
 mod template;
 mod text;
@@ -31,7 +32,7 @@ mod websocket;
 
 pub use file::{
     AttachFile, CompareFile, CompareMetric, LaunchFile, LoadFile, MonitorFile, PlanFile, ReadyFile,
-    RequestFile, ServiceFile, SweepFile, TargetFile, WebSocketFile,
+    ReportFile, RequestFile, ServiceFile, SweepFile, TargetFile, WebSocketFile,
 };
 pub use file_steps::{
     load_plan_file, load_plan_text, Launch, LoadedPlan, PlanFileError, Ready, Step,
@@ -42,6 +43,7 @@ pub use plan::{
 pub use schedule::{Pace, Profile, Stage};
 pub use services::{Service, ServicePlan};
 pub use settings::{Settings, DEFAULT_CONNECTIONS, DEFAULT_DURATION, DEFAULT_MAX_CONNECTIONS};
+pub use table::{Column, Dist, Stat, TableStyle, COLUMN_NAMES, DEFAULT_COLUMNS};
 pub use target::{Scheme, Target};
 pub use template::{next_random, parse_csv, Piece, RenderContext, Template};
 pub use text::{

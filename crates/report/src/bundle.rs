@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use loadmark_plan::{CompareFile, Load, Plan, Stop, TlsPolicy, WsPayload};
+use loadmark_plan::{Column, CompareFile, Load, Plan, Stop, TableStyle, TlsPolicy, WsPayload};
 
 use crate::environment::Environment;
 use crate::model::{ReadError, Report, SCHEMA_VERSION};
@@ -103,6 +103,12 @@ pub struct Bundle {
     pub steps: Vec<BundleStep>,
     #[serde(default)]
     pub compare: Vec<CompareFile>,
+    /// The step table's columns (empty: the default ones).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub columns: Vec<Column>,
+    /// Each step also laid out as this tool prints its summary.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub style: Option<TableStyle>,
     /// Stopped by a signal: the steps that ran are all here.
     #[serde(default)]
     pub interrupted: bool,
@@ -146,6 +152,8 @@ impl Bundle {
             }],
             services: Vec::new(),
             compare: Vec::new(),
+            columns: Vec::new(),
+            style: None,
             interrupted: false,
             notes: Vec::new(),
         }

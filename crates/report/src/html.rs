@@ -74,7 +74,12 @@ pub fn render_html_bundle(b: &Bundle) -> String {
         );
     }
     environment(&mut o, b);
-    summary_table(&mut o, b);
+    if b.columns.is_empty() {
+        summary_table(&mut o, b);
+    } else {
+        crate::html_table::summary(&mut o, b);
+    }
+    crate::html_table::styles(&mut o, b);
     crate::websocket::render_html_section(&mut o, b);
     crate::html_details::comparisons(&mut o, b);
     notes(&mut o, b);

@@ -35,12 +35,15 @@ mod format;
 mod html;
 mod html_compare;
 mod html_details;
+mod html_table;
 mod html_usage;
 mod junit;
 mod markdown;
 mod merge;
 mod model;
 mod schema;
+mod styles;
+mod table;
 mod text;
 mod threshold;
 mod websocket;
@@ -68,6 +71,8 @@ pub use model::{
     LATENCY_DEFINITION, LATE_LAG_P99_US, OPEN_LATENCY_DEFINITION, SATURATED_BUSY, SCHEMA_VERSION,
 };
 pub use schema::{bundle_schema, result_schema};
+pub use styles::{style_blocks, StyleBlock};
+pub use table::{cell as table_cell, columns as table_columns, header as table_header, Cell};
 pub use text::render_text;
 pub use threshold::{
     check_thresholds, parse_thresholds, render_thresholds_text, Metric, Op, Threshold,

@@ -3,7 +3,9 @@
 use std::fmt::Write;
 
 use crate::bundle::{Bundle, BundleStep};
-use crate::format::{format_bytes, format_of, format_pct, format_rate};
+use loadmark_plan::Column;
+
+use crate::format::format_bytes;
 
 fn cell(text: &str) -> String {
     text.replace('|', "\\|").replace('\n', " ")
@@ -96,55 +98,50 @@ pub fn render_markdown(b: &Bundle) -> String {
         o,
         "Latency is measured as each step's report states (closed loop: first byte written to last byte read; open loop: from the intended send time). Percentiles come from HDR histograms; failed = transport errors + non-2xx/3xx responses.\n"
     );
-    let _ = writeln!(
-        o,
-        "| # | step | req/s | transfer/s | p50 | p90 | p99 | p99.9 | max | failed | errors by kind | status classes | server RSS peak | server CPU mean / peak |"
-    );
-    let _ = writeln!(
-        o,
-        "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---|---:|---:|"
-    );
+    let columns = crate::table::columns(b);
+    let headers: Vec<String> = columns.iter().map(crate::table::header).collect();
+    let _ = writeln!(o, "| # | step | {} |", headers.join(" | "));
+    let align: Vec<&str> = columns
+        .iter()
+        .map(|c| match c {
+            Column::Errors | Column::Status => "---",
+            _ => "---:",
+        })
+        .collect();
+    let _ = writeln!(o, "|---:|---|{}|", align.join("|"));
     for step in &b.steps {
-        let s = &step.report.summary;
-        let p = |q: f64| format_pct(&s.latency, q);
-        let kinds: Vec<String> = s
-            .errors
-            .nonzero()
-            .map(|(k, st)| format!("{k}: {}", st.count))
+        let cells: Vec<String> = columns
+            .iter()
+            .map(|c| crate::table::cell(c, step).text)
             .collect();
-        let classes: Vec<String> = (1..=5)
-            .filter(|&c| s.status.class(c) > 0)
-            .map(|c| format!("{c}xx: {}", s.status.class(c)))
-            .collect();
-        let (rss, cpu) = match &step.server {
-            Some(u) => (
-                format_bytes(u.rss_peak_bytes as f64),
-                format!("{:.0}% / {:.0}%", u.cpu_mean_percent, u.cpu_peak_percent),
-            ),
-            None => ("—".into(), "—".into()),
-        };
         let _ = writeln!(
             o,
-            "| {} | {} | {} | {}/s | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} |",
             step.number,
             cell(&params(step)),
-            format_rate(s.rps),
-            format_bytes(s.read_bytes_per_s),
-            p(50.0),
-            p(90.0),
-            p(99.0),
-            p(99.9),
-            format_of(&s.latency, s.latency.max_us as f64),
-            step.report.failed(),
-            if kinds.is_empty() {
-                "—".into()
-            } else {
-                kinds.join(", ")
-            },
-            classes.join(", "),
-            rss,
-            cpu,
+            cells
+                .iter()
+                .map(|c| cell(c))
+                .collect::<Vec<_>>()
+                .join(" | ")
         );
+    }
+
+    let blocks = crate::styles::style_blocks(b);
+    if let (Some(style), false) = (b.style, blocks.is_empty()) {
+        let _ = writeln!(o, "\n## Each step in {}'s layout\n", style.name());
+        let _ = writeln!(
+            o,
+            "loadmark's own figures, laid out as {} prints its summary for readers used to it; where the definitions differ, the README (\"Named styles\") says how loadmark computes them.",
+            style.name()
+        );
+        for block in blocks {
+            let _ = writeln!(o, "\n{}\n\n```text", block.title);
+            for line in &block.lines {
+                let _ = writeln!(o, "{}", line.trim_end());
+            }
+            let _ = writeln!(o, "```");
+        }
     }
 
     let named: Vec<(String, &crate::model::Report)> = b
