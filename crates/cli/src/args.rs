@@ -415,16 +415,25 @@ pub struct QuickstartArgs {
     pub output: Option<PathBuf>,
 }
 
-#[derive(Args, Debug)]
+#[derive(Args, Debug, Clone)]
 pub struct BenchArgs {
-    /// The plan file (YAML); `loadmark schema` prints its JSON Schema
+    /// The plan file (YAML; or a Taurus `bzt` config, whose HTTP subset runs as a plan);
+    /// `loadmark schema` prints the plan's JSON Schema
     pub plan: PathBuf,
     /// Check the plan and list its steps without running anything
     #[arg(long = "check")]
     pub check: bool,
+    /// Print the plan as a native loadmark plan (a Taurus config translated) and exit
+    #[arg(long = "explain")]
+    pub explain: bool,
     /// Directory for BENCHMARKS.md, bundle.json and the servers' logs
-    #[arg(short = 'o', long = "out", default_value = "loadmark-results")]
+    #[arg(long = "out", default_value = "loadmark-results")]
     pub out: PathBuf,
+    /// KEY=VALUE overrides a key of the plan's YAML, as bzt's -o does (e.g. -o
+    /// execution.concurrency=600, -o load.connections=8; repeatable); -o DIR (no `=`) is
+    /// --out DIR
+    #[arg(short = 'o', value_name = "KEY=VALUE|DIR")]
+    pub o: Vec<String>,
     /// Keep secret header values in the document, the bundle and the printed commands
     #[arg(long = "show-secrets")]
     pub show_secrets: bool,

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 use loadmark_launch::{launch, LaunchSpec, Launched, Readiness};
 use loadmark_monitor::{find_pid_by_name, Monitor, ProcessSeries};
-use loadmark_plan::{load_plan_file, Launch, LoadedPlan, Ready};
+use loadmark_plan::{load_plan_file_with, Launch, LoadedPlan, Ready};
 use loadmark_report::{
     equivalent_command, render_markdown, Bundle, BundleService, BundleStep, BundleTarget,
     Environment, ServerUsage, UsageSample, SCHEMA_VERSION,
@@ -21,8 +21,27 @@ use crate::services::Services;
 use crate::UsageError;
 
 pub fn bench(args: &BenchArgs) -> Result<ExitCode> {
+    let mut args = args.clone();
+    let (overrides, dirs): (Vec<String>, Vec<String>) =
+        args.o.iter().cloned().partition(|o| o.contains('='));
+    if let Some(dir) = dirs.last() {
+        args.out = PathBuf::from(dir);
+    }
+    let args = &args;
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let plan = load_plan_file(&args.plan, cores).map_err(|e| UsageError(e.to_string()))?;
+    let plan = load_plan_file_with(&args.plan, cores, &overrides)
+        .map_err(|e| UsageError(e.to_string()))?;
+    if args.explain {
+        let native = plan.file.to_yaml();
+        if loadmark_plan::is_taurus(&std::fs::read_to_string(&args.plan).unwrap_or_default()) {
+            println!(
+                "# {} translated from Taurus; `loadmark bench` runs this plan",
+                args.plan.display()
+            );
+        }
+        print!("{native}");
+        return Ok(ExitCode::SUCCESS);
+    }
     let thresholds = crate::gate::plan_thresholds(&plan.file.thresholds, &args.plan)?;
     if args.check {
         println!(

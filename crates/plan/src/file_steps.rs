@@ -68,7 +68,7 @@ pub struct LoadedPlan {
 
 /// Finds where `keys` (a path of mapping keys) sits in the YAML text, for error messages:
 /// each key is looked for on a later line, indented deeper than the one before.
-fn locate(text: &str, keys: &[&str]) -> (usize, usize) {
+pub(crate) fn locate(text: &str, keys: &[&str]) -> (usize, usize) {
     let mut found = (1, 1);
     let mut min_line = 0;
     let mut min_indent: isize = -1;
@@ -78,11 +78,11 @@ fn locate(text: &str, keys: &[&str]) -> (usize, usize) {
             .enumerate()
             .skip(min_line)
             .find_map(|(i, line)| {
-                let indent = line.len() - line.trim_start().len();
-                let rest = line
-                    .trim_start()
-                    .trim_start_matches("- ")
-                    .trim_start_matches('{');
+                let trimmed = line.trim_start();
+                // A list item's key sits after its "- ": that is its indentation.
+                let item = trimmed.len() - trimmed.trim_start_matches("- ").len();
+                let indent = line.len() - trimmed.len() + item;
+                let rest = trimmed.trim_start_matches("- ").trim_start_matches('{');
                 let is_key =
                     rest.starts_with(key) && rest[key.len()..].trim_start().starts_with(':');
                 (is_key && indent as isize > min_indent).then_some((i, indent))
@@ -157,6 +157,11 @@ impl PlanFile {
         })
     }
 
+    /// The plan as native YAML (`bench --explain`): loading it again gives the same steps.
+    pub fn to_yaml(&self) -> String {
+        serde_norway::to_string(self).expect("a plan file always serializes")
+    }
+
     /// The JSON Schema of plan files, for editors.
     pub fn json_schema() -> String {
         let schema = schemars::schema_for!(PlanFile);
@@ -209,14 +214,32 @@ fn websocket_spec(
 }
 
 pub fn load_plan_file(path: &Path, cores: usize) -> Result<LoadedPlan, PlanFileError> {
+    load_plan_file_with(path, cores, &[])
+}
+
+/// Reads a plan file (native, or a Taurus config: see [`crate::is_taurus`]) after applying
+/// `KEY=VALUE` overrides to its YAML.
+pub fn load_plan_file_with(
+    path: &Path,
+    cores: usize,
+    overrides: &[String],
+) -> Result<LoadedPlan, PlanFileError> {
     let name = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|e| PlanFileError {
+    let at_start = |message: String| PlanFileError {
         file: name.clone(),
         line: 1,
         column: 1,
-        message: format!("cannot read the plan file: {e}"),
-    })?;
-    let file = PlanFile::parse(&text, &name)?;
+        message,
+    };
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| at_start(format!("cannot read the plan file: {e}")))?;
+    // With overrides, positions are those of the overridden text (comments dropped).
+    let text = crate::taurus::apply_overrides(&text, overrides).map_err(at_start)?;
+    let file = if crate::taurus::is_taurus(&text) {
+        crate::taurus::taurus_plan(&text, &name)?
+    } else {
+        PlanFile::parse(&text, &name)?
+    };
     let base = path.parent().unwrap_or(Path::new("."));
     expand(file, text, path.to_path_buf(), base, cores)
 }
@@ -555,7 +578,11 @@ fn expand(
 
 /// Expands plan text without reading files from disk for bodies (tests, `--check` of text).
 pub fn load_plan_text(text: &str, name: &str, cores: usize) -> Result<LoadedPlan, PlanFileError> {
-    let file = PlanFile::parse(text, name)?;
+    let file = if crate::taurus::is_taurus(text) {
+        crate::taurus::taurus_plan(text, name)?
+    } else {
+        PlanFile::parse(text, name)?
+    };
     expand(
         file,
         text.to_string(),

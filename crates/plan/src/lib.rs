@@ -26,6 +26,7 @@ mod services;
 mod settings;
 mod table;
 mod target;
+mod taurus;
 mod template;
 mod text;
 mod websocket;
@@ -35,7 +36,8 @@ pub use file::{
     ReportFile, RequestFile, ServiceFile, SweepFile, TargetFile, WebSocketFile,
 };
 pub use file_steps::{
-    load_plan_file, load_plan_text, Launch, LoadedPlan, PlanFileError, Ready, Step,
+    load_plan_file, load_plan_file_with, load_plan_text, Launch, LoadedPlan, PlanFileError, Ready,
+    Step,
 };
 pub use plan::{
     Load, Mix, Plan, RequestSpec, Stop, Timeouts, TlsFiles, TlsPolicy, DEFAULT_TIMEOUT,
@@ -45,6 +47,7 @@ pub use services::{Service, ServicePlan};
 pub use settings::{Settings, DEFAULT_CONNECTIONS, DEFAULT_DURATION, DEFAULT_MAX_CONNECTIONS};
 pub use table::{Column, Dist, Stat, TableStyle, COLUMN_NAMES, DEFAULT_COLUMNS};
 pub use target::{Scheme, Target};
+pub use taurus::{apply_overrides, is_taurus, taurus_plan};
 pub use template::{next_random, parse_csv, Piece, RenderContext, Template};
 pub use text::{
     format_duration, parse_duration, parse_header, redact_header_value, redact_plan_text, PlanError,
