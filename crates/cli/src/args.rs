@@ -34,7 +34,7 @@ pub enum Command {
     /// send a message and wait for its reply (closed loop), with pings and upgrade checks.
     Ws(Box<WsArgs>),
     /// Serve the built-in target (/status, /bytes/N, /json, /delay/MS, /status/CODE, /echo,
-    /// /chunked/N, /close; WebSocket /ws/echo, /ws/json, /ws/close-after/N, /ws/drop-after/N)
+    /// /chunked/N, /close, /relay?url=LOOPBACK-URL; WebSocket /ws/echo, /ws/json, /ws/close-after/N, /ws/drop-after/N)
     /// until Ctrl-C.
     Serve(ServeArgs),
     /// Start the built-in target in this process and benchmark it: the whole tool in one go.
@@ -276,6 +276,9 @@ pub struct ReportFlags {
 
     #[command(flatten)]
     pub split: crate::split::SplitFlags,
+
+    #[command(flatten)]
+    pub table: TableFlags,
 }
 
 /// Failures that `--fail-on` turns into exit code 1.
@@ -403,6 +406,10 @@ pub struct ServeArgs {
     /// The period of --stall, e.g. --stall 1s --every 5s
     #[arg(long = "every", value_parser = duration_arg, requires = "stall")]
     pub every: Option<Duration>,
+    /// Bind with SO_REUSEPORT, to take over a port that whoever chose it holds bound (not
+    /// listening) with SO_REUSEPORT until the server is up
+    #[arg(long = "reuse-port")]
+    pub reuse_port: bool,
 }
 
 #[derive(Args, Debug)]
@@ -424,22 +431,56 @@ pub struct QuickstartArgs {
     pub output: Option<PathBuf>,
 }
 
-#[derive(Args, Debug)]
+#[derive(Args, Debug, Clone)]
 pub struct BenchArgs {
-    /// The plan file (YAML); `loadmark schema` prints its JSON Schema
+    /// The plan file (YAML; or a Taurus `bzt` config, whose HTTP subset runs as a plan);
+    /// `loadmark schema` prints the plan's JSON Schema
     pub plan: PathBuf,
     /// Check the plan and list its steps without running anything
     #[arg(long = "check")]
     pub check: bool,
+    /// Print the plan as a native loadmark plan (a Taurus config translated) and exit
+    #[arg(long = "explain")]
+    pub explain: bool,
     /// Directory for BENCHMARKS.md, bundle.json and the servers' logs
-    #[arg(short = 'o', long = "out", default_value = "loadmark-results")]
+    #[arg(long = "out", default_value = "loadmark-results")]
     pub out: PathBuf,
+    /// KEY=VALUE overrides a key of the plan's YAML, as bzt's -o does (e.g. -o
+    /// execution.concurrency=600, -o load.connections=8; repeatable); -o DIR (no `=`) is
+    /// --out DIR
+    #[arg(short = 'o', value_name = "KEY=VALUE|DIR")]
+    pub o: Vec<String>,
     /// Keep secret header values in the document, the bundle and the printed commands
     #[arg(long = "show-secrets")]
     pub show_secrets: bool,
     /// No live progress line
     #[arg(short = 'q', long = "quiet")]
     pub quiet: bool,
+    /// Columns and style, instead of the plan's `report:`
+    #[command(flatten)]
+    pub table: TableFlags,
+}
+
+/// The step table of Markdown, HTML and CSV-summary output: shared by `run`, `ws` and
+/// `report`.
+#[derive(Args, Debug, Clone, Default)]
+pub struct TableFlags {
+    /// The step table's columns, comma-separated, e.g. rps,rps_stdev,latency_mean,p95,
+    /// connect_mean,ttfb_mean,failed (see `loadmark schema` for every name)
+    #[arg(long = "columns", value_delimiter = ',', value_parser = column_arg)]
+    pub columns: Vec<loadmark_plan::Column>,
+    /// Also lay the run out as wrk, bombardier, ab or taurus print their summary (loadmark's
+    /// own figures, labelled so)
+    #[arg(long = "style", value_parser = style_arg)]
+    pub style: Option<loadmark_plan::TableStyle>,
+}
+
+fn column_arg(s: &str) -> Result<loadmark_plan::Column, String> {
+    loadmark_plan::Column::parse(s.trim())
+}
+
+fn style_arg(s: &str) -> Result<loadmark_plan::TableStyle, String> {
+    loadmark_plan::TableStyle::parse(s)
 }
 
 #[derive(Args, Debug)]
@@ -452,6 +493,9 @@ pub struct ReportArgs {
     /// Write to this file instead of standard output (.json, .txt, .md, .csv)
     #[arg(short = 'o', long = "output")]
     pub output: Option<PathBuf>,
+    /// Columns and style (a bundle's own, from its plan, unless given here)
+    #[command(flatten)]
+    pub table: TableFlags,
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq, Default)]

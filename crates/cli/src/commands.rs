@@ -15,7 +15,7 @@ use crate::args::{
     Command, FailOn, Format, QuickstartArgs, ReportArgs, ReportFlags, RunArgs, SchemaKind,
     ServeArgs, WsArgs,
 };
-use crate::output::{check_writable, format_for, render, write_atomic};
+use crate::output::{check_writable, format_for, render, render_with, write_atomic};
 use crate::progress::ProgressLine;
 use crate::{UsageError, EXIT_INTERRUPTED};
 
@@ -152,9 +152,9 @@ pub(crate) fn run_plan(plan: &Plan, flags: &ReportFlags) -> Result<ExitCode> {
         (None, Some(f)) => f,
         _ => Format::Text,
     };
-    print!("{}", render(&report, stdout_format));
+    print!("{}", render_with(&report, stdout_format, &flags.table));
     if let Some((path, format)) = output {
-        write_atomic(&path, &render(&report, format))?;
+        write_atomic(&path, &render_with(&report, format, &flags.table))?;
         eprintln!("loadmark: report written to {}", path.display());
     }
     if let Some(code) = crate::gate::thresholds_after_run(flags, &report)? {
@@ -278,6 +278,7 @@ fn serve(args: &ServeArgs) -> Result<ExitCode> {
             }
             _ => None,
         },
+        reuse_port: args.reuse_port,
     })?;
     let signals = signals();
     println!(
@@ -379,7 +380,13 @@ fn report(args: &ReportArgs) -> Result<ExitCode> {
         (None, None) => Format::Text,
     };
     let out = if text.contains("\"steps\"") && text.contains("\"plan_text\"") {
-        let bundle = loadmark_report::Bundle::from_json(&text).map_err(bad)?;
+        let mut bundle = loadmark_report::Bundle::from_json(&text).map_err(bad)?;
+        if !args.table.columns.is_empty() {
+            bundle.columns = args.table.columns.clone();
+        }
+        if args.table.style.is_some() {
+            bundle.style = args.table.style;
+        }
         match format {
             Format::Md => loadmark_report::render_markdown(&bundle),
             Format::Json => bundle.to_json(),
@@ -397,7 +404,7 @@ fn report(args: &ReportArgs) -> Result<ExitCode> {
             }
         }
     } else {
-        render(&Report::from_json(&text).map_err(bad)?, format)
+        render_with(&Report::from_json(&text).map_err(bad)?, format, &args.table)
     };
     crate::gate::write_or_print(args.output.as_deref(), &out)?;
     Ok(ExitCode::SUCCESS)

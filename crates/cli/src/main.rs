@@ -12,6 +12,7 @@ mod gate;
 mod k8s;
 mod output;
 mod progress;
+mod services;
 mod split;
 
 use std::process::ExitCode;

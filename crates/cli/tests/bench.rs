@@ -205,23 +205,42 @@ fn a_server_that_fails_to_start_is_a_clear_error_with_its_last_lines() {
     );
 }
 
-/// The example plans' fixed ports (184xx) replaced by leased ones, and nginx's config with
-/// them copied into `dir`, so runs in parallel checkouts cannot collide and nginx writes its
-/// pid and logs into the test's directory, not the source tree.
+/// The example plans' fixed ports (184xx) replaced by leased ones, and nginx's configs
+/// (`nginx/*.conf`, with the same ports replaced) and files (`nginx/www`) copied into `dir`,
+/// so runs in parallel checkouts cannot collide and nginx writes its pids and logs into the
+/// test's directory, not the source tree.
 fn example_on_leased_ports(text: &str, examples: &Path, dir: &Path) -> (String, Vec<(u16, u16)>) {
     let mut text = text.replace("cwd: .", &format!("cwd: {}", dir.display()));
-    let mut nginx = std::fs::read_to_string(examples.join("nginx/nginx.conf")).unwrap();
+    let mut confs: Vec<(String, String)> = std::fs::read_dir(examples.join("nginx"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "conf"))
+        .map(|p| {
+            let name = p.file_name().unwrap().to_string_lossy().into_owned();
+            (name, std::fs::read_to_string(&p).unwrap())
+        })
+        .collect();
     let mut moved = Vec::new();
     for fixed in 18400..18500u16 {
         if text.contains(&fixed.to_string()) {
             let leased = port();
             text = text.replace(&fixed.to_string(), &leased.to_string());
-            nginx = nginx.replace(&fixed.to_string(), &leased.to_string());
+            for (_, conf) in &mut confs {
+                *conf = conf.replace(&fixed.to_string(), &leased.to_string());
+            }
             moved.push((fixed, leased));
         }
     }
-    std::fs::create_dir_all(dir.join("nginx")).unwrap();
-    std::fs::write(dir.join("nginx/nginx.conf"), nginx).unwrap();
+    for sub in ["nginx/tmp", "nginx/www"] {
+        std::fs::create_dir_all(dir.join(sub)).unwrap();
+    }
+    for (name, conf) in confs {
+        std::fs::write(dir.join("nginx").join(name), conf).unwrap();
+    }
+    for file in std::fs::read_dir(examples.join("nginx/www")).unwrap() {
+        let file = file.unwrap().path();
+        std::fs::copy(&file, dir.join("nginx/www").join(file.file_name().unwrap())).unwrap();
+    }
     (text, moved)
 }
 
@@ -238,6 +257,8 @@ fn the_example_plans_run_shortened() {
         "stack-comparison",
         "cache-comparison",
         "websocket-echo",
+        "relay-stacks",
+        "bombardier-style",
     ] {
         let text = std::fs::read_to_string(examples.join(format!("{name}.yaml"))).unwrap();
         let short = text
@@ -249,6 +270,8 @@ fn the_example_plans_run_shortened() {
             .replace("connections: 1000", "connections: 20")
             .replace("connections: [1, 100, 600]", "connections: [1, 20]")
             .replace("connections: [200, 400]", "connections: [4, 8]")
+            .replace("connections: [1, 50, 200]", "connections: [1, 20]")
+            .replace("connections: 125", "connections: 10")
             .replace("session_duration: 10s", "session_duration: 500ms")
             .replace("pause: 2s", "pause: 0s");
         let dir = temp_dir("bench", name);
@@ -294,6 +317,34 @@ fn the_example_plans_run_shortened() {
             assert!(md.contains("| stack \\ connections | 1 | 20 |"), "{md}");
             let nginx = bundle.steps.iter().find(|s| s.target == "nginx").unwrap();
             assert!(nginx.server.as_ref().unwrap().rss_peak_bytes > 0);
+        }
+        if name == "bombardier-style" {
+            assert!(md.contains("## Each step in bombardier's layout"), "{md}");
+            assert!(
+                md.contains("| req/s | req/s stdev | req/s max | latency mean |"),
+                "{md}"
+            );
+            let s = &bundle.steps[0].report.summary;
+            assert!(
+                md.contains(&format!(
+                    "    1xx - 0, 2xx - {}, 3xx - 0",
+                    s.status.class(2)
+                )),
+                "{md}"
+            );
+        }
+        if name == "relay-stacks" {
+            // One backend for all four steps, monitored in each, stopped at the end.
+            let pids: Vec<u32> = bundle
+                .steps
+                .iter()
+                .map(|s| s.services[0].usage.pid)
+                .collect();
+            assert!(
+                pids.iter().all(|&p| p == pids[0]) && !pid_alive(pids[0]),
+                "{pids:?}"
+            );
+            assert!(md.contains("| 4 | service backend |"), "{md}");
         }
     }
 }

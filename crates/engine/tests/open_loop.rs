@@ -33,6 +33,7 @@ fn target(stall: Option<Stall>) -> RunningServer {
         addr: ([127, 0, 0, 1], 0).into(),
         threads: 1,
         stall,
+        ..Default::default()
     })
     .unwrap()
 }

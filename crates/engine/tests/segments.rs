@@ -16,7 +16,7 @@ fn target() -> RunningServer {
     let s = start(ServerConfig {
         addr: ([127, 0, 0, 1], 0).into(),
         threads: 1,
-        stall: None,
+        ..ServerConfig::default()
     })
     .unwrap();
     s.record_tags();

@@ -35,18 +35,25 @@ mod format;
 mod html;
 mod html_compare;
 mod html_details;
+mod html_table;
+mod html_usage;
 mod junit;
 mod markdown;
 mod merge;
 mod model;
 mod schema;
 mod split;
+mod styles;
+mod table;
 mod text;
 mod threshold;
 mod websocket;
 
 pub use alike::{differences, Purpose};
-pub use bundle::{equivalent_command, Bundle, BundleStep, BundleTarget, ServerUsage, UsageSample};
+pub use bundle::{
+    equivalent_command, Bundle, BundleService, BundleStep, BundleTarget, ServerUsage, ServiceUsage,
+    UsageSample,
+};
 pub use compare::{
     compare, mann_whitney, render_comparison_markdown, render_comparison_text, CompareSettings,
     Compared, Comparison, FailIf, FailIfError, GateResult, MetricDelta, Verdict, COMPARED,
@@ -67,6 +74,8 @@ pub use model::{
 };
 pub use schema::{bundle_schema, result_schema};
 pub use split::{plan_hash, Part, Split, SplitProblem, SKEW_TRUST_S};
+pub use styles::{style_blocks, StyleBlock};
+pub use table::{cell as table_cell, columns as table_columns, header as table_header, Cell};
 pub use text::render_text;
 pub use threshold::{
     check_thresholds, parse_thresholds, render_thresholds_text, Metric, Op, Threshold,

@@ -504,3 +504,51 @@ async fn starts_and_stops_inside_another_runtime() {
     drop(s);
     assert!(TcpStream::connect(addr).is_err());
 }
+
+#[test]
+fn relay_answers_what_the_loopback_backend_answers_over_one_kept_connection() {
+    let backend = server();
+    let front = server();
+    let b = backend.local_addr();
+    let mut conn = Conn::open(front.local_addr());
+    let direct = get(&backend, "/json");
+    for _ in 0..3 {
+        let r = conn.get(&format!("/relay?url=http://{b}/json"));
+        assert_eq!(r.status, 200);
+        assert_eq!(r.body, direct.body, "the backend's body, unchanged");
+        assert_eq!(r.header("content-type"), Some("application/json"));
+    }
+    // The backend's status is passed on, not turned into the relay's own.
+    assert_eq!(
+        conn.get(&format!("/relay?url=http://{b}/status/503"))
+            .status,
+        503
+    );
+    // 1 direct + 4 relayed; the relay kept one backend connection for this client connection.
+    assert_eq!(backend.requests_served(), 5);
+    assert_eq!(backend.connections_accepted(), 2);
+    assert_eq!(front.requests_served(), 4);
+}
+
+#[test]
+fn relay_refuses_other_hosts_and_reports_a_dead_backend_as_502() {
+    let front = server();
+    for url in [
+        "http://10.1.2.3:80/",
+        "http://example.com/",
+        "https://127.0.0.1:1/",
+    ] {
+        let r = get(&front, &format!("/relay?url={url}"));
+        assert_eq!(r.status, 400, "{url}");
+        assert!(String::from_utf8_lossy(&r.body).contains("loopback only"));
+    }
+    assert_eq!(get(&front, "/relay").status, 400);
+    // A backend that accepts and hangs up without answering.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let hangup = std::thread::spawn(move || drop(listener.accept().unwrap()));
+    let r = get(&front, &format!("/relay?url=http://{addr}/x"));
+    hangup.join().unwrap();
+    assert_eq!(r.status, 502);
+    assert!(String::from_utf8_lossy(&r.body).contains(&addr.to_string()));
+}

@@ -28,9 +28,14 @@ impl TempDir {
             "mkdtemp {template:?}: {}",
             std::io::Error::last_os_error()
         );
-        TempDir {
-            path: PathBuf::from(OsStr::from_bytes(template.as_bytes())),
-        }
+        let path = PathBuf::from(OsStr::from_bytes(template.as_bytes()));
+        // mkdtemp makes it 0700; daemons the tests start as root drop to another user for
+        // their work (nginx's workers read files as www-data/nobody, munged insists that
+        // every directory above its socket be searchable by all), so open it up.
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755))
+            .unwrap_or_else(|e| panic!("chmod 755 {}: {e}", path.display()));
+        TempDir { path }
     }
 
     pub fn path(&self) -> &Path {

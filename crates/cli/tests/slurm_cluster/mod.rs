@@ -96,7 +96,11 @@ impl SlurmCluster {
         std::fs::set_permissions(dir.join("munge"), std::fs::Permissions::from_mode(0o700))
             .unwrap();
         // Every directory above the socket too: the test's temporary directory is private.
-        for d in [dir.parent().unwrap().to_path_buf(), dir.clone(), dir.join("run")] {
+        for d in [
+            dir.parent().unwrap().to_path_buf(),
+            dir.clone(),
+            dir.join("run"),
+        ] {
             std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o755)).unwrap();
         }
         let key: Vec<u8> = (0..1024u32)

@@ -291,6 +291,8 @@ pub fn many_steps_bundle(steps: u64) -> loadmark_report::Bundle {
             command: format!("loadmark run http://127.0.0.1:8080/ -c {c} -d 3s"),
             report: report_of(3, 100 + 40 * i, &lat, 0, 0),
             server: None,
+            services: Vec::new(),
+            notes: Vec::new(),
         });
     }
     bundle.compare = vec![loadmark_plan::CompareFile {
