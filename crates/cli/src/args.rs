@@ -459,6 +459,13 @@ pub struct BenchArgs {
     /// Columns and style, instead of the plan's `report:`
     #[command(flatten)]
     pub table: TableFlags,
+    /// Run every step as N Slurm tasks (srun), each its own segment, and merge them: the
+    /// step's figures are those of one machine generating the whole load
+    #[arg(long = "slurm", value_name = "N")]
+    pub slurm: Option<u32>,
+    /// Extra srun option for --slurm, repeatable (e.g. --srun-arg=--partition=load)
+    #[arg(long = "srun-arg", value_name = "ARG", allow_hyphen_values = true)]
+    pub srun_args: Vec<String>,
 }
 
 /// The step table of Markdown, HTML and CSV-summary output: shared by `run`, `ws` and

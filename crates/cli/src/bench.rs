@@ -413,7 +413,25 @@ fn run_steps(plan: &LoadedPlan, args: &BenchArgs) -> Result<Bundle> {
             step.number,
             plan.steps.len()
         );
-        let result = execute(&step.plan, &Default::default(), args.quiet)?;
+        let (mut report, interrupted) = match args.slurm {
+            Some(tasks) => {
+                let run_id = format!("bench-step-{}-{}", step.number, std::process::id());
+                let how = crate::split::SlurmRun {
+                    tasks,
+                    start_at: None,
+                    run_id: Some(&run_id),
+                    srun_args: &args.srun_args,
+                    quiet: args.quiet,
+                };
+                crate::split::run_slurm(&step.plan, &how)
+                    .with_context(|| format!("step {} over {tasks} Slurm tasks", step.number))?
+            }
+            None => {
+                let result = execute(&step.plan, &Default::default(), args.quiet)?;
+                let interrupted = result.interrupted;
+                (build_report(&step.plan, result), interrupted)
+            }
+        };
         let server = monitor.map(Monitor::stop).as_ref().and_then(usage);
         let service_usage = crate::services::usages(service_monitors);
         let notes: Vec<String> = services
@@ -429,8 +447,6 @@ fn run_steps(plan: &LoadedPlan, args: &BenchArgs) -> Result<Bundle> {
         for note in &notes {
             eprintln!("loadmark: step {}: {note}", step.number);
         }
-        let interrupted = result.interrupted;
-        let mut report = build_report(&step.plan, result);
         if args.show_secrets {
             report.plan = step.plan.clone();
         }

@@ -132,7 +132,9 @@ pub(crate) fn run_plan(plan: &Plan, flags: &ReportFlags) -> Result<ExitCode> {
         None => None,
     };
     let (mut report, interrupted) = match flags.split.slurm {
-        Some(tasks) => crate::split::run_slurm(plan, flags, tasks)?,
+        Some(tasks) => {
+            crate::split::run_slurm(plan, &crate::split::SlurmRun::from_flags(flags, tasks)?)?
+        }
         None => {
             let part = segment.as_ref().map(|s| s.part()).unwrap_or_default();
             let result = execute(plan, &part, flags.quiet)?;

@@ -266,24 +266,45 @@ pub fn worker(args: &WorkerArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// What one srun step needs: from `run`/`ws` flags, or per step of `bench --slurm`.
+pub(crate) struct SlurmRun<'a> {
+    pub tasks: u32,
+    pub start_at: Option<&'a str>,
+    pub run_id: Option<&'a str>,
+    pub srun_args: &'a [String],
+    pub quiet: bool,
+}
+
+impl<'a> SlurmRun<'a> {
+    /// From `run`/`ws` flags; refuses `--segment` beside `--slurm`.
+    pub(crate) fn from_flags(flags: &'a ReportFlags, tasks: u32) -> Result<SlurmRun<'a>> {
+        if flags.split.segment.is_some() {
+            return Err(UsageError(
+                "--slurm and --segment: --slurm gives each task its own segment".into(),
+            )
+            .into());
+        }
+        Ok(SlurmRun {
+            tasks,
+            start_at: flags.split.start_at.as_deref(),
+            run_id: flags.split.run_id.as_deref(),
+            srun_args: &flags.split.srun_args,
+            quiet: flags.quiet,
+        })
+    }
+}
+
 /// `--slurm N`: runs the plan as N srun tasks and merges what they report.
-pub(crate) fn run_slurm(plan: &Plan, flags: &ReportFlags, tasks: u32) -> Result<(Report, bool)> {
+pub(crate) fn run_slurm(plan: &Plan, how: &SlurmRun) -> Result<(Report, bool)> {
+    let tasks = how.tasks;
     if tasks == 0 {
         return Err(UsageError("--slurm: expected a number of tasks, at least 1".into()).into());
     }
-    if flags.split.segment.is_some() {
-        return Err(UsageError(
-            "--slurm and --segment: --slurm gives each task its own segment".into(),
-        )
-        .into());
-    }
     // Starting a step takes a fraction of a second on an idle cluster, seconds on a busy one.
-    let (_, start) = parse_start(flags.split.start_at.as_deref().unwrap_or("+3s"))?;
-    let run_id = flags
-        .split
+    let (_, start) = parse_start(how.start_at.unwrap_or("+3s"))?;
+    let run_id = how
         .run_id
-        .clone()
-        .unwrap_or_else(|| format!("slurm-{start}"));
+        .map_or_else(|| format!("slurm-{start}"), str::to_string);
     let exe = std::env::current_exe()?;
     let worker: Vec<OsString> = vec![
         exe.into(),
@@ -301,9 +322,9 @@ pub(crate) fn run_slurm(plan: &Plan, flags: &ReportFlags, tasks: u32) -> Result<
         program: std::env::var_os("LOADMARK_SRUN").map_or_else(|| "srun".into(), Into::into),
         tasks,
         worker,
-        extra: flags.split.srun_args.clone(),
+        extra: how.srun_args.to_vec(),
     };
-    if !flags.quiet {
+    if !how.quiet {
         eprintln!("loadmark: srun {tasks} tasks, starting together at {start}");
     }
     let stop = crate::commands::stop_handle();

@@ -222,6 +222,48 @@ fn a_run_split_over_three_slurm_tasks_is_exactly_the_single_machine_run() {
         [200, 200, 200]
     );
 
+    // bench --slurm: every step of a plan split 3 ways and merged; -n 300 per step.
+    let server3 = common::target();
+    let plan = dir.join("split-plan.yaml");
+    std::fs::write(
+        &plan,
+        format!(
+            "name: steps split over Slurm\ntargets:\n  t: {{url: \"http://127.0.0.1:{}/status\"}}\n\
+             load: {{requests: 300}}\nsweep: {{connections: [3, 6]}}\n",
+            server3.local_addr().port()
+        ),
+    )
+    .unwrap();
+    let out_dir = dir.join("bench-out");
+    let o = run_in(
+        &cluster,
+        &[
+            "bench",
+            plan.to_str().unwrap(),
+            "--slurm",
+            "3",
+            "-q",
+            "--out",
+            out_dir.to_str().unwrap(),
+        ],
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(server3.requests_served(), 600, "{}", text(&o));
+    let bundle =
+        common::bundle_json(&std::fs::read_to_string(out_dir.join("bundle.json")).unwrap())
+            .unwrap();
+    assert_eq!(bundle.steps.len(), 2);
+    for step in &bundle.steps {
+        assert_eq!(step.report.summary.requests.responses, 300);
+        let parts = &step.report.split.as_ref().expect("a merged step").parts;
+        assert_eq!(
+            parts.iter().map(|p| p.responses).collect::<Vec<_>>(),
+            [100, 100, 100],
+            "step {}",
+            step.number
+        );
+    }
+
     // WebSocket: 3 sessions, 90 messages, split 3 ways.
     let ws_url = format!("ws://127.0.0.1:{}/ws/echo", server2.local_addr().port());
     let sessions_before = server2.ws_sessions();
