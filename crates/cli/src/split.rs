@@ -347,8 +347,11 @@ pub(crate) fn run_slurm(plan: &Plan, how: &SlurmRun) -> Result<(Report, bool)> {
         eprintln!("loadmark: {p}");
     }
     if reports.is_empty() {
+        // Worded as merge words a partial result, so a user (and a script) reads the same.
+        let all: Vec<String> = (0..tasks).map(|t| t.to_string()).collect();
         anyhow::bail!(
-            "no task reported a result (srun {}); see srun's messages above",
+            "no task reported a result: missing segments {} (srun {}); see srun's messages above",
+            all.join(", "),
             outcome.status
         );
     }
