@@ -46,6 +46,9 @@ PERF_SYSCALLS = ["epoll_wait", "recvfrom", "read", "readv", "write", "writev", "
 
 
 def nginx_conf(d, port):
+    # mkdtemp makes d 0700, and nginx's worker (nobody) must read the files: without this it
+    # answered every request 403 (which stub_status counts like any other).
+    os.chmod(d, 0o755)
     www = os.path.join(d, "www")
     os.makedirs(www, exist_ok=True)
     with open(os.path.join(www, "json"), "w") as f:
