@@ -69,6 +69,7 @@ fn run_segment(plan: &Plan, segment: Segment) -> loadmark_engine::RunResult {
     let part = Part {
         segment,
         start_at: None,
+        script: None,
     };
     run_part(plan, &part, &StopHandle::new(), |_| {}).unwrap()
 }
