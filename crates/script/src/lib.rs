@@ -172,7 +172,7 @@ impl Script {
             return Err(ScriptError::Request {
                 path: shown,
                 what,
-                message: format!("it returned a {}, not a string", made.type_name()),
+                message: format!("it returned a {}, not a string", type_name(&made)),
             });
         };
         let pipeline =
@@ -240,6 +240,14 @@ impl Script {
 
     pub fn path(&self) -> &Path {
         &self.path
+    }
+}
+
+/// Lua 5.1's name of a value's type (mlua tells integers apart; Lua 5.1 does not).
+fn type_name(value: &Value) -> &'static str {
+    match value {
+        Value::Integer(_) | Value::Number(_) => "number",
+        other => other.type_name(),
     }
 }
 
@@ -320,9 +328,12 @@ impl WorkerScript for LuaWorker {
         let f = self.request.as_ref().ok_or("no request()")?;
         let made: Value = f.call(()).map_err(|e| message(&e))?;
         let Value::String(s) = made else {
+            let info = f.info();
             return Err(format!(
-                "request() returned a {}, not a string (an HTTP request)",
-                made.type_name()
+                "request() (defined at {}:{}) returned a {}, not a string (an HTTP request)",
+                info.short_src.as_deref().unwrap_or("?"),
+                info.line_defined.unwrap_or(0),
+                type_name(&made)
             ));
         };
         let bytes = s.as_bytes();

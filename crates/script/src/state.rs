@@ -155,6 +155,29 @@ pub(crate) fn new_state(
 ) -> mlua::Result<Lua> {
     let lua = Lua::new();
     crate::bit::install(&lua)?;
+    // Lua's own print writes through C's stdio buffer, which Rust's stdout does not flush:
+    // this one writes what it does (tab-separated, tostring'd) through Rust's stdout, so a
+    // script's lines come after the report in order.
+    lua.globals().set(
+        "print",
+        lua.create_function(|lua, args: mlua::Variadic<Value>| {
+            let tostring: mlua::Function = lua.globals().get("tostring")?;
+            let mut line = Vec::new();
+            for (i, value) in args.into_iter().enumerate() {
+                if i > 0 {
+                    line.push(b'\t');
+                }
+                let text: mlua::String = tostring.call(value)?;
+                line.extend_from_slice(&text.as_bytes());
+            }
+            line.push(b'\n');
+            use std::io::Write;
+            let mut out = std::io::stdout().lock();
+            out.write_all(&line)
+                .and_then(|()| out.flush())
+                .map_err(mlua::Error::external)
+        })?,
+    )?;
     let wrk: Table = lua
         .load(include_str!("prelude.lua"))
         .set_name("=loadmark wrk prelude")
