@@ -375,3 +375,60 @@ fn runtime_errors_in_request_are_counted_with_their_line() {
     assert!(example.contains("returned a number"), "{example}");
     assert!(example.contains("broken_type.lua:4"), "{example}");
 }
+
+#[test]
+fn lookup_connect_thread_addr_and_response_errors() {
+    let server = target();
+    let (_held, refused) = refusing_port();
+    let dir = temp_dir("wrk-scripts", "lookup");
+    let addr = server.local_addr();
+    let url = format!("http://{addr}/json");
+    let out_file = dir.path().join("r.json");
+    let refused = refused.to_string();
+    let o = run(&[
+        "run",
+        &url,
+        "-c",
+        "2",
+        "-t",
+        "2",
+        "-n",
+        "6",
+        "-s",
+        &script("lookup.lua"),
+        "-o",
+        out_file.to_str().unwrap(),
+        "--",
+        &refused,
+    ]);
+    let out = stdout(&o);
+    assert_eq!(
+        out.matches(&format!("setup addr {addr}\n")).count(),
+        2,
+        "{}",
+        text(&o)
+    );
+    let refused_line = format!("lookup 1 127.0.0.1:{refused} false");
+    assert_eq!(out.matches(&refused_line).count(), 2, "{}", text(&o));
+    assert_eq!(
+        out.matches(&format!("lookup own {addr} true")).count(),
+        2,
+        "{out}"
+    );
+    // Every response reached the client and then failed in response(): a script error,
+    // with its line and what it saw, never a crash.
+    let (report, _) = read_report(&dir);
+    let script_errors = report
+        .totals
+        .errors
+        .get(loadmark_metrics::ErrorKind::Script);
+    assert_eq!(script_errors.count, 6, "{}", text(&o));
+    assert_eq!(server.requests_served(), 6);
+    let example = script_errors.first_example.as_deref().unwrap();
+    assert!(
+        example.contains("lookup.lua:18: response saw 200 application/json"),
+        "{example}"
+    );
+    // Nothing succeeded as far as the run knows: exit 1, as for any run without success.
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+}
