@@ -67,8 +67,9 @@ pub(crate) fn prepare(plan: &mut Plan, path: &Path, args: &[String]) -> Result<S
         .headers
         .iter()
         .filter(|(name, value)| {
-            !name.eq_ignore_ascii_case("content-length")
-                && !(name.eq_ignore_ascii_case("host") && value == url.host_header())
+            let engines = name.eq_ignore_ascii_case("content-length")
+                || (name.eq_ignore_ascii_case("host") && value == url.host_header());
+            !engines
         })
         .cloned()
         .collect();

@@ -63,9 +63,11 @@ async fn scripted_wait<T: Transport>(shared: &Shared<T>) -> bool {
         Ok(None) => {}
         Err(message) => {
             let now = Instant::now();
-            let mut recorder = shared.recorder.borrow_mut();
-            recorder.record_error(loadmark_metrics::ErrorKind::Script, now, &message);
-            drop(recorder);
+            shared.recorder.borrow_mut().record_error(
+                loadmark_metrics::ErrorKind::Script,
+                now,
+                &message,
+            );
             // A failing delay() must not spin the event loop without yielding.
             tokio::task::consume_budget().await;
         }

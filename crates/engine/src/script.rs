@@ -40,9 +40,12 @@ pub trait ScriptFactory: Send + Sync + std::fmt::Debug {
 /// A shared factory, as [`crate::Part`] keeps it.
 pub type Scripts = Arc<dyn ScriptFactory>;
 
+/// A response as a script sees it: status, headers as received, body de-chunked.
+pub type SplitResponse<'a> = (u16, Vec<(&'a str, &'a str)>, Cow<'a, [u8]>);
+
 /// Splits one whole response (as read) into status, headers and body; a chunked body is
 /// de-chunked. The bytes were already accepted by the engine's parser, so this only slices.
-pub fn split_response(bytes: &[u8]) -> (u16, Vec<(&str, &str)>, Cow<'_, [u8]>) {
+pub fn split_response(bytes: &[u8]) -> SplitResponse<'_> {
     let mut rest = bytes;
     // Interim (1xx) heads come first; the final head is the last one before the body.
     loop {
