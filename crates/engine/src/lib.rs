@@ -29,6 +29,7 @@ pub mod http1;
 mod linger;
 mod open;
 mod runner;
+pub mod script;
 mod source;
 mod sys;
 pub mod transport;

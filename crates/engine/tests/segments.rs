@@ -62,6 +62,7 @@ fn mixed_plan(port: u16, data: &std::path::Path) -> Plan {
             data: Some(data.to_path_buf()),
         },
         websocket: None,
+        script: None,
     }
 }
 
@@ -69,6 +70,7 @@ fn run_segment(plan: &Plan, segment: Segment) -> loadmark_engine::RunResult {
     let part = Part {
         segment,
         start_at: None,
+        script: None,
     };
     run_part(plan, &part, &StopHandle::new(), |_| {}).unwrap()
 }
@@ -161,6 +163,7 @@ fn closed_loop_counts_and_connections_split_by_weight() {
             ..Default::default()
         },
         websocket: None,
+        script: None,
     };
     let weights = vec![3, 1];
     let mut responses = Vec::new();

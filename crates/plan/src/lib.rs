@@ -43,7 +43,7 @@ pub use file_steps::{
     Step,
 };
 pub use plan::{
-    Load, Mix, Plan, RequestSpec, Stop, Timeouts, TlsFiles, TlsPolicy, DEFAULT_TIMEOUT,
+    Load, Mix, Plan, RequestSpec, ScriptRef, Stop, Timeouts, TlsFiles, TlsPolicy, DEFAULT_TIMEOUT,
 };
 pub use schedule::{Pace, Profile, Stage};
 pub use segment::{Segment, MAX_WEIGHT_SUM};

@@ -220,6 +220,18 @@ pub struct Plan {
     /// are sessions, and this says what each session does.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub websocket: Option<WsSpec>,
+    /// A wrk Lua script (`-s FILE -- ARGS`) that shapes the requests; `request` then holds
+    /// the `wrk` table's request after the script's `init()`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub script: Option<ScriptRef>,
+}
+
+/// The script a run used and the arguments its `init(args)` received.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ScriptRef {
+    pub path: String,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub args: Vec<String>,
 }
 
 /// Several requests by weight, and templates expanded per request.
@@ -481,6 +493,7 @@ mod tests {
             tls: TlsPolicy::Verify,
             mix: Mix::default(),
             websocket: None,
+            script: None,
         }
     }
 

@@ -191,6 +191,7 @@ impl Settings {
             },
             mix: Default::default(),
             websocket: websocket.clone(),
+            script: None,
         };
         plan.validate()?;
         Ok(plan)
