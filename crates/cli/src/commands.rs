@@ -341,6 +341,7 @@ fn quickstart(args: &QuickstartArgs) -> Result<ExitCode> {
         tls: TlsPolicy::Verify,
         mix: Default::default(),
         websocket: None,
+        checks: Vec::new(),
     };
     eprintln!(
         "loadmark quickstart: built-in target on {}, {} connections for {:?} (target and client share this process: one thread each)",

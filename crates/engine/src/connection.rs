@@ -85,6 +85,8 @@ pub(crate) struct Shared<T: Transport> {
     pub idle_polling: Cell<Duration>,
     /// Requests ending, watched by a closed loop's lingering task.
     pub activity: crate::linger::Activity,
+    /// Response checks (issue 17); `None` (no checks) leaves the request path as it was.
+    pub checks: Option<crate::checks::Checks>,
 }
 
 /// A connection slot: the stream if open, what reads its responses, and the timer.
@@ -106,6 +108,8 @@ impl<S> Connection<S> {
                 pending: Vec::new(),
                 parser: ResponseParser::new(Limits::default()),
                 head_hint: 0,
+                capture: Vec::new(),
+                overflow: false,
             },
             rendered: Vec::new(),
             timer: None,
@@ -132,6 +136,11 @@ struct Reader {
     parser: ResponseParser,
     /// How much the first read of a response asks for (see [`receive`]); 0: all there is.
     head_hint: usize,
+    /// Checks that read headers or the body: the response as received, up to
+    /// [`crate::checks::CAPTURE_LIMIT`] (issue 17). Empty otherwise.
+    capture: Vec<u8>,
+    /// The response did not fit in `capture`.
+    overflow: bool,
 }
 
 /// A failed exchange, classified.
@@ -190,7 +199,13 @@ pub(crate) async fn perform<T: Transport>(
     shared.activity.request_ended();
     match outcome {
         Outcome::Response(sample) => {
-            shared.recorder.borrow_mut().record(&sample);
+            let mut recorder = shared.recorder.borrow_mut();
+            recorder.record(&sample);
+            // --- issue 17: checks; one branch when there are none ---
+            if let Some(checks) = &shared.checks {
+                record_checks(checks, &sample, &mut conn.reader, &mut recorder);
+            }
+            // --- end issue 17 ---
             sample.ended
         }
         Outcome::Failed(f) => {
@@ -206,6 +221,27 @@ pub(crate) async fn perform<T: Transport>(
             tokio::task::consume_budget().await;
             now
         }
+    }
+}
+
+/// Evaluates the checks on the response just recorded; a large capture buffer is given back.
+fn record_checks(
+    checks: &crate::checks::Checks,
+    sample: &Sample,
+    reader: &mut Reader,
+    recorder: &mut loadmark_metrics::Recorder,
+) {
+    let view = crate::checks::View {
+        status: sample.status,
+        latency: sample
+            .ended
+            .saturating_duration_since(sample.scheduled.unwrap_or(sample.started)),
+        raw: &reader.capture,
+        overflow: reader.overflow,
+    };
+    checks.record(&view, sample.ended, recorder);
+    if reader.capture.capacity() > SCRATCH_BYTES {
+        reader.capture = Vec::new();
     }
 }
 
@@ -345,6 +381,7 @@ async fn send<T: Transport>(
                 &mut conn.reader,
                 meta.head,
                 &mut progress,
+                shared.checks.as_ref().is_some_and(|c| c.capture),
             ),
         )
         .await;
@@ -537,9 +574,14 @@ async fn exchange<S: AsyncRead + AsyncWrite + Discard + Unpin>(
     reader: &mut Reader,
     head_request: bool,
     p: &mut Progress<'_>,
+    capture: bool,
 ) -> Result<Exchange, Failure> {
     reader.parser.reset(head_request);
-    let result = receive(stream, request, scratch, reader, p).await;
+    if capture {
+        reader.capture.clear();
+        reader.overflow = false;
+    }
+    let result = receive(stream, request, scratch, reader, p, capture).await;
     let write_failure = |p: &Progress<'_>| {
         p.write_error.as_ref().map(|e| Failure {
             kind: classify_io(e, ErrorKind::Write),
@@ -609,19 +651,31 @@ async fn receive<S: AsyncRead + AsyncWrite + Discard + Unpin>(
     scratch: &Scratch,
     reader: &mut Reader,
     p: &mut Progress<'_>,
+    capture: bool,
 ) -> Result<Received, Failure> {
     let Reader {
         pending,
         parser,
         head_hint,
+        capture: captured,
+        overflow,
     } = reader;
+    // Keeps what the parser consumed when checks read the response (issue 17).
+    let mut keep_bytes = |bytes: &[u8]| {
+        let room = crate::checks::CAPTURE_LIMIT - captured.len();
+        if bytes.len() > room {
+            *overflow = true;
+        }
+        captured.extend_from_slice(&bytes[..bytes.len().min(room)]);
+    };
     let mut first_byte = None;
     poll_fn(|cx| {
         let _ = poll_send(stream, request, p, cx);
         let mut buf = scratch.0.borrow_mut();
         loop {
             let keep = pending.len();
-            let droppable = if S::CAN_DISCARD && keep == 0 {
+            // A response that checks read is never dropped unread.
+            let droppable = if S::CAN_DISCARD && keep == 0 && !capture {
                 parser.body_left().filter(|&left| left > DISCARD_MIN_BYTES)
             } else {
                 None
@@ -697,6 +751,9 @@ async fn receive<S: AsyncRead + AsyncWrite + Discard + Unpin>(
             match parser.feed(data) {
                 Err(e) => return Poll::Ready(Err(parse_failure(e))),
                 Ok(Feed::Done { consumed, response }) => {
+                    if capture {
+                        keep_bytes(&data[..consumed]);
+                    }
                     pending.clear();
                     let rest = &data[consumed..];
                     return done(
@@ -705,6 +762,9 @@ async fn receive<S: AsyncRead + AsyncWrite + Discard + Unpin>(
                     );
                 }
                 Ok(Feed::NeedMore { consumed }) => {
+                    if capture {
+                        keep_bytes(&data[..consumed]);
+                    }
                     pending.clear();
                     pending.extend_from_slice(&data[consumed..]);
                 }

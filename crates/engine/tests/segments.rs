@@ -62,6 +62,7 @@ fn mixed_plan(port: u16, data: &std::path::Path) -> Plan {
             data: Some(data.to_path_buf()),
         },
         websocket: None,
+        checks: Vec::new(),
     }
 }
 
@@ -161,6 +162,7 @@ fn closed_loop_counts_and_connections_split_by_weight() {
             ..Default::default()
         },
         websocket: None,
+        checks: Vec::new(),
     };
     let weights = vec![3, 1];
     let mut responses = Vec::new();

@@ -220,6 +220,9 @@ pub struct Plan {
     /// are sessions, and this says what each session does.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub websocket: Option<WsSpec>,
+    /// Response checks (`--check`, a plan's `checks:`), each counted pass/fail by name.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub checks: Vec<crate::check::Check>,
 }
 
 /// Several requests by weight, and templates expanded per request.
@@ -481,6 +484,7 @@ mod tests {
             tls: TlsPolicy::Verify,
             mix: Mix::default(),
             websocket: None,
+            checks: Vec::new(),
         }
     }
 

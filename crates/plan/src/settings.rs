@@ -191,6 +191,7 @@ impl Settings {
             },
             mix: Default::default(),
             websocket: websocket.clone(),
+            checks: Vec::new(),
         };
         plan.validate()?;
         Ok(plan)

@@ -27,6 +27,7 @@
 
 mod alike;
 mod bundle;
+mod checks;
 mod compare;
 mod compare_table;
 mod csv;
