@@ -34,7 +34,7 @@ pub enum Command {
     /// send a message and wait for its reply (closed loop), with pings and upgrade checks.
     Ws(Box<WsArgs>),
     /// Serve the built-in target (/status, /bytes/N, /json, /delay/MS, /status/CODE, /echo,
-    /// /chunked/N, /close, /relay?url=LOOPBACK-URL; WebSocket /ws/echo, /ws/json, /ws/close-after/N, /ws/drop-after/N)
+    /// /chunked/N, /flaky/N/K, /close, /relay?url=LOOPBACK-URL; WebSocket /ws/echo, /ws/json, /ws/close-after/N, /ws/drop-after/N)
     /// until Ctrl-C.
     Serve(ServeArgs),
     /// Start the built-in target in this process and benchmark it: the whole tool in one go.
