@@ -52,6 +52,8 @@ fn checks_are_counted_in_the_report_and_gate_the_exit_code() {
             "ok: json /ok == true",
         ])
         .args(["--threshold", "checks>99%", "--threshold", "check:ok>=0%"])
+        .arg("--junit")
+        .arg(dir.join("junit.xml"))
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(3), "checks>99% fails: {}", text(&o));
@@ -79,6 +81,13 @@ fn checks_are_counted_in_the_report_and_gate_the_exit_code() {
         .collect();
     assert_eq!(results, [("checks>99%", false), ("check:ok>=0%", true)]);
     assert!(text(&o).contains("thresholds failed"), "{}", text(&o));
+    // JUnit: a test case per threshold and per check; the failed check is a failure.
+    let junit = std::fs::read_to_string(dir.join("junit.xml")).unwrap();
+    assert!(junit.contains("tests=\"4\" failures=\"2\""), "{junit}");
+    assert!(
+        junit.contains("<testcase classname=\"loadmark.checks\" name=\"ok\">\n      <failure message=\"check ok failed on 150 of 150 responses"),
+        "{junit}"
+    );
 
     // Merging two reports adds the check counts exactly.
     let merged = dir.join("m.json");

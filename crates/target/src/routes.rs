@@ -143,11 +143,9 @@ fn flaky(arg: &str) -> Response<ResponseBody> {
         .filter(|(n, _)| *n > 0);
     match parsed {
         Some((n, k)) => with_type(
-            Response::new(ResponseBody::full(Bytes::from_static(if k.is_multiple_of(n) {
-                WRONG
-            } else {
-                RIGHT
-            }))),
+            Response::new(ResponseBody::full(Bytes::from_static(
+                if k.is_multiple_of(n) { WRONG } else { RIGHT },
+            ))),
             "application/json",
         ),
         None => bad_request("/flaky/N/K: N > 0 and K must be numbers\n"),
