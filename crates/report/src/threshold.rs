@@ -375,6 +375,22 @@ mod tests {
     }
 
     #[test]
+    fn check_thresholds_keep_the_name_and_take_percent_or_count() {
+        let t = Threshold::parse("check:Login_OK > 99.9%").unwrap();
+        assert_eq!(
+            (t.metric, t.op, t.limit, t.unit, t.check.as_deref()),
+            (Metric::Check, Op::Gt, 99.9, Unit::Percent, Some("Login_OK"))
+        );
+        let t = Threshold::parse("checks<=5").unwrap();
+        assert_eq!(
+            (t.metric, t.unit, t.check),
+            (Metric::Checks, Unit::Count, None)
+        );
+        assert!(Threshold::parse("check:>1%").is_err());
+        assert!(Threshold::parse("checks>101%").is_err());
+    }
+
+    #[test]
     fn typos_and_missing_units_are_errors() {
         for bad in [
             "p99",
