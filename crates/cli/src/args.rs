@@ -34,7 +34,7 @@ pub enum Command {
     /// send a message and wait for its reply (closed loop), with pings and upgrade checks.
     Ws(Box<WsArgs>),
     /// Serve the built-in target (/status, /bytes/N, /json, /delay/MS, /status/CODE, /echo,
-    /// /chunked/N, /close, /relay?url=LOOPBACK-URL; WebSocket /ws/echo, /ws/json, /ws/close-after/N, /ws/drop-after/N)
+    /// /chunked/N, /flaky/N/K, /close, /relay?url=LOOPBACK-URL; WebSocket /ws/echo, /ws/json, /ws/close-after/N, /ws/drop-after/N)
     /// until Ctrl-C.
     Serve(ServeArgs),
     /// Start the built-in target in this process and benchmark it: the whole tool in one go.
@@ -187,12 +187,25 @@ pub struct RunArgs {
     /// Arguments for the script's init(args), after `--` (args[0] is the URL, as in wrk)
     #[arg(last = true, value_name = "SCRIPT ARGS", requires = "script")]
     pub script_args: Vec<String>,
+    /// Check every response (repeatable), counted pass/fail by name; a failed check is
+    /// not an error (the latency is recorded) and shows in reports and in the thresholds
+    /// 'checks>99%' and 'check:NAME>99%'. Forms: 'status == 200', 'status in 200..299',
+    /// 'latency < 200ms', 'header content-type contains json', 'header x-id exists',
+    /// 'body contains "ok"', 'body matches REGEX', 'body size < 1024', 'json /items/0/id
+    /// exists', 'json /ok == true', 'json /n > 3', 'json /items length > 0'; name one with
+    /// 'NAME: EXPR'. Header, body and JSON checks buffer each response (up to 1 MiB)
+    #[arg(long = "check", value_name = "EXPR", value_parser = check_arg)]
+    pub checks: Vec<loadmark_plan::Check>,
 
     #[command(flatten)]
     pub tls: TlsFlags,
 
     #[command(flatten)]
     pub report: ReportFlags,
+}
+
+fn check_arg(text: &str) -> Result<loadmark_plan::Check, String> {
+    loadmark_plan::Check::parse(text).map_err(|e| e.to_string())
 }
 
 /// TLS files as curl spells them: shared by `run` and `ws`.
@@ -731,6 +744,7 @@ impl RunArgs {
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         let mut plan = settings.to_plan(request, cores)?;
         plan.tls = self.tls.policy(self.insecure)?;
+        plan.checks.clone_from(&self.checks);
         Ok(plan)
     }
 }

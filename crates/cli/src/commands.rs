@@ -369,6 +369,7 @@ fn quickstart(args: &QuickstartArgs) -> Result<ExitCode> {
         mix: Default::default(),
         websocket: None,
         script: None,
+        checks: Vec::new(),
     };
     eprintln!(
         "loadmark quickstart: built-in target on {}, {} connections for {:?} (target and client share this process: one thread each)",

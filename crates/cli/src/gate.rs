@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use anyhow::Result;
 use loadmark_report::{
     parse_thresholds, render_comparison_markdown, render_comparison_text, render_json,
-    render_junit, CompareSettings, FailIf, Purpose, Report, Threshold,
+    render_junit_with_checks, CompareSettings, FailIf, Purpose, Report, Threshold,
 };
 
 use crate::args::{CompareArgs, CompareFormat, MergeArgs, ReportFlags};
@@ -147,7 +147,10 @@ pub(crate) fn thresholds_after_run(
 ) -> Result<Option<ExitCode>> {
     if let Some(path) = &args.junit {
         let suite = format!("{} {}", report.plan.request.method, report.plan.request.url);
-        write_atomic(path, &render_junit(&suite, &report.thresholds))?;
+        write_atomic(
+            path,
+            &render_junit_with_checks(&suite, &report.thresholds, report.summary.checks.as_ref()),
+        )?;
         eprintln!("loadmark: JUnit XML written to {}", path.display());
     }
     let failed: Vec<&str> = report

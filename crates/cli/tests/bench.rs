@@ -259,6 +259,7 @@ fn the_example_plans_run_shortened() {
         "websocket-echo",
         "relay-stacks",
         "bombardier-style",
+        "checks",
     ] {
         let text = std::fs::read_to_string(examples.join(format!("{name}.yaml"))).unwrap();
         let short = text
@@ -288,6 +289,12 @@ fn the_example_plans_run_shortened() {
         assert!(out.status.success(), "{name}: {stderr}");
         let bundle = bundle.unwrap();
         assert!(!bundle.steps.is_empty());
+        if name == "checks" {
+            let checks = bundle.steps[0].report.summary.checks.as_ref().unwrap();
+            assert_eq!(checks.checks.len(), 5);
+            assert_eq!(checks.failed_responses, 0, "{checks:?}");
+            assert!(md.contains("## Checks"), "{md}");
+        }
         for step in &bundle.steps {
             let s = &step.report.summary;
             assert!(

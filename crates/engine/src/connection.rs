@@ -85,6 +85,8 @@ pub(crate) struct Shared<T: Transport> {
     pub idle_polling: Cell<Duration>,
     /// Requests ending, watched by a closed loop's lingering task.
     pub activity: crate::linger::Activity,
+    /// Response checks (issue 17); `None` (no checks) leaves the request path as it was.
+    pub checks: Option<crate::checks::Checks>,
 }
 
 /// A connection slot: the stream if open, what reads its responses, and the timer.
@@ -108,6 +110,8 @@ impl<S> Connection<S> {
                 pending: Vec::new(),
                 parser: ResponseParser::new(Limits::default()),
                 head_hint: 0,
+                capture: Vec::new(),
+                overflow: false,
             },
             rendered: Vec::new(),
             captured: Vec::new(),
@@ -135,6 +139,11 @@ struct Reader {
     parser: ResponseParser,
     /// How much the first read of a response asks for (see [`receive`]); 0: all there is.
     head_hint: usize,
+    /// Checks that read headers or the body: the response as received, up to
+    /// [`crate::checks::CAPTURE_LIMIT`] (issue 17). Empty otherwise.
+    capture: Vec<u8>,
+    /// The response did not fit in `capture`.
+    overflow: bool,
 }
 
 /// A failed exchange, classified.
@@ -193,7 +202,13 @@ pub(crate) async fn perform<T: Transport>(
     shared.activity.request_ended();
     match outcome {
         Outcome::Response(sample) => {
-            shared.recorder.borrow_mut().record(&sample);
+            let mut recorder = shared.recorder.borrow_mut();
+            recorder.record(&sample);
+            // --- issue 17: checks; one branch when there are none ---
+            if let Some(checks) = &shared.checks {
+                record_checks(checks, &sample, &mut conn.reader, &mut recorder);
+            }
+            // --- end issue 17 ---
             sample.ended
         }
         Outcome::Failed(f) => {
@@ -209,6 +224,27 @@ pub(crate) async fn perform<T: Transport>(
             tokio::task::consume_budget().await;
             now
         }
+    }
+}
+
+/// Evaluates the checks on the response just recorded; a large capture buffer is given back.
+fn record_checks(
+    checks: &crate::checks::Checks,
+    sample: &Sample,
+    reader: &mut Reader,
+    recorder: &mut loadmark_metrics::Recorder,
+) {
+    let view = crate::checks::View {
+        status: sample.status,
+        latency: sample
+            .ended
+            .saturating_duration_since(sample.scheduled.unwrap_or(sample.started)),
+        raw: &reader.capture,
+        overflow: reader.overflow,
+    };
+    checks.record(&view, sample.ended, recorder);
+    if reader.capture.capacity() > SCRATCH_BYTES {
+        reader.capture = Vec::new();
     }
 }
 
@@ -361,6 +397,7 @@ async fn send<T: Transport>(
                 &mut conn.reader,
                 &mut batch,
                 &mut progress,
+                shared.checks.as_ref().is_some_and(|c| c.capture),
             ),
         )
         .await;
@@ -610,9 +647,14 @@ async fn exchange<S: AsyncRead + AsyncWrite + Discard + Unpin>(
     reader: &mut Reader,
     batch: &mut Batch<'_>,
     p: &mut Progress<'_>,
+    capture: bool,
 ) -> Result<Exchange, Failure> {
     reader.parser.reset(batch.head);
-    let result = receive(stream, request, scratch, reader, batch, p).await;
+    if capture {
+        reader.capture.clear();
+        reader.overflow = false;
+    }
+    let result = receive(stream, request, scratch, reader, batch, p, capture).await;
     let write_failure = |p: &Progress<'_>| {
         p.write_error.as_ref().map(|e| Failure {
             kind: classify_io(e, ErrorKind::Write),
@@ -683,11 +725,14 @@ async fn receive<S: AsyncRead + AsyncWrite + Discard + Unpin>(
     reader: &mut Reader,
     batch: &mut Batch<'_>,
     p: &mut Progress<'_>,
+    capture: bool,
 ) -> Result<Received, Failure> {
     let Reader {
         pending,
         parser,
         head_hint,
+        capture: captured,
+        overflow,
     } = reader;
     let mut first_byte = None;
     poll_fn(|cx| {
@@ -695,7 +740,8 @@ async fn receive<S: AsyncRead + AsyncWrite + Discard + Unpin>(
         let mut buf = scratch.0.borrow_mut();
         loop {
             let keep = pending.len();
-            let droppable = if S::CAN_DISCARD && keep == 0 && batch.capture.is_none() {
+            // A response that a script or a check reads is never dropped unread.
+            let droppable = if S::CAN_DISCARD && keep == 0 && batch.capture.is_none() && !capture {
                 parser.body_left().filter(|&left| left > DISCARD_MIN_BYTES)
             } else {
                 None
@@ -786,15 +832,22 @@ async fn receive<S: AsyncRead + AsyncWrite + Discard + Unpin>(
                 match parser.feed(data) {
                     Err(e) => return Poll::Ready(Err(parse_failure(e))),
                     Ok(Feed::Done { consumed, response }) => {
+                        if capture {
+                            keep_bytes(captured, overflow, &data[..consumed]);
+                        }
                         let rest = &data[consumed..];
                         batch.ended(rest.len());
                         if batch.left > 1 {
                             // A pipelined batch: the next response starts in `rest`, or
-                            // in a later read.
+                            // in a later read. Checks read the batch's last response.
                             batch.left -= 1;
                             let bytes = response.head_bytes + response.body_bytes;
                             batch.earlier.push((response.status, ended(), bytes));
                             parser.reset(batch.head);
+                            if capture {
+                                captured.clear();
+                                *overflow = false;
+                            }
                             data = rest;
                             if data.is_empty() {
                                 pending.clear();
@@ -809,6 +862,9 @@ async fn receive<S: AsyncRead + AsyncWrite + Discard + Unpin>(
                         );
                     }
                     Ok(Feed::NeedMore { consumed }) => {
+                        if capture {
+                            keep_bytes(captured, overflow, &data[..consumed]);
+                        }
                         pending.clear();
                         pending.extend_from_slice(&data[consumed..]);
                         break;
@@ -818,6 +874,16 @@ async fn receive<S: AsyncRead + AsyncWrite + Discard + Unpin>(
         }
     })
     .await
+}
+
+/// Keeps what the parser consumed when checks read the response (issue 17), up to
+/// [`crate::checks::CAPTURE_LIMIT`]; past it, says the response overflowed.
+fn keep_bytes(captured: &mut Vec<u8>, overflow: &mut bool, bytes: &[u8]) {
+    let room = crate::checks::CAPTURE_LIMIT - captured.len();
+    if bytes.len() > room {
+        *overflow = true;
+    }
+    captured.extend_from_slice(&bytes[..bytes.len().min(room)]);
 }
 
 /// How much the first read of the connection's next response asks for: the head just read,

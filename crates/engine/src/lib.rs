@@ -22,6 +22,7 @@
 //! - Latency in a closed loop runs from the first byte written to the last byte read; connect
 //!   time is recorded apart, once per new connection.
 
+mod checks;
 mod closed;
 mod connection;
 mod error;
@@ -35,6 +36,7 @@ mod sys;
 pub mod transport;
 pub mod ws;
 
+pub use checks::CAPTURE_LIMIT;
 pub use error::EngineError;
 pub use runner::{run, run_part, Part, Progress, RunResult, StopHandle};
 pub use sys::{thread_cpu_time, CpuTime};

@@ -227,6 +227,7 @@ fn run_with<T: Transport>(
                     None => source,
                 }
             },
+            checks: plan.checks.clone(), // issue 17
             timeout: plan.timeouts.request,
             connect_timeout: plan.timeouts.connect,
             url: plan.request.url.clone(),
@@ -342,6 +343,8 @@ struct Worker<T: Transport> {
     hard_stop: Option<Instant>,
     transport: T,
     source: RequestSource,
+    /// Response checks (issue 17), compiled on the worker's thread.
+    checks: Vec<loadmark_plan::Check>,
     timeout: Duration,
     connect_timeout: Duration,
     url: Target,
@@ -387,6 +390,7 @@ impl<T: Transport> Worker<T> {
             scratch: Scratch::new(),
             idle_polling: std::cell::Cell::new(Duration::ZERO),
             activity: Default::default(),
+            checks: crate::checks::Checks::new(&self.checks), // issue 17
         });
         for (_, connect_time) in &preopened {
             ctx.recorder

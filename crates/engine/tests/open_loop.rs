@@ -55,6 +55,7 @@ fn plan(url: &str, load: Load, stop: Stop) -> Plan {
         mix: Default::default(),
         websocket: None,
         script: None,
+        checks: Vec::new(),
     }
 }
 

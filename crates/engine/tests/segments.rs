@@ -63,6 +63,7 @@ fn mixed_plan(port: u16, data: &std::path::Path) -> Plan {
         },
         websocket: None,
         script: None,
+        checks: Vec::new(),
     }
 }
 
@@ -164,6 +165,7 @@ fn closed_loop_counts_and_connections_split_by_weight() {
         },
         websocket: None,
         script: None,
+        checks: Vec::new(),
     };
     let weights = vec![3, 1];
     let mut responses = Vec::new();

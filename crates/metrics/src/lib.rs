@@ -40,6 +40,7 @@
 //! - No tokio and no I/O here: everything is pure and unit-tested without sockets.
 
 mod aggregate;
+mod checks;
 mod error_kind;
 mod recorder;
 mod snapshot;
@@ -47,6 +48,7 @@ mod summary;
 mod websocket;
 
 pub use aggregate::{Aggregate, SeriesPoint, Totals};
+pub use checks::{CheckStat, CheckStats, CHECK_EXAMPLE_CHARS};
 pub use error_kind::{ErrorCounts, ErrorKind, ErrorStat};
 pub use recorder::{Interval, Recorder, Sample, WorkerReport};
 pub use snapshot::{

@@ -97,6 +97,23 @@ impl Recorder {
         }
     }
 
+    /// Records the checks of a response that ended at `at` (after [`Recorder::record`] of
+    /// the same response): `failed[i]` says whether check `i` (named `names[i]`) failed;
+    /// `example(i)` describes a failure, called only for the first one of each check.
+    pub fn record_checks(
+        &mut self,
+        at: Instant,
+        names: &[String],
+        status: u16,
+        failed: &[bool],
+        example: impl FnMut(usize) -> String,
+    ) {
+        self.at(at)
+            .checks
+            .get_or_insert_with(Default::default)
+            .record(names, status, failed, example);
+    }
+
     /// Records a response (any status).
     pub fn record(&mut self, s: &Sample) {
         let snap = self.at(s.ended);

@@ -188,6 +188,9 @@ pub struct Snapshot {
     /// WebSocket runs only: sessions, messages, pings and closes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub websocket: Option<Box<WsStats>>,
+    /// Runs with checks only: passes and failures by check name (issue 17).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checks: Option<Box<crate::checks::CheckStats>>,
 }
 
 impl Default for Snapshot {
@@ -207,6 +210,7 @@ impl Default for Snapshot {
             service: new_histogram(),
             lag: new_histogram(),
             websocket: None,
+            checks: None,
         }
     }
 }
@@ -242,6 +246,11 @@ impl Snapshot {
         for (mine, theirs) in pairs {
             // Same bounds on both sides, so addition cannot fail.
             mine.add(theirs).expect("same histogram bounds");
+        }
+        if let Some(theirs) = &other.checks {
+            self.checks
+                .get_or_insert_with(Default::default)
+                .merge(theirs);
         }
         if let Some(theirs) = &other.websocket {
             self.websocket

@@ -66,6 +66,11 @@ pub struct PlanFile {
     /// `[p99<50ms, errors<1%, rps>10000]`; `loadmark bench` exits 3 when one fails.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub thresholds: Vec<String>,
+    /// Checks on every response, e.g. `[status == 200, 'body contains "ok"', 'items: json
+    /// /items length > 0']`, each counted pass/fail by name (see `loadmark run --help`).
+    /// Usable in thresholds: `checks>99%`, `check:items>99.9%`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub checks: Vec<crate::check::Check>,
 }
 
 /// A system under test.

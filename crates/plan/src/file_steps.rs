@@ -499,6 +499,14 @@ fn expand(
                     data: data.clone(),
                 }
             };
+            // Checks (issue 17) hold for every request of every HTTP step.
+            if !file.checks.is_empty() && websocket.is_some() {
+                return Err(err(
+                    &["checks"],
+                    "checks apply to HTTP responses; a websocket plan cannot have them".into(),
+                ));
+            }
+            plan.checks.clone_from(&file.checks);
             let mut params = Vec::new();
             if names.len() > 1 {
                 params.push(("target".to_string(), name.clone()));

@@ -245,3 +245,20 @@ fn websocket_mistakes_are_located() {
     let e = load_plan_text(typo, "ws.yaml", 2).unwrap_err();
     assert!(e.message.contains("interval"), "{e}");
 }
+
+/// `checks:` (issue 17) reach every step's plan; a malformed one names the file, line and
+/// column of the value and, inside it, the column and what was expected.
+#[test]
+fn checks_reach_every_step_and_errors_are_located() {
+    let text = "targets:\n  a:\n    url: http://127.0.0.1:8080\nsweep:\n  connections: [1, 2]\nchecks:\n  - status == 200\n  - 'ok: json /ok == true'\n";
+    let p = load_plan_text(text, "c.yaml", 2).unwrap();
+    assert_eq!(p.steps.len(), 2);
+    for step in &p.steps {
+        let names: Vec<&str> = step.plan.checks.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(names, ["status == 200", "ok"]);
+    }
+    let bad = text.replace("status == 200", "status =! 200");
+    let e = load_plan_text(&bad, "c.yaml", 2).unwrap_err().to_string();
+    assert!(e.starts_with("c.yaml:7:"), "{e}");
+    assert!(e.contains("column 8: expected a comparison"), "{e}");
+}

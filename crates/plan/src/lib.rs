@@ -18,6 +18,7 @@
 //! - Validation collects what is wrong in words a user can act on ([`PlanError`]).
 //! - Secrets never leave through a report: [`Plan::redacted`] masks sensitive header values.
 
+mod check;
 mod clock;
 mod file;
 mod file_steps;
@@ -33,6 +34,9 @@ mod template;
 mod text;
 mod websocket;
 
+pub use check::{
+    Check, CheckError, Cmp, Expr, HeaderTest, JsonTest, NumTest, TextTest, CHECK_FORMS,
+};
 pub use clock::parse_rfc3339;
 pub use file::{
     AttachFile, CompareFile, CompareMetric, LaunchFile, LoadFile, MonitorFile, PlanFile, ReadyFile,

@@ -224,6 +224,9 @@ pub struct Plan {
     /// the `wrk` table's request after the script's `init()`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub script: Option<ScriptRef>,
+    /// Response checks (`--check`, a plan's `checks:`), each counted pass/fail by name.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub checks: Vec<crate::check::Check>,
 }
 
 /// The script a run used and the arguments its `init(args)` received.
@@ -494,6 +497,7 @@ mod tests {
             mix: Mix::default(),
             websocket: None,
             script: None,
+            checks: Vec::new(),
         }
     }
 

@@ -192,6 +192,7 @@ impl Settings {
             mix: Default::default(),
             websocket: websocket.clone(),
             script: None,
+            checks: Vec::new(),
         };
         plan.validate()?;
         Ok(plan)

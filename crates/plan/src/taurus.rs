@@ -499,6 +499,7 @@ pub fn taurus_plan(text: &str, file: &str) -> Result<PlanFile, PlanFileError> {
         requests: if single { Vec::new() } else { request_files },
         data: None,
         websocket: None,
+        checks: Vec::new(),
         load,
         sweep: Default::default(),
         pause: None,

@@ -292,6 +292,9 @@ pub fn equivalent_command(plan: &Plan) -> String {
     if plan.tls.is_insecure() {
         args.push("--insecure".into());
     }
+    for c in &plan.checks {
+        args.push(format!("--check {}", quote(&c.text)));
+    }
     if let TlsPolicy::Files(f) = &plan.tls {
         for (flag, file) in [("--cacert", &f.ca), ("--cert", &f.cert), ("--key", &f.key)] {
             if let Some(file) = file {

@@ -7,34 +7,78 @@ use crate::threshold::ThresholdResult;
 /// One `<testsuite>` named `suite` with a `<testcase>` per threshold; failed thresholds carry
 /// a `<failure>` with the observed value.
 pub fn render_junit(suite: &str, results: &[ThresholdResult]) -> String {
-    let failures = results.iter().filter(|r| !r.passed).count();
+    render_junit_with_checks(suite, results, None)
+}
+
+/// As [`render_junit`], plus a `<testcase>` per response check (issue 17): a check that
+/// failed on any response is a failed test case, with its counts and first failure.
+pub fn render_junit_with_checks(
+    suite: &str,
+    results: &[ThresholdResult],
+    checks: Option<&loadmark_metrics::CheckStats>,
+) -> String {
+    // (class, name, failure message or None, output)
+    let mut cases: Vec<(&str, String, Option<String>, String)> = Vec::new();
+    for r in results {
+        let actual = r.actual.as_deref().unwrap_or("no data");
+        let failure =
+            (!r.passed).then(|| format!("threshold {} failed: actual {actual}", r.threshold));
+        cases.push((
+            "loadmark.thresholds",
+            r.threshold.clone(),
+            failure,
+            format!("actual {actual}"),
+        ));
+    }
+    for c in checks.iter().flat_map(|c| &c.checks) {
+        let counts = format!("{} passed, {} failed", c.passed, c.failed);
+        let failure = (c.failed > 0).then(|| {
+            format!(
+                "check {} failed on {} of {} responses; first: {}",
+                c.name,
+                c.failed,
+                c.passed + c.failed,
+                c.first_failure.as_deref().unwrap_or("")
+            )
+        });
+        cases.push(("loadmark.checks", c.name.clone(), failure, counts));
+    }
+    let failures = cases.iter().filter(|c| c.2.is_some()).count();
     let mut o = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
     let _ = writeln!(
         o,
         "<testsuites name=\"loadmark\" tests=\"{}\" failures=\"{failures}\">",
-        results.len()
+        cases.len()
     );
     let _ = writeln!(
         o,
         "  <testsuite name=\"{}\" tests=\"{}\" failures=\"{failures}\" errors=\"0\">",
         xml_escape(suite),
-        results.len()
+        cases.len()
     );
-    for r in results {
-        let actual = r.actual.as_deref().unwrap_or("no data");
-        let name = xml_escape(&r.threshold);
-        if r.passed {
-            let _ = writeln!(
-                o,
-                "    <testcase classname=\"loadmark.thresholds\" name=\"{name}\">\n      <system-out>actual {}</system-out>\n    </testcase>",
-                xml_escape(actual)
-            );
-        } else {
-            let _ = writeln!(
-                o,
-                "    <testcase classname=\"loadmark.thresholds\" name=\"{name}\">\n      <failure message=\"threshold {name} failed: actual {a}\" type=\"threshold\">actual {a}</failure>\n    </testcase>",
-                a = xml_escape(actual)
-            );
+    for (class, name, failure, out) in &cases {
+        let name = xml_escape(name);
+        match failure {
+            None => {
+                let _ = writeln!(
+                    o,
+                    "    <testcase classname=\"{class}\" name=\"{name}\">\n      <system-out>{}</system-out>\n    </testcase>",
+                    xml_escape(out)
+                );
+            }
+            Some(message) => {
+                let kind = if *class == "loadmark.checks" {
+                    "check"
+                } else {
+                    "threshold"
+                };
+                let _ = writeln!(
+                    o,
+                    "    <testcase classname=\"{class}\" name=\"{name}\">\n      <failure message=\"{m}\" type=\"{kind}\">{out}</failure>\n    </testcase>",
+                    m = xml_escape(message),
+                    out = xml_escape(out)
+                );
+            }
         }
     }
     o.push_str("  </testsuite>\n</testsuites>\n");

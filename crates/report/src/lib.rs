@@ -27,6 +27,7 @@
 
 mod alike;
 mod bundle;
+mod checks;
 mod compare;
 mod compare_table;
 mod csv;
@@ -64,7 +65,7 @@ pub use environment::{Build, Environment};
 pub use format::{format_bytes, format_us};
 pub use html::{render_html, render_html_bundle};
 pub use html_compare::render_comparison_html;
-pub use junit::render_junit;
+pub use junit::{render_junit, render_junit_with_checks};
 pub use markdown::render_markdown;
 pub use merge::{merge_reports, merge_reports_with, merge_with_options, MergeError, MergeOptions};
 pub use model::{

@@ -155,6 +155,7 @@ pub fn render_markdown(b: &Bundle) -> String {
         .map(|step| (format!("{} {}", step.number, params(step)), &step.report))
         .collect();
     crate::websocket::render_markdown_section(&mut o, &named);
+    crate::checks::render_markdown_section(&mut o, &named); // issue 17
 
     for c in &b.compare {
         render_comparison(&mut o, b, c);
@@ -217,6 +218,11 @@ pub fn render_markdown(b: &Bundle) -> String {
                 stat.count,
                 stat.first_example.as_deref().unwrap_or("")
             ));
+        }
+        for c in s.checks.iter().flat_map(|c| &c.checks) {
+            if c.failed > 0 {
+                say(format!("check {:?} failed {} times", c.name, c.failed));
+            }
         }
         if s.requests.non_success_responses > 0 {
             say(format!(

@@ -141,6 +141,9 @@ pub struct Summary {
     /// WebSocket runs (`loadmark ws`): sessions, messages both ways, pings, closes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub websocket: Option<WsSummary>,
+    /// Runs with checks (`--check`, a plan's `checks:`): passes and failures by check.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checks: Option<loadmark_metrics::CheckStats>,
 }
 
 /// One run, complete. JSON is its stable form.
@@ -231,6 +234,8 @@ impl Report {
             status: snap.status.clone(),
             errors: snap.errors.clone(),
             websocket,
+            checks: (!plan.checks.is_empty())
+                .then(|| snap.checks.as_deref().cloned().unwrap_or_default()),
         };
         let all_completed = completed + totals.warmup_completed;
         Report {
@@ -290,8 +295,16 @@ impl Report {
     }
 
     /// Transport errors plus non-2xx/3xx responses.
+    /// Requests that failed: transport errors, non-2xx/3xx responses, and 2xx/3xx
+    /// responses that failed a check (each request counted once).
     pub fn failed(&self) -> u64 {
-        self.summary.requests.errors + self.summary.requests.non_success_responses
+        self.summary.requests.errors
+            + self.summary.requests.non_success_responses
+            + self
+                .summary
+                .checks
+                .as_ref()
+                .map_or(0, |c| c.failed_success_responses)
     }
 }
 

@@ -30,6 +30,9 @@ pub fn render_text(r: &Report) -> String {
     } else {
         http_blocks(&mut o, r);
     }
+    if let Some(c) = &s.checks {
+        crate::checks::render_text_block(&mut o, c); // issue 17
+    }
     errors_and_health(&mut o, r);
     if let Some(split) = &r.split {
         o.push_str(&crate::split::render_text(split));
@@ -293,7 +296,10 @@ fn errors_and_health(o: &mut String, r: &Report) {
                 String::new()
             } else {
                 format!(", {} non-2xx/3xx responses", q.non_success_responses)
-            }
+            } + &s.checks.as_ref().map_or(String::new(), |c| format!(
+                ", {} 2xx/3xx responses that failed a check",
+                c.failed_success_responses
+            ))
         );
     }
 }

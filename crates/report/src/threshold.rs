@@ -14,7 +14,7 @@ use crate::format::format_us;
 use crate::model::Report;
 
 /// The metrics a threshold can name, listed in parse errors.
-pub const THRESHOLD_METRICS: &str = "p50, p75, p90, p95, p99, p99.9, p99.99, min, max, mean (latency; value with a unit: us, ms, s), rps (responses per second), errors (transport errors: a count, or N% of completed requests), failed (errors plus non-2xx/3xx responses: count or %), dropped (open loop: count or % of requests due)";
+pub const THRESHOLD_METRICS: &str = "p50, p75, p90, p95, p99, p99.9, p99.99, min, max, mean (latency; value with a unit: us, ms, s), rps (responses per second), errors (transport errors: a count, or N% of completed requests), failed (errors plus non-2xx/3xx responses: count or %), dropped (open loop: count or % of requests due), checks (% of check evaluations that passed, or a count of failures), check:NAME (the same for the check named NAME)";
 
 /// What a threshold measures.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -29,6 +29,10 @@ pub enum Metric {
     Errors,
     Failed,
     Dropped,
+    /// Checks over every check: a pass rate in %, or a count of failed evaluations.
+    Checks,
+    /// One named check (see [`Threshold::check`]): pass rate in %, or failures.
+    Check,
 }
 
 /// How the observed value must compare with the limit.
@@ -77,6 +81,9 @@ pub struct Threshold {
     /// In `unit`: µs for latency, a number for rps and counts, 0..=100 for percent.
     pub limit: f64,
     pub unit: Unit,
+    /// The check's name for `check:NAME`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub check: Option<String>,
 }
 
 /// A threshold that cannot be understood.
@@ -101,6 +108,17 @@ impl Threshold {
             .find(['<', '>'])
             .ok_or_else(|| ThresholdError::NoOperator(text.to_string()))?;
         let (name, rest) = compact.split_at(at);
+        // `check:NAME` keeps the name's case; the name cannot hold spaces or < >.
+        let check = name
+            .strip_prefix("check:")
+            .or_else(|| name.strip_prefix("CHECK:"))
+            .map(str::to_string);
+        if check.as_deref() == Some("") {
+            return Err(ThresholdError::UnknownMetric {
+                text: text.to_string(),
+                metric: name.to_string(),
+            });
+        }
         let (op, value) = if let Some(v) = rest.strip_prefix("<=") {
             (Op::Le, v)
         } else if let Some(v) = rest.strip_prefix(">=") {
@@ -110,11 +128,14 @@ impl Threshold {
         } else {
             (Op::Gt, &rest[1..])
         };
-        let metric = parse_metric(&name.to_ascii_lowercase()).ok_or_else(|| {
-            ThresholdError::UnknownMetric {
-                text: text.to_string(),
-                metric: name.to_string(),
-            }
+        let metric = if check.is_some() {
+            Some(Metric::Check)
+        } else {
+            parse_metric(&name.to_ascii_lowercase())
+        };
+        let metric = metric.ok_or_else(|| ThresholdError::UnknownMetric {
+            text: text.to_string(),
+            metric: name.to_string(),
         })?;
         let bad = |reason: &str| ThresholdError::BadValue {
             text: text.to_string(),
@@ -155,16 +176,18 @@ impl Threshold {
                     Unit::Count,
                 )
             }
-            Metric::Errors | Metric::Failed | Metric::Dropped => match value.strip_suffix('%') {
-                Some(v) => {
-                    let p = number(v)?;
-                    if p > 100.0 {
-                        return Err(bad("a percentage is at most 100%"));
+            Metric::Errors | Metric::Failed | Metric::Dropped | Metric::Checks | Metric::Check => {
+                match value.strip_suffix('%') {
+                    Some(v) => {
+                        let p = number(v)?;
+                        if p > 100.0 {
+                            return Err(bad("a percentage is at most 100%"));
+                        }
+                        (p, Unit::Percent)
                     }
-                    (p, Unit::Percent)
+                    None => (number(value)?, Unit::Count),
                 }
-                None => (number(value)?, Unit::Count),
-            },
+            }
         };
         Ok(Threshold {
             text: text.trim().to_string(),
@@ -172,6 +195,7 @@ impl Threshold {
             op,
             limit,
             unit,
+            check,
         })
     }
 
@@ -194,6 +218,22 @@ impl Threshold {
             Metric::Errors => of(s.requests.errors, s.requests.completed),
             Metric::Failed => of(r.failed(), s.requests.completed),
             Metric::Dropped => of(s.dropped, s.requests.completed + s.dropped),
+            // A pass rate in %, a count of failures otherwise; no checks: no data (fails).
+            Metric::Checks | Metric::Check => {
+                let stats = s.checks.as_ref()?;
+                let (passed, failed) = match &self.check {
+                    Some(name) => {
+                        let c = stats.get(name)?;
+                        (c.passed, c.failed)
+                    }
+                    None => (stats.passed(), stats.evaluated() - stats.passed()),
+                };
+                match self.unit {
+                    Unit::Percent => (passed + failed > 0)
+                        .then(|| passed as f64 * 100.0 / (passed + failed) as f64),
+                    _ => Some(failed as f64),
+                }
+            }
         }
     }
 
@@ -226,6 +266,7 @@ fn parse_metric(name: &str) -> Option<Metric> {
         "errors" | "error" => Metric::Errors,
         "failed" => Metric::Failed,
         "dropped" => Metric::Dropped,
+        "checks" => Metric::Checks,
         _ => {
             let digits = name.strip_prefix('p')?;
             if digits.is_empty() || !digits.chars().all(|c| c.is_ascii_digit() || c == '.') {
@@ -331,6 +372,22 @@ mod tests {
         assert_eq!(Threshold::parse("mean<800us").unwrap().limit, 800.0);
         assert_eq!(Threshold::parse("max<2s").unwrap().metric, Metric::Max);
         assert_eq!(Threshold::parse("dropped>=0").unwrap().op, Op::Ge);
+    }
+
+    #[test]
+    fn check_thresholds_keep_the_name_and_take_percent_or_count() {
+        let t = Threshold::parse("check:Login_OK > 99.9%").unwrap();
+        assert_eq!(
+            (t.metric, t.op, t.limit, t.unit, t.check.as_deref()),
+            (Metric::Check, Op::Gt, 99.9, Unit::Percent, Some("Login_OK"))
+        );
+        let t = Threshold::parse("checks<=5").unwrap();
+        assert_eq!(
+            (t.metric, t.unit, t.check),
+            (Metric::Checks, Unit::Count, None)
+        );
+        assert!(Threshold::parse("check:>1%").is_err());
+        assert!(Threshold::parse("checks>101%").is_err());
     }
 
     #[test]

@@ -32,6 +32,7 @@
 //! | `/status/CODE` | that status (200..=599, else 400); no body for 204 and 304 |
 //! | `/echo` | 200, the request body (≤ 16 MiB) with its `Content-Type` |
 //! | `/close` | 200 `OK` with `Connection: close`, then the connection is closed |
+//! | `/flaky/N/K` | 200 JSON: `{"ok":false,"items":[]}` when K is a multiple of N, else `{"ok":true,"items":[...3 ids]}` (checks find the wrong bodies) |
 //! | `/relay?url=URL` | what a GET of the loopback `http://` URL answers (status, type, body ≤ 16 MiB; 502 if it fails; one kept-alive backend connection per client connection) |
 //! | `/ws/echo` | WebSocket: every text or binary message back, same opcode and payload |
 //! | `/ws/json` | WebSocket: one JSON reply per JSON request (below) |

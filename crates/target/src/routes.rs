@@ -26,7 +26,7 @@ pub const MAX_DELAY: Duration = Duration::from_millis(60_000);
 const JSON: &[u8] = br#"{"id":12345,"name":"loadmark","ok":true,"tags":["a","b","c"],"msg":"hello from the built-in target"}"#;
 
 const NOT_FOUND: &str = "not found: try /status, /bytes/N, /json, /delay/MS, /status/CODE, \
-                         /echo, /chunked/N, /close, /relay?url=URL, /ws/echo, /ws/json, /ws/close-after/N, \
+                         /echo, /chunked/N, /close, /flaky/N/K, /relay?url=URL, /ws/echo, /ws/json, /ws/close-after/N, \
                          /ws/drop-after/N\n";
 
 const WS_NOT_FOUND: &str = "not found: WebSocket endpoints are /ws/echo, /ws/json, \
@@ -75,6 +75,7 @@ pub(crate) fn route<B>(req: Request<B>) -> Routed<B> {
             None => bad_request("CODE must be a status from 200 to 599\n"),
         },
         ("echo", None) => return Routed::Echo(req),
+        ("flaky", Some(arg)) => flaky(arg),
         ("relay", None) => match crate::relay::parse_query(req.uri().query()) {
             Ok(url) => return Routed::Relay(url),
             Err(why) => bad_request(why),
@@ -127,6 +128,27 @@ pub(crate) async fn echo(req: Request<Incoming>) -> Response<ResponseBody> {
                 .insert(CONNECTION, HeaderValue::from_static("close"));
             r
         }
+    }
+}
+
+/// `/flaky/N/K`: 200 with a JSON body that is wrong (`"ok":false`, no items) when K is a
+/// multiple of N, right otherwise: a service answering fast with an error body, for checks
+/// (issue 17). Stateless, so a test knows from the paths the server saw how many were wrong.
+fn flaky(arg: &str) -> Response<ResponseBody> {
+    const RIGHT: &[u8] = br#"{"ok":true,"items":[{"id":1},{"id":2},{"id":3}]}"#;
+    const WRONG: &[u8] = br#"{"ok":false,"items":[]}"#;
+    let parsed = arg
+        .split_once('/')
+        .and_then(|(n, k)| Some((n.parse::<u64>().ok()?, k.parse::<u64>().ok()?)))
+        .filter(|(n, _)| *n > 0);
+    match parsed {
+        Some((n, k)) => with_type(
+            Response::new(ResponseBody::full(Bytes::from_static(
+                if k.is_multiple_of(n) { WRONG } else { RIGHT },
+            ))),
+            "application/json",
+        ),
+        None => bad_request("/flaky/N/K: N > 0 and K must be numbers\n"),
     }
 }
 
