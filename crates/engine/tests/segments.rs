@@ -44,7 +44,9 @@ fn mixed_plan(port: u16, data: &std::path::Path) -> Plan {
         request: spec(&format!("{base}/status")),
         load: Load::Open {
             rate: rate.clone(),
-            max_connections: 8,
+            // Room to wait for a server stalled by a loaded machine rather than drop a
+            // request (a drop breaks the exact count this test is about; seen at 8).
+            max_connections: 1000,
             threads: 2,
             connections: None,
         },
