@@ -260,6 +260,9 @@ pub struct ReportFlags {
     /// run in which no request succeeded exits 1
     #[arg(long = "fail-on", value_enum, value_name = "WHAT")]
     pub fail_on: Vec<FailOn>,
+
+    #[command(flatten)]
+    pub live: crate::live::LiveFlags,
 }
 
 /// Failures that `--fail-on` turns into exit code 1.
@@ -424,6 +427,8 @@ pub struct BenchArgs {
     /// No live progress line
     #[arg(short = 'q', long = "quiet")]
     pub quiet: bool,
+    #[command(flatten)]
+    pub metrics: crate::live::MetricsFlags,
 }
 
 #[derive(Args, Debug)]
@@ -447,6 +452,8 @@ pub enum SchemaKind {
     Result,
     /// Plan bundles (JSON)
     Bundle,
+    /// Each line of a streamed result (`--stream FILE`, JSON Lines)
+    Stream,
 }
 
 #[derive(Args, Debug)]
@@ -506,7 +513,7 @@ pub struct CompareArgs {
     pub force: bool,
 }
 
-fn duration_arg(text: &str) -> Result<Duration, String> {
+pub(crate) fn duration_arg(text: &str) -> Result<Duration, String> {
     parse_duration(text).map_err(|_| {
         "expected a duration such as 500ms, 30s, 2m or 1m30s (a bare number means seconds)"
             .to_string()

@@ -234,6 +234,7 @@ fn pause(d: Duration) {
 
 fn run_steps(plan: &LoadedPlan, args: &BenchArgs) -> Result<Bundle> {
     let stop = stop_handle();
+    let mut live = crate::live::Live::start(&args.metrics, None)?;
     let file = &plan.file;
     let targets = file
         .targets
@@ -324,7 +325,8 @@ fn run_steps(plan: &LoadedPlan, args: &BenchArgs) -> Result<Bundle> {
             step.number,
             plan.steps.len()
         );
-        let result = execute(&step.plan, args.quiet)?;
+        live.begin(&step.plan, u32::try_from(step.number).unwrap_or(u32::MAX))?;
+        let result = execute(&step.plan, args.quiet, &mut live)?;
         let server = monitor.map(Monitor::stop).as_ref().and_then(usage);
         let mut report = build_report(&step.plan, &result);
         if args.show_secrets {
@@ -359,6 +361,7 @@ fn run_steps(plan: &LoadedPlan, args: &BenchArgs) -> Result<Bundle> {
             .stop()
             .with_context(|| format!("stopping target {name}"))?;
     }
+    live.linger();
     Ok(bundle)
 }
 

@@ -34,6 +34,7 @@ pub fn dispatch(command: Command) -> Result<ExitCode> {
                 SchemaKind::Plan => print!("{}", loadmark_plan::PlanFile::json_schema()),
                 SchemaKind::Result => print!("{:#}", loadmark_report::result_schema()),
                 SchemaKind::Bundle => print!("{:#}", loadmark_report::bundle_schema()),
+                SchemaKind::Stream => print!("{:#}", loadmark_report::stream_schema()),
             }
             println!();
             Ok(ExitCode::SUCCESS)
@@ -103,12 +104,15 @@ pub(crate) fn run_plan(plan: &Plan, flags: &ReportFlags) -> Result<ExitCode> {
         }
         None => None,
     };
-    let result = execute(plan, flags.quiet)?;
+    let mut live = crate::live::Live::start(&flags.live.metrics, flags.live.stream.clone())?;
+    live.begin(plan, 1)?;
+    let result = execute(plan, flags.quiet, &mut live)?;
     let mut report = build_report(plan, &result);
     if flags.show_secrets {
         report.plan = plan.clone();
     }
     report.thresholds = loadmark_report::check_thresholds(&thresholds, &report);
+    live.finish(&report);
     let stdout_format = match (&output, flags.format) {
         (None, Some(f)) => f,
         _ => Format::Text,
@@ -118,6 +122,7 @@ pub(crate) fn run_plan(plan: &Plan, flags: &ReportFlags) -> Result<ExitCode> {
         write_atomic(&path, &render(&report, format))?;
         eprintln!("loadmark: report written to {}", path.display());
     }
+    live.linger();
     if let Some(code) = crate::gate::thresholds_after_run(flags, &report)? {
         return Ok(code);
     }
@@ -186,10 +191,13 @@ fn failed_run(totals: &Snapshot, fail_on: &[FailOn]) -> Option<String> {
     })
 }
 
-pub(crate) fn execute(plan: &Plan, quiet: bool) -> Result<RunResult> {
+pub(crate) fn execute(plan: &Plan, quiet: bool, live: &mut crate::live::Live) -> Result<RunResult> {
     let stop = stop_handle();
     let mut progress = ProgressLine::new(plan, quiet);
-    let result = loadmark_engine::run(plan, &stop, |p| progress.update(p));
+    let result = loadmark_engine::run(plan, &stop, |p| {
+        live.update(p);
+        progress.update(p);
+    });
     progress.finish();
     result.map_err(|e| match e {
         EngineError::Plan(p) => anyhow::Error::new(p),
@@ -306,7 +314,7 @@ fn quickstart(args: &QuickstartArgs) -> Result<ExitCode> {
         args.connections,
         args.duration
     );
-    let result = execute(&plan, false)?;
+    let result = execute(&plan, false, &mut crate::live::Live::none())?;
     let served = server.requests_served();
     server.shutdown();
     let report = build_report(&plan, &result);
@@ -355,7 +363,8 @@ fn report(args: &ReportArgs) -> Result<ExitCode> {
             }
         }
     } else {
-        render(&Report::from_json(&text).map_err(bad)?, format)
+        let bad = |e| UsageError(format!("{}: {e}", args.file.display()));
+        render(&loadmark_report::read_result(&text).map_err(bad)?, format)
     };
     crate::gate::write_or_print(args.output.as_deref(), &out)?;
     Ok(ExitCode::SUCCESS)

@@ -18,7 +18,8 @@ use crate::{UsageError, EXIT_THRESHOLDS};
 pub(crate) fn read_report(path: &Path) -> Result<Report> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| UsageError(format!("{}: cannot read it: {e}", path.display())))?;
-    Ok(Report::from_json(&text).map_err(|e| UsageError(format!("{}: {e}", path.display())))?)
+    Ok(loadmark_report::read_result(&text)
+        .map_err(|e| UsageError(format!("{}: {e}", path.display())))?)
 }
 
 pub fn merge(args: &MergeArgs) -> Result<ExitCode> {

@@ -8,6 +8,7 @@ mod args;
 mod bench;
 mod commands;
 mod gate;
+mod live;
 mod output;
 mod progress;
 

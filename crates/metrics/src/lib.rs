@@ -46,7 +46,7 @@ mod snapshot;
 mod summary;
 mod websocket;
 
-pub use aggregate::{Aggregate, SeriesPoint, Totals};
+pub use aggregate::{Aggregate, Second, SeriesPoint, Totals};
 pub use error_kind::{ErrorCounts, ErrorKind, ErrorStat};
 pub use recorder::{Interval, Recorder, Sample, WorkerReport};
 pub use snapshot::{new_histogram, HistogramDecodeError, Snapshot, StatusCounts, HISTOGRAM_MAX_US};

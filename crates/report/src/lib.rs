@@ -40,6 +40,7 @@ mod markdown;
 mod merge;
 mod model;
 mod schema;
+mod stream;
 mod text;
 mod threshold;
 mod websocket;
@@ -60,10 +61,15 @@ pub use junit::render_junit;
 pub use markdown::render_markdown;
 pub use merge::{merge_reports, merge_reports_with, MergeError};
 pub use model::{
-    ClientCpu, Health, ReadError, Report, RequestCounts, RpsStats, RunFacts, RunInfo, Summary,
-    LATENCY_DEFINITION, LATE_LAG_P99_US, OPEN_LATENCY_DEFINITION, SATURATED_BUSY, SCHEMA_VERSION,
+    rfc3339, ClientCpu, Health, ReadError, Report, RequestCounts, RpsStats, RunFacts, RunInfo,
+    Summary, LATENCY_DEFINITION, LATE_LAG_P99_US, OPEN_LATENCY_DEFINITION, SATURATED_BUSY,
+    SCHEMA_VERSION,
 };
 pub use schema::{bundle_schema, result_schema};
+pub use stream::{
+    is_stream, read_result, stream_schema, ResultError, Stream, StreamError, StreamLine,
+    StreamSecond, StreamStart,
+};
 pub use text::render_text;
 pub use threshold::{
     check_thresholds, parse_thresholds, render_thresholds_text, Metric, Op, Threshold,

@@ -384,10 +384,8 @@ fn assess(plan: &Plan, facts: &RunFacts, summary: &Summary) -> Health {
 /// Marks the seconds the run did not cover whole (the last one, and any straggler past it)
 /// with the part that it did cover.
 fn mark_partial(series: &mut [SeriesPoint], elapsed: Duration) {
-    let elapsed = elapsed.as_secs_f64();
     for p in series {
-        let covered = (elapsed - p.second as f64).clamp(0.0, 1.0);
-        p.partial_s = (covered < 1.0 - 1e-3).then(|| (covered * 1e3).round() / 1e3);
+        p.mark_partial(elapsed);
     }
 }
 
@@ -424,7 +422,8 @@ fn rps_stats(series: &[SeriesPoint], elapsed: Duration) -> RpsStats {
 }
 
 /// `2026-11-22T21:05:03Z` (no date crate needed for UTC).
-fn rfc3339(t: SystemTime) -> String {
+/// UTC, RFC 3339, whole seconds.
+pub fn rfc3339(t: SystemTime) -> String {
     let secs = t.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
     let (days, rem) = (secs / 86_400, secs % 86_400);
     // Civil-from-days (Howard Hinnant's algorithm).

@@ -1,0 +1,352 @@
+//! The OpenMetrics exposition: what a run has measured so far, as text Prometheus scrapes.
+//!
+//! Counters and the latency histogram cover the final seconds after warm-up, exactly what the
+//! report's totals add up, and carry the timestamp of the end of the last second they hold:
+//! Prometheus stores them on the run's own time axis, so `increase()` over any whole seconds
+//! equals the report's series over those seconds (they arrive about 1-1.5 s late, when every
+//! worker has handed the second over). Gauges (in flight, target rate) are read at scrape
+//! time and carry no timestamp.
+
+use std::fmt::Write as _;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use loadmark_metrics::{ErrorKind, Snapshot};
+use loadmark_plan::{Load, Plan};
+
+use crate::Tick;
+
+/// Upper bounds of the latency histogram's buckets, seconds: fixed, so histograms of several
+/// loadmark processes (segments, machines) add up in PromQL.
+pub const LATENCY_BUCKETS_S: [f64; 18] = [
+    0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5,
+    5.0, 10.0, 30.0, 60.0,
+];
+
+/// What names one run (one plan step) in the labels.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Labels {
+    pub run_id: String,
+    /// The plan step: 1 for `run` and `ws`, the step's number in `bench`.
+    pub step: u32,
+}
+
+/// What one step has exposed so far.
+pub(crate) struct StepState {
+    labels: Labels,
+    url: String,
+    websocket: bool,
+    /// The open loop's rate over time, or the closed loop's connections.
+    target: Target,
+    /// Wall-clock time of the run's origin (second 0), Unix seconds.
+    origin_unix: Option<f64>,
+    /// The final seconds after warm-up, added.
+    totals: Snapshot,
+    /// Unix time of the end of the last second in `totals`.
+    covered_until: Option<f64>,
+    /// Seconds of `totals` (the last one possibly partial).
+    measured_s: f64,
+    in_flight: u64,
+    elapsed: Duration,
+    warmup: Duration,
+    finished: bool,
+}
+
+enum Target {
+    Rate(loadmark_plan::Profile),
+    Connections(loadmark_plan::Profile),
+    FixedConnections(usize),
+}
+
+impl StepState {
+    pub(crate) fn new(labels: Labels, plan: &Plan) -> Self {
+        let target = match &plan.load {
+            Load::Open { rate, .. } => Target::Rate(rate.clone()),
+            Load::Ramp { connections, .. } => Target::Connections(connections.clone()),
+            Load::Closed { connections, .. } => Target::FixedConnections(*connections),
+        };
+        StepState {
+            labels,
+            url: plan.request.url.to_string(),
+            websocket: plan.websocket.is_some(),
+            target,
+            origin_unix: None,
+            totals: Snapshot::default(),
+            covered_until: None,
+            measured_s: 0.0,
+            in_flight: 0,
+            elapsed: Duration::ZERO,
+            warmup: plan.warmup,
+            finished: false,
+        }
+    }
+
+    pub(crate) fn labels(&self) -> &Labels {
+        &self.labels
+    }
+
+    /// Adds a tick's final seconds.
+    pub(crate) fn tick(&mut self, tick: &Tick) {
+        let origin = *self
+            .origin_unix
+            .get_or_insert_with(|| unix_now() - tick.elapsed.as_secs_f64());
+        for s in tick.seconds {
+            let mut end = (s.point.second + 1) as f64;
+            if tick.finished {
+                end = end.min(tick.elapsed.as_secs_f64());
+            }
+            self.covered_until = Some(origin + end);
+            if !s.point.warmup {
+                self.totals.merge(&s.snapshot);
+                self.measured_s = end - self.warmup.as_secs_f64().min(end);
+            }
+        }
+        self.in_flight = tick.in_flight;
+        self.elapsed = tick.elapsed;
+        self.finished |= tick.finished;
+    }
+
+    /// Writes this step's metric points of family `family` (one call per family, so every
+    /// family's lines stay together across steps, as OpenMetrics requires).
+    pub(crate) fn write(&self, family: Family, out: &mut String) {
+        let l = format!(
+            "run_id=\"{}\",step=\"{}\"",
+            escape(&self.labels.run_id),
+            self.labels.step
+        );
+        let ts = self
+            .covered_until
+            .or(self.origin_unix)
+            .map(|t| format!(" {t:.3}"))
+            .unwrap_or_default();
+        let t = &self.totals;
+        let counter = |out: &mut String, name: &str, extra: &str, v: u64| {
+            let _ = writeln!(out, "{name}_total{{{l}{extra}}} {v}{ts}");
+        };
+        match family {
+            Family::Info => {
+                let _ = writeln!(
+                    out,
+                    "loadmark_run_info{{{l},url=\"{}\",protocol=\"{}\"}} 1",
+                    escape(&self.url),
+                    if self.websocket { "websocket" } else { "http" }
+                );
+            }
+            Family::Requests => counter(out, "loadmark_requests", "", t.completed()),
+            Family::Responses => {
+                for (code, n) in t.status.iter() {
+                    let extra = format!(",class=\"{}xx\",code=\"{code}\"", code / 100);
+                    counter(out, "loadmark_responses", &extra, n);
+                }
+            }
+            Family::Failed => counter(out, "loadmark_failed", "", t.failed()),
+            Family::Errors => {
+                for kind in ErrorKind::ALL {
+                    let extra = format!(",kind=\"{}\"", kind.as_str());
+                    counter(out, "loadmark_errors", &extra, t.errors.get(kind).count);
+                }
+            }
+            Family::ReadBytes => counter(out, "loadmark_read_bytes", "", t.bytes_read),
+            Family::WrittenBytes => counter(out, "loadmark_written_bytes", "", t.bytes_written),
+            Family::ConnectionsOpened => {
+                counter(out, "loadmark_connections_opened", "", t.connections_opened)
+            }
+            Family::Dropped => counter(out, "loadmark_dropped", "", t.dropped),
+            Family::Retries => counter(out, "loadmark_retries", "", t.retries),
+            Family::WsMessages => {
+                if let Some(ws) = t.websocket.as_deref() {
+                    counter(
+                        out,
+                        "loadmark_ws_messages",
+                        ",direction=\"sent\"",
+                        ws.messages_sent,
+                    );
+                    let received = ws.messages_received;
+                    counter(
+                        out,
+                        "loadmark_ws_messages",
+                        ",direction=\"received\"",
+                        received,
+                    );
+                } else if self.websocket {
+                    counter(out, "loadmark_ws_messages", ",direction=\"sent\"", 0);
+                    counter(out, "loadmark_ws_messages", ",direction=\"received\"", 0);
+                }
+            }
+            Family::Latency => write_histogram(out, &l, &ts, &t.latency),
+            Family::MeasuredSeconds => {
+                let _ = writeln!(
+                    out,
+                    "loadmark_measured_seconds{{{l}}} {}{ts}",
+                    self.measured_s
+                );
+            }
+            Family::InFlight => {
+                let _ = writeln!(out, "loadmark_in_flight{{{l}}} {}", self.in_flight);
+            }
+            Family::TargetRate => {
+                if let Target::Rate(p) = &self.target {
+                    let now = p.value_at(self.elapsed).filter(|_| !self.finished);
+                    let _ = writeln!(out, "loadmark_target_rate{{{l}}} {}", now.unwrap_or(0.0));
+                }
+            }
+            Family::TargetConnections => {
+                let now = match &self.target {
+                    Target::Rate(_) => return,
+                    Target::Connections(p) => p.value_at(self.elapsed).unwrap_or(0.0),
+                    Target::FixedConnections(n) => *n as f64,
+                };
+                let now = if self.finished { 0.0 } else { now };
+                let _ = writeln!(out, "loadmark_target_connections{{{l}}} {now}");
+            }
+            Family::Warmup => {
+                let on = !self.finished && self.elapsed < self.warmup;
+                let _ = writeln!(out, "loadmark_warmup{{{l}}} {}", u8::from(on));
+            }
+            Family::Finished => {
+                let _ = writeln!(out, "loadmark_finished{{{l}}} {}", u8::from(self.finished));
+            }
+        }
+    }
+}
+
+/// The metric families, in exposition order, with their type and help.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Family {
+    Info,
+    Requests,
+    Responses,
+    Failed,
+    Errors,
+    ReadBytes,
+    WrittenBytes,
+    ConnectionsOpened,
+    Dropped,
+    Retries,
+    WsMessages,
+    Latency,
+    MeasuredSeconds,
+    InFlight,
+    TargetRate,
+    TargetConnections,
+    Warmup,
+    Finished,
+}
+
+impl Family {
+    pub(crate) const ALL: [Family; 18] = [
+        Family::Info,
+        Family::Requests,
+        Family::Responses,
+        Family::Failed,
+        Family::Errors,
+        Family::ReadBytes,
+        Family::WrittenBytes,
+        Family::ConnectionsOpened,
+        Family::Dropped,
+        Family::Retries,
+        Family::WsMessages,
+        Family::Latency,
+        Family::MeasuredSeconds,
+        Family::InFlight,
+        Family::TargetRate,
+        Family::TargetConnections,
+        Family::Warmup,
+        Family::Finished,
+    ];
+
+    /// (name, type, unit, help)
+    pub(crate) fn meta(self) -> (&'static str, &'static str, &'static str, &'static str) {
+        match self {
+            Family::Info => ("loadmark_run", "info", "", "The run: its id, plan step, URL and protocol."),
+            Family::Requests => ("loadmark_requests", "counter", "", "Requests ended after warm-up: responses of any status plus transport errors."),
+            Family::Responses => ("loadmark_responses", "counter", "", "Responses by status class and code."),
+            Family::Failed => ("loadmark_failed", "counter", "", "Transport errors plus non-2xx/3xx responses."),
+            Family::Errors => ("loadmark_errors", "counter", "", "Requests that failed without a complete response, by kind."),
+            Family::ReadBytes => ("loadmark_read_bytes", "counter", "bytes", "Bytes read from the server."),
+            Family::WrittenBytes => ("loadmark_written_bytes", "counter", "bytes", "Bytes of requests written."),
+            Family::ConnectionsOpened => ("loadmark_connections_opened", "counter", "", "Connections opened."),
+            Family::Dropped => ("loadmark_dropped", "counter", "", "Open loop: requests due while every connection was busy and the cap was reached."),
+            Family::Retries => ("loadmark_retries", "counter", "", "Requests sent again after a reused connection closed before any response byte."),
+            Family::WsMessages => ("loadmark_ws_messages", "counter", "", "WebSocket data messages by direction."),
+            Family::Latency => ("loadmark_latency_seconds", "histogram", "seconds", "Response latency as the report defines it (open loop: from the intended send time)."),
+            Family::MeasuredSeconds => ("loadmark_measured_seconds", "gauge", "seconds", "The run time the counters cover (warm-up excluded)."),
+            Family::InFlight => ("loadmark_in_flight", "gauge", "", "Requests begun and not yet ended."),
+            Family::TargetRate => ("loadmark_target_rate", "gauge", "", "Open loop: the requested rate now, requests per second."),
+            Family::TargetConnections => ("loadmark_target_connections", "gauge", "", "Closed loop: the connections asked for now."),
+            Family::Warmup => ("loadmark_warmup", "gauge", "", "1 while warming up (its requests are left out of the counters)."),
+            Family::Finished => ("loadmark_finished", "gauge", "", "1 once the run has stopped and the counters are final."),
+        }
+    }
+}
+
+/// The cumulative buckets of an HDR histogram of microseconds. A bucket's bound holds to the
+/// histogram's precision (3 significant digits): a value within 0.1% above a bound may count
+/// in it.
+fn write_histogram(out: &mut String, l: &str, ts: &str, h: &hdrhistogram::Histogram<u64>) {
+    let mut counts = [0u64; LATENCY_BUCKETS_S.len()];
+    let mut sum_us = 0f64;
+    for v in h.iter_recorded() {
+        let value = v.value_iterated_to();
+        let n = v.count_at_value();
+        sum_us += h.median_equivalent(value) as f64 * n as f64;
+        let value_s = h.lowest_equivalent(value) as f64 / 1e6;
+        if let Some(i) = LATENCY_BUCKETS_S.iter().position(|&b| value_s <= b) {
+            counts[i] += n;
+        }
+    }
+    let mut cumulative = 0;
+    for (bound, n) in LATENCY_BUCKETS_S.iter().zip(counts) {
+        cumulative += n;
+        let _ = writeln!(
+            out,
+            "loadmark_latency_seconds_bucket{{{l},le=\"{bound}\"}} {cumulative}{ts}"
+        );
+    }
+    let count = h.len();
+    let _ = writeln!(
+        out,
+        "loadmark_latency_seconds_bucket{{{l},le=\"+Inf\"}} {count}{ts}"
+    );
+    let _ = writeln!(out, "loadmark_latency_seconds_count{{{l}}} {count}{ts}");
+    let _ = writeln!(
+        out,
+        "loadmark_latency_seconds_sum{{{l}}} {}{ts}",
+        sum_us / 1e6
+    );
+}
+
+/// The whole exposition of every step so far, ending with `# EOF`.
+pub(crate) fn render(steps: &[StepState]) -> String {
+    let mut out = String::with_capacity(8 * 1024);
+    for family in Family::ALL {
+        let mut body = String::new();
+        for s in steps {
+            s.write(family, &mut body);
+        }
+        if body.is_empty() {
+            continue;
+        }
+        let (name, kind, unit, help) = family.meta();
+        let _ = writeln!(out, "# TYPE {name} {kind}");
+        if !unit.is_empty() {
+            let _ = writeln!(out, "# UNIT {name} {unit}");
+        }
+        let _ = writeln!(out, "# HELP {name} {help}");
+        out.push_str(&body);
+    }
+    out.push_str("# EOF\n");
+    out
+}
+
+fn escape(v: &str) -> String {
+    v.replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
+}
+
+fn unix_now() -> f64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_secs_f64()
+}
