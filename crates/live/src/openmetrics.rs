@@ -350,3 +350,90 @@ fn unix_now() -> f64 {
         .unwrap_or_default()
         .as_secs_f64()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use loadmark_metrics::{Second, SeriesPoint};
+    use loadmark_plan::{RequestSpec, Stop, Target as Url, Timeouts, TlsPolicy};
+
+    fn plan() -> Plan {
+        Plan {
+            request: RequestSpec {
+                method: "GET".into(),
+                url: Url::parse("http://127.0.0.1:8080/").unwrap(),
+                headers: Vec::new(),
+                body: Vec::new(),
+                keep_alive: true,
+            },
+            load: Load::Closed {
+                connections: 2,
+                threads: 1,
+            },
+            stop: Stop::Duration(Duration::from_secs(2)),
+            timeouts: Timeouts::default(),
+            warmup: Duration::from_secs(1),
+            tls: TlsPolicy::Verify,
+            mix: Default::default(),
+            websocket: None,
+        }
+    }
+
+    fn second(n: u64, warmup: bool, latencies_us: &[u64]) -> Second {
+        let mut snapshot = Snapshot::default();
+        for &us in latencies_us {
+            snapshot.responses += 1;
+            snapshot.status.record(if us > 1000 { 503 } else { 200 });
+            snapshot.latency.record(us).unwrap();
+        }
+        let mut point = SeriesPoint::empty(n, warmup);
+        point.responses = snapshot.responses;
+        Second { point, snapshot }
+    }
+
+    #[test]
+    fn counters_leave_warmup_out_and_the_exposition_is_well_formed() {
+        let labels = Labels {
+            run_id: "r\"1".into(),
+            step: 1,
+        };
+        let mut step = StepState::new(labels, &plan());
+        let seconds = [
+            second(0, true, &[50, 60]),
+            second(1, false, &[90, 400, 2_000]),
+        ];
+        step.tick(&Tick {
+            elapsed: Duration::from_millis(2_500),
+            seconds: &seconds,
+            in_flight: 3,
+            finished: true,
+        });
+        let text = render(std::slice::from_ref(&step));
+        let l = "run_id=\"r\\\"1\",step=\"1\"";
+        assert!(text.ends_with("# EOF\n"));
+        assert!(text.contains(&format!("loadmark_requests_total{{{l}}} 3 ")), "{text}");
+        assert!(text.contains(&format!(
+            "loadmark_responses_total{{{l},class=\"5xx\",code=\"503\"}} 1 "
+        )));
+        assert!(text.contains(&format!(
+            "loadmark_latency_seconds_bucket{{{l},le=\"0.0001\"}} 1 "
+        )));
+        assert!(text.contains(&format!(
+            "loadmark_latency_seconds_bucket{{{l},le=\"0.0025\"}} 3 "
+        )));
+        assert!(text.contains(&format!("loadmark_latency_seconds_count{{{l}}} 3 ")));
+        assert!(text.contains(&format!("loadmark_measured_seconds{{{l}}} 1 ")));
+        // Every family is announced once, before its samples, and its samples are together.
+        let mut seen = Vec::new();
+        for line in text.lines() {
+            if let Some(rest) = line.strip_prefix("# TYPE ") {
+                let name = rest.split(' ').next().unwrap().to_string();
+                assert!(!seen.contains(&name), "{name} announced twice");
+                seen.push(name);
+            } else if !line.starts_with('#') {
+                let family = seen.last().expect("a sample after its TYPE");
+                assert!(line.starts_with(family.as_str()), "{line} outside {family}");
+            }
+        }
+    }
+}
