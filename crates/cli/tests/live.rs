@@ -31,7 +31,9 @@ fn the_stream_is_readable_during_the_run_and_adds_up_to_the_report_exactly() {
     let url = format!("http://{}/", server.local_addr());
     let mut child = Guard(
         loadmark()
-            .args(["run", &url, "-c", "4", "-t", "2", "-d", "4s", "--warmup", "1s", "-q"])
+            .args([
+                "run", &url, "-c", "4", "-t", "2", "-d", "4s", "--warmup", "1s", "-q",
+            ])
             .arg("--stream")
             .arg(&stream)
             .arg("-o")
@@ -45,7 +47,10 @@ fn the_stream_is_readable_during_the_run_and_adds_up_to_the_report_exactly() {
     let mut seen_while_running = 0;
     while child.0.try_wait().unwrap().is_none() && Instant::now() < deadline {
         let text = std::fs::read_to_string(&stream).unwrap_or_default();
-        let complete: Vec<&str> = text.split_inclusive('\n').filter(|l| l.ends_with('\n')).collect();
+        let complete: Vec<&str> = text
+            .split_inclusive('\n')
+            .filter(|l| l.ends_with('\n'))
+            .collect();
         for line in &complete {
             serde_json::from_str::<StreamLine>(line).expect("every complete line parses");
         }
@@ -63,18 +68,36 @@ fn the_stream_is_readable_during_the_run_and_adds_up_to_the_report_exactly() {
     let saved = report_json(&std::fs::read_to_string(&report).unwrap()).unwrap();
     assert_eq!(summary, saved, "the summary line is the report -o wrote");
     let points: Vec<_> = parsed.seconds.iter().map(|s| s.point.clone()).collect();
-    assert_eq!(points, saved.series, "the streamed seconds are the report's series, partial_s included");
+    assert_eq!(
+        points, saved.series,
+        "the streamed seconds are the report's series, partial_s included"
+    );
     let mut sum = Snapshot::default();
     for s in parsed.seconds.iter().filter(|s| !s.point.warmup) {
         assert_eq!(s.point.responses, s.snapshot.responses);
         sum.merge(&s.snapshot);
     }
-    assert_eq!(sum, saved.totals, "the seconds after warm-up add up to the totals exactly");
+    assert_eq!(
+        sum, saved.totals,
+        "the seconds after warm-up add up to the totals exactly"
+    );
     assert!(saved.summary.requests.responses > 0 && parsed.seconds[0].point.warmup);
     // `loadmark report` reads the stream as it reads a saved report.
-    let out = loadmark().arg("report").arg(&stream).args(["--format", "json"]).output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    assert_eq!(report_json(&String::from_utf8_lossy(&out.stdout)).unwrap(), saved);
+    let out = loadmark()
+        .arg("report")
+        .arg(&stream)
+        .args(["--format", "json"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        report_json(&String::from_utf8_lossy(&out.stdout)).unwrap(),
+        saved
+    );
     server.shutdown();
 }
 
@@ -82,11 +105,17 @@ fn the_stream_is_readable_during_the_run_and_adds_up_to_the_report_exactly() {
 fn http_get(addr: &str, path: &str) -> std::io::Result<(u16, String)> {
     let mut s = TcpStream::connect(addr)?;
     s.set_read_timeout(Some(Duration::from_secs(10)))?;
-    write!(s, "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n")?;
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+    )?;
     let mut text = String::new();
     s.read_to_string(&mut text)?;
     let status = text.get(9..12).and_then(|c| c.parse().ok()).unwrap_or(0);
-    let body = text.split_once("\r\n\r\n").map_or("", |(_, b)| b).to_string();
+    let body = text
+        .split_once("\r\n\r\n")
+        .map_or("", |(_, b)| b)
+        .to_string();
     Ok((status, body))
 }
 
@@ -105,19 +134,27 @@ fn prometheus_binary() -> &'static str {
             return p;
         }
     }
-    panic!("Debian's prometheus package is needed (.ci/run installs it: apt-get install prometheus)");
+    panic!(
+        "Debian's prometheus package is needed (.ci/run installs it: apt-get install prometheus)"
+    );
 }
 
 /// Starts Prometheus on a loopback port. Prometheus cannot be handed a bound socket, so the
 /// port is picked free and, if another process takes it first, picked again.
 fn start_prometheus(dir: &Path) -> (Guard, String) {
     for attempt in 0..5 {
-        let port = common::free_port();
+        let port = common::port();
         let addr = format!("127.0.0.1:{port}");
         let log = std::fs::File::create(dir.join(format!("prometheus-{attempt}.log"))).unwrap();
         let child = Command::new(prometheus_binary())
-            .arg(format!("--config.file={}", dir.join("prometheus.yml").display()))
-            .arg(format!("--storage.tsdb.path={}", dir.join("data").display()))
+            .arg(format!(
+                "--config.file={}",
+                dir.join("prometheus.yml").display()
+            ))
+            .arg(format!(
+                "--storage.tsdb.path={}",
+                dir.join("data").display()
+            ))
             .arg(format!("--web.listen-address={addr}"))
             .stdout(Stdio::null())
             .stderr(log)
@@ -136,7 +173,10 @@ fn start_prometheus(dir: &Path) -> (Guard, String) {
             std::thread::sleep(Duration::from_millis(100));
         }
         let log = std::fs::read_to_string(dir.join(format!("prometheus-{attempt}.log"))).unwrap();
-        assert!(log.contains("address already in use"), "prometheus did not start:\n{log}");
+        assert!(
+            log.contains("address already in use"),
+            "prometheus did not start:\n{log}"
+        );
         drop(guard);
     }
     panic!("no free port for prometheus after 5 tries");
@@ -175,7 +215,10 @@ fn a_real_prometheus_scrapes_the_same_totals_and_rate_as_the_report() {
     let mut line = String::new();
     let endpoint = loop {
         line.clear();
-        assert!(stderr.read_line(&mut line).unwrap() > 0, "loadmark ended before naming its endpoint");
+        assert!(
+            stderr.read_line(&mut line).unwrap() > 0,
+            "loadmark ended before naming its endpoint"
+        );
         if let Some(rest) = line.split("OpenMetrics at http://").nth(1) {
             break rest.split('/').next().unwrap().to_string();
         }
@@ -186,17 +229,25 @@ fn a_real_prometheus_scrapes_the_same_totals_and_rate_as_the_report() {
     let mut rest = String::new();
     stderr.read_to_string(&mut rest).unwrap();
     assert!(child.0.wait().unwrap().success(), "{rest}");
-    assert!(!rest.contains("no scrape came"), "the final numbers were scraped: {rest}");
+    assert!(
+        !rest.contains("no scrape came"),
+        "the final numbers were scraped: {rest}"
+    );
     let saved = report_json(&std::fs::read_to_string(&report).unwrap()).unwrap();
 
     let query = percent_encode("loadmark_requests_total{run_id=\"prom-test\"}[10m]");
     let (status, body) = http_get(&prom, &format!("/api/v1/query?query={query}")).unwrap();
     assert_eq!(status, 200, "{body}");
     let v: serde_json::Value = serde_json::from_str(&body).unwrap();
-    let values = v["data"]["result"][0]["values"].as_array().unwrap_or_else(|| panic!("no samples: {body}"));
+    let values = v["data"]["result"][0]["values"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no samples: {body}"));
     let sample = |i: usize| {
         let s = &values[i];
-        (s[0].as_f64().unwrap(), s[1].as_str().unwrap().parse::<f64>().unwrap())
+        (
+            s[0].as_f64().unwrap(),
+            s[1].as_str().unwrap().parse::<f64>().unwrap(),
+        )
     };
     let (t_last, v_last) = sample(values.len() - 1);
     assert_eq!(
@@ -207,7 +258,10 @@ fn a_real_prometheus_scrapes_the_same_totals_and_rate_as_the_report() {
     // of the second they hold, so their slope is the run's own rate.
     let first = (0..values.len()).find(|&i| sample(i).1 > 0.0).unwrap();
     let (t_first, v_first) = sample(first);
-    assert!(t_last - t_first >= 2.0, "scraped across at least two seconds: {body}");
+    assert!(
+        t_last - t_first >= 2.0,
+        "scraped across at least two seconds: {body}"
+    );
     let rate = (v_last - v_first) / (t_last - t_first);
     let rps = saved.summary.rps;
     assert!(

@@ -73,13 +73,18 @@ pub(crate) struct Shared<T: Transport> {
     pub source: RequestSource,
     pub timeout: Duration,
     pub recorder: RefCell<Recorder>,
-    /// Requests begun and not yet ended; what remains when the worker stops is "in flight".
+    /// Requests abandoned when the worker stopped after at least one of their bytes was
+    /// written: the server may have seen them ("in flight at the end", not counted). A
+    /// request stopped before its first byte (waiting for a connection, or for its turn on
+    /// the event loop) never reached the server and is not one of them.
     pub in_flight: Cell<u64>,
     /// Where every read of this worker lands.
     pub scratch: Scratch,
     /// Time the open-loop pacer spent polling with nothing to do (left out of the worker's
     /// busy figure).
     pub idle_polling: Cell<Duration>,
+    /// Requests ending, watched by a closed loop's lingering task.
+    pub activity: crate::linger::Activity,
 }
 
 /// A connection slot: the stream if open, what reads its responses, and the timer.
@@ -145,7 +150,9 @@ struct Exchange {
 
 /// How far one attempt got; readable after a timeout dropped the attempt.
 #[derive(Default)]
-struct Progress {
+struct Progress<'a> {
+    /// Set once a byte of the request is written (by any attempt).
+    on_air: Option<&'a Cell<bool>>,
     written: usize,
     /// The whole request is written and flushed.
     sent: bool,
@@ -163,16 +170,24 @@ enum Outcome {
 /// Performs one request on `conn`, opening it first if needed, and records the outcome.
 ///
 /// `scheduled` is the intended send time of an open-loop request (latency is measured from
-/// it); `None` in a closed loop, where latency starts at the first byte written. The request
-/// counts as in flight from the call until its outcome is recorded. Returns when it ended.
+/// it); `None` in a closed loop, where latency starts at the first byte written. `global` is
+/// an open-loop request's number on the whole run's schedule (it picks the request). If the
+/// run stops it while its bytes are on their way, it counts as in flight. Returns when it
+/// ended.
 pub(crate) async fn perform<T: Transport>(
     shared: &Shared<T>,
     conn: &mut Connection<T::Stream>,
     scheduled: Option<Instant>,
+    global: Option<u64>,
 ) -> Instant {
-    shared.in_flight.set(shared.in_flight.get() + 1);
-    let outcome = request(shared, conn, scheduled).await;
-    shared.in_flight.set(shared.in_flight.get() - 1);
+    let mut flight = Flight {
+        in_flight: &shared.in_flight,
+        on_air: Cell::new(false),
+        ended: false,
+    };
+    let outcome = request(shared, conn, scheduled, global, &flight.on_air).await;
+    flight.ended = true;
+    shared.activity.request_ended();
     match outcome {
         Outcome::Response(sample) => {
             shared.recorder.borrow_mut().record(&sample);
@@ -190,6 +205,22 @@ pub(crate) async fn perform<T: Transport>(
             // event loop, and memory grows with every attempt (issue 24).
             tokio::task::consume_budget().await;
             now
+        }
+    }
+}
+
+/// Counts a request as in flight if it is dropped (the worker stopping) after its first
+/// byte was written and before it ended.
+struct Flight<'a> {
+    in_flight: &'a Cell<u64>,
+    on_air: Cell<bool>,
+    ended: bool,
+}
+
+impl Drop for Flight<'_> {
+    fn drop(&mut self) {
+        if !self.ended && self.on_air.get() {
+            self.in_flight.set(self.in_flight.get() + 1);
         }
     }
 }
@@ -240,11 +271,13 @@ async fn request<T: Transport>(
     shared: &Shared<T>,
     conn: &mut Connection<T::Stream>,
     scheduled: Option<Instant>,
+    global: Option<u64>,
+    on_air: &Cell<bool>,
 ) -> Outcome {
     let mut rendered = std::mem::take(&mut conn.rendered);
-    let outcome = match shared.source.next(&mut rendered) {
-        Picked::Fixed(bytes, meta) => send(shared, conn, scheduled, bytes, meta).await,
-        Picked::Rendered(meta) => send(shared, conn, scheduled, &rendered, meta).await,
+    let outcome = match shared.source.next(global, &mut rendered) {
+        Picked::Fixed(bytes, meta) => send(shared, conn, scheduled, bytes, meta, on_air).await,
+        Picked::Rendered(meta) => send(shared, conn, scheduled, &rendered, meta, on_air).await,
     };
     conn.rendered = rendered;
     outcome
@@ -257,6 +290,7 @@ async fn send<T: Transport>(
     scheduled: Option<Instant>,
     bytes: &[u8],
     meta: Meta,
+    on_air: &Cell<bool>,
 ) -> Outcome {
     if let Some(stream) = conn.stream.as_mut() {
         match check_idle(stream, &shared.scratch).await {
@@ -297,7 +331,10 @@ async fn send<T: Transport>(
             };
             (now, deadline)
         });
-        let mut progress = Progress::default();
+        let mut progress = Progress {
+            on_air: Some(on_air),
+            ..Progress::default()
+        };
         let result = within(
             deadline,
             &mut conn.timer,
@@ -362,7 +399,11 @@ async fn send<T: Transport>(
     }
 }
 
-fn timeout_message<T: Transport>(shared: &Shared<T>, p: &Progress, request_len: usize) -> String {
+fn timeout_message<T: Transport>(
+    shared: &Shared<T>,
+    p: &Progress<'_>,
+    request_len: usize,
+) -> String {
     let t = shared.timeout;
     if p.sent || p.write_error.is_some() {
         format!(
@@ -457,7 +498,7 @@ async fn check_idle<S: AsyncRead + Unpin>(stream: &mut S, scratch: &Scratch) -> 
 fn poll_send<S: AsyncWrite + Unpin>(
     stream: &mut S,
     request: &[u8],
-    p: &mut Progress,
+    p: &mut Progress<'_>,
     cx: &mut Context<'_>,
 ) -> Poll<()> {
     while !p.sent && p.write_error.is_none() {
@@ -466,6 +507,9 @@ fn poll_send<S: AsyncWrite + Unpin>(
                 Poll::Ready(Ok(0)) => Poll::Ready(Err(io::ErrorKind::WriteZero.into())),
                 Poll::Ready(Ok(n)) => {
                     p.written += n;
+                    if let Some(on_air) = p.on_air {
+                        on_air.set(true);
+                    }
                     Poll::Ready(Ok(()))
                 }
                 other => other.map_ok(|_| ()),
@@ -492,11 +536,11 @@ async fn exchange<S: AsyncRead + AsyncWrite + Discard + Unpin>(
     scratch: &Scratch,
     reader: &mut Reader,
     head_request: bool,
-    p: &mut Progress,
+    p: &mut Progress<'_>,
 ) -> Result<Exchange, Failure> {
     reader.parser.reset(head_request);
     let result = receive(stream, request, scratch, reader, p).await;
-    let write_failure = |p: &Progress| {
+    let write_failure = |p: &Progress<'_>| {
         p.write_error.as_ref().map(|e| Failure {
             kind: classify_io(e, ErrorKind::Write),
             message: format!(
@@ -564,7 +608,7 @@ async fn receive<S: AsyncRead + AsyncWrite + Discard + Unpin>(
     request: &[u8],
     scratch: &Scratch,
     reader: &mut Reader,
-    p: &mut Progress,
+    p: &mut Progress<'_>,
 ) -> Result<Received, Failure> {
     let Reader {
         pending,

@@ -26,6 +26,7 @@ mod closed;
 mod connection;
 mod error;
 pub mod http1;
+mod linger;
 mod open;
 mod runner;
 mod source;
@@ -34,5 +35,5 @@ pub mod transport;
 pub mod ws;
 
 pub use error::EngineError;
-pub use runner::{run, Progress, RunResult, StopHandle};
+pub use runner::{run, run_part, Part, Progress, RunResult, StopHandle};
 pub use sys::{thread_cpu_time, CpuTime};

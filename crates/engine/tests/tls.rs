@@ -40,12 +40,11 @@ fn self_signed_certificate_is_refused_by_default_and_classified() {
     let r = run(&p, &StopHandle::new(), |_| {}).unwrap();
     let tls = r.totals.snapshot.errors.get(ErrorKind::Tls);
     assert_eq!(tls.count, 3);
+    let example = tls.first_example.as_deref().unwrap();
+    assert!(example.contains("certificate"), "{tls:?}");
     assert!(
-        tls.first_example
-            .as_deref()
-            .unwrap()
-            .contains("certificate"),
-        "{tls:?}"
+        example.contains("--insecure") && example.contains("--cacert"),
+        "the error says what to do about it: {example}"
     );
     assert_eq!(r.totals.snapshot.responses, 0);
 }

@@ -411,7 +411,10 @@ mod tests {
         let text = render(std::slice::from_ref(&step));
         let l = "run_id=\"r\\\"1\",step=\"1\"";
         assert!(text.ends_with("# EOF\n"));
-        assert!(text.contains(&format!("loadmark_requests_total{{{l}}} 3 ")), "{text}");
+        assert!(
+            text.contains(&format!("loadmark_requests_total{{{l}}} 3 ")),
+            "{text}"
+        );
         assert!(text.contains(&format!(
             "loadmark_responses_total{{{l},class=\"5xx\",code=\"503\"}} 1 "
         )));

@@ -1,6 +1,7 @@
 //! [`Aggregate`]: adds the workers' seconds into the per-second series and the run's totals.
 
 use serde::{Deserialize, Serialize};
+use std::collections::btree_map::Entry;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -151,10 +152,14 @@ impl Aggregate {
     /// Adds one worker's report.
     pub fn add_from(&mut self, worker: usize, report: WorkerReport) {
         for interval in report.intervals {
-            self.pending
-                .entry(interval.second)
-                .or_default()
-                .merge(&interval.snapshot);
+            // The first worker's second is kept as it is: a fresh snapshot to merge it into
+            // would be five more histograms (~1 MiB) alive each second.
+            match self.pending.entry(interval.second) {
+                Entry::Vacant(slot) => {
+                    slot.insert(interval.snapshot);
+                }
+                Entry::Occupied(mut slot) => slot.get_mut().merge(&interval.snapshot),
+            }
         }
         self.totals.in_flight += report.in_flight;
         if let Some(n) = self.in_flight_now.get_mut(worker) {

@@ -49,6 +49,8 @@ mod websocket;
 pub use aggregate::{Aggregate, Second, SeriesPoint, Totals};
 pub use error_kind::{ErrorCounts, ErrorKind, ErrorStat};
 pub use recorder::{Interval, Recorder, Sample, WorkerReport};
-pub use snapshot::{new_histogram, HistogramDecodeError, Snapshot, StatusCounts, HISTOGRAM_MAX_US};
+pub use snapshot::{
+    new_histogram, record_us, HistogramDecodeError, Snapshot, StatusCounts, HISTOGRAM_MAX_US,
+};
 pub use summary::{Distribution, Percentile, REPORTED_QUANTILES};
 pub use websocket::WsStats;

@@ -107,17 +107,18 @@ impl Recorder {
         snap.bytes_read += s.bytes_read;
         snap.bytes_written += s.bytes_written;
         let service = s.ended.saturating_duration_since(s.started);
-        snap.ttfb.saturating_record(saturating_us(
-            s.first_byte.saturating_duration_since(s.started),
-        ));
+        crate::record_us(
+            &mut snap.ttfb,
+            saturating_us(s.first_byte.saturating_duration_since(s.started)),
+        );
         match s.scheduled {
-            None => snap.latency.saturating_record(saturating_us(service)),
+            None => crate::record_us(&mut snap.latency, saturating_us(service)),
             Some(scheduled) => {
                 let latency = s.ended.saturating_duration_since(scheduled);
                 let lag = s.started.saturating_duration_since(scheduled);
-                snap.latency.saturating_record(saturating_us(latency));
-                snap.service.saturating_record(saturating_us(service));
-                snap.lag.saturating_record(saturating_us(lag));
+                crate::record_us(&mut snap.latency, saturating_us(latency));
+                crate::record_us(&mut snap.service, saturating_us(service));
+                crate::record_us(&mut snap.lag, saturating_us(lag));
             }
         }
     }
@@ -130,13 +131,17 @@ impl Recorder {
         snap.responses += 1;
         let service = saturating_us(ended.saturating_duration_since(sent));
         match scheduled {
-            None => snap.latency.saturating_record(service),
+            None => crate::record_us(&mut snap.latency, service),
             Some(scheduled) => {
-                snap.latency
-                    .saturating_record(saturating_us(ended.saturating_duration_since(scheduled)));
-                snap.service.saturating_record(service);
-                snap.lag
-                    .saturating_record(saturating_us(sent.saturating_duration_since(scheduled)));
+                crate::record_us(
+                    &mut snap.latency,
+                    saturating_us(ended.saturating_duration_since(scheduled)),
+                );
+                crate::record_us(&mut snap.service, service);
+                crate::record_us(
+                    &mut snap.lag,
+                    saturating_us(sent.saturating_duration_since(scheduled)),
+                );
             }
         }
     }
@@ -173,7 +178,7 @@ impl Recorder {
     pub fn record_connection(&mut self, at: Instant, connect_time: Duration) {
         let snap = self.at(at);
         snap.connections_opened += 1;
-        snap.connect.saturating_record(saturating_us(connect_time));
+        crate::record_us(&mut snap.connect, saturating_us(connect_time));
     }
 
     /// Hands over every second that ended before `now`.

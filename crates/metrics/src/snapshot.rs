@@ -13,9 +13,31 @@ use crate::websocket::WsStats;
 /// to it, never dropped, so counts stay exact.
 pub const HISTOGRAM_MAX_US: u64 = 3_600_000_000;
 
-/// A histogram of durations in microseconds, 1 µs to 1 h, 3 significant digits.
+/// Where a new histogram's range starts to end: 16.4 ms (5 KiB of counts).
+const INITIAL_HIGH_US: u64 = 16_383;
+
+/// A histogram of durations in microseconds, 1 µs to 1 h ([`record_us`] clamps), 3 significant
+/// digits, whose counts grow with the largest value recorded. A histogram sized for an hour up
+/// front is 188 KB of counts that its constructor writes (zeros) in full, and a run holds a
+/// dozen of them at a second's turn; most seconds see values below a few milliseconds. The
+/// layout of the counts depends only on the lowest value and the digits, so histograms of any
+/// current size add to each other exactly.
 pub fn new_histogram() -> Histogram<u64> {
-    Histogram::new_with_bounds(1, HISTOGRAM_MAX_US, 3).expect("constant bounds are valid")
+    let mut h =
+        Histogram::new_with_bounds(1, INITIAL_HIGH_US, 3).expect("constant bounds are valid");
+    h.auto(true);
+    h
+}
+
+/// Records a duration in µs, clamped to [`HISTOGRAM_MAX_US`] (counted, never dropped).
+#[inline]
+pub fn record_us(h: &mut Histogram<u64>, us: u64) {
+    // `record` grows the counts (auto-resize); `saturating_record` would clamp to the current
+    // size instead. It fails only if the counts cannot grow, where clamping is all there is.
+    let us = us.min(HISTOGRAM_MAX_US);
+    if h.record(us).is_err() {
+        h.saturating_record(us);
+    }
 }
 
 /// Responses counted by status code (100..=999; anything else is a protocol error earlier).
@@ -280,6 +302,33 @@ mod tests {
     use super::*;
     use crate::ErrorKind;
 
+    #[test]
+    fn histograms_grow_with_their_values_and_still_add_exactly() {
+        let mut small = new_histogram();
+        record_us(&mut small, 250);
+        let mut grown = new_histogram();
+        record_us(&mut grown, 250);
+        record_us(&mut grown, 42_000_000); // 42 s: past the first size, counted as it is
+        record_us(&mut grown, u64::MAX); // past an hour: clamped, still counted
+        assert!(grown.len() == 3 && small.len() == 1);
+        assert!(grown.max() >= 3_600_000_000 && grown.max() <= 3_604_000_000);
+        let mut sum = new_histogram();
+        sum.add(&small).unwrap();
+        sum.add(&grown).unwrap();
+        let mut other_order = new_histogram();
+        other_order.add(&grown).unwrap();
+        other_order.add(&small).unwrap();
+        assert_eq!(sum, other_order);
+        assert_eq!(sum.len(), 4);
+        assert_eq!(sum.count_at(250), 2);
+        assert_eq!(sum.value_at_quantile(0.6), grown.value_at_quantile(0.4));
+        // A grown histogram survives the report's encoding.
+        let back = hist_base64::decode(&hist_base64::encode(&grown)).unwrap();
+        assert_eq!(back, grown);
+        // And a small one stays small: what recording in the run's hot path allocates.
+        assert!(small.distinct_values() < 8 * 1024);
+    }
+
     fn snapshot_with(values: &[u64], status: u16) -> Snapshot {
         let mut s = Snapshot::default();
         for &v in values {
@@ -352,7 +401,7 @@ mod tests {
     #[test]
     fn huge_latency_is_clamped_not_lost() {
         let mut h = new_histogram();
-        h.saturating_record(u64::MAX);
+        record_us(&mut h, u64::MAX);
         assert_eq!(h.len(), 1);
         assert!(h.max() >= HISTOGRAM_MAX_US - HISTOGRAM_MAX_US / 1000);
     }

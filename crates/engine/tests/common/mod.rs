@@ -12,6 +12,12 @@ use std::time::Duration;
 
 use loadmark_plan::{Load, Plan, RequestSpec, Stop, Target, Timeouts, TlsPolicy};
 
+/// What a loaded 2-core machine may add to a wall-clock bound: other sessions' builds and
+/// benchmarks stall test threads for a second or more. Upper bounds are "the expected time
+/// plus SLACK" where the failure they catch (a hang, waiting out a 4 s or 30 s answer) is
+/// further away still.
+pub const SLACK: Duration = Duration::from_secs(3);
+
 /// What the server does with the n-th request (numbered from 0 across all connections).
 pub enum Reply {
     /// Write these bytes and keep reading requests.
@@ -231,4 +237,20 @@ pub fn tls_server(handle: fn(&mut TlsStream)) -> SocketAddr {
         }
     });
     addr
+}
+
+/// A server's request count once it has caught up with `expected`: a request written just
+/// before the run stopped is counted when the server's thread reads it, which may come a
+/// moment after `run` returned. Waits for the count (up to 10 s, generous for a loaded
+/// machine) rather than for a fixed time; returns whatever it is then, for the caller's
+/// exact assertion.
+pub fn settled_count(count: impl Fn() -> u64, expected: u64) -> u64 {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let seen = count();
+        if seen >= expected || std::time::Instant::now() > deadline {
+            return seen;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
 }
