@@ -461,6 +461,10 @@ pub struct BenchArgs {
     pub quiet: bool,
     #[command(flatten)]
     pub metrics: crate::live::MetricsFlags,
+    /// Names the run in the metrics' run_id label [default: the start time in Unix seconds
+    /// and the process id, e.g. 1764052200-4242]
+    #[arg(long = "run-id", value_name = "ID")]
+    pub run_id: Option<String>,
     /// Columns and style, instead of the plan's `report:`
     #[command(flatten)]
     pub table: TableFlags,

@@ -287,7 +287,7 @@ fn pause(d: Duration) {
 
 fn run_steps(plan: &LoadedPlan, args: &BenchArgs) -> Result<Bundle> {
     let stop = stop_handle();
-    let mut live = crate::live::Live::start(&args.metrics, None)?;
+    let mut live = crate::live::Live::start(&args.metrics, None, args.run_id.clone(), None)?;
     let file = &plan.file;
     let targets = file
         .targets
@@ -414,7 +414,11 @@ fn run_steps(plan: &LoadedPlan, args: &BenchArgs) -> Result<Bundle> {
             step.number,
             plan.steps.len()
         );
-        live.begin(&step.plan, u32::try_from(step.number).unwrap_or(u32::MAX))?;
+        live.begin(
+            &step.plan,
+            u32::try_from(step.number).unwrap_or(u32::MAX),
+            u32::try_from(plan.steps.len()).unwrap_or(u32::MAX),
+        )?;
         let (mut report, interrupted) = match args.slurm {
             Some(tasks) => {
                 let run_id = format!("bench-step-{}-{}", step.number, std::process::id());

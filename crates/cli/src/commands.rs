@@ -132,8 +132,16 @@ pub(crate) fn run_plan(plan: &Plan, flags: &ReportFlags) -> Result<ExitCode> {
         }
         None => None,
     };
-    let mut live = crate::live::Live::start(&flags.live.metrics, flags.live.stream.clone())?;
-    live.begin(plan, 1)?;
+    let mut live = crate::live::Live::start(
+        &flags.live.metrics,
+        flags.live.stream.clone(),
+        segment
+            .as_ref()
+            .map(|s| s.run_id.clone())
+            .or_else(|| flags.split.run_id.clone()),
+        segment.as_ref().map(|s| s.segment.to_text()),
+    )?;
+    live.begin(plan, 1, 1)?;
     let (mut report, interrupted) = match flags.split.slurm {
         Some(tasks) => {
             crate::split::run_slurm(plan, &crate::split::SlurmRun::from_flags(flags, tasks)?)?
@@ -239,7 +247,7 @@ pub(crate) fn execute(
     live: &mut crate::live::Live,
 ) -> Result<RunResult> {
     let stop = stop_handle();
-    let mut progress = ProgressLine::new(plan, quiet);
+    let mut progress = ProgressLine::new(plan, quiet || live.has_tui());
     let result = loadmark_engine::run_part(plan, part, &stop, |p| {
         live.update(p);
         progress.update(p);

@@ -8,7 +8,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use anyhow::Result;
 use clap::Args;
 use loadmark_engine::Progress;
-use loadmark_live::{Exporter, Labels, StreamWriter, Tick};
+use loadmark_live::{Exporter, Labels, StreamWriter, Tick, Tui};
 use loadmark_plan::Plan;
 use loadmark_report::{Report, StreamStart, SCHEMA_VERSION};
 
@@ -22,15 +22,16 @@ pub struct MetricsFlags {
     #[arg(long = "metrics-listen", value_name = "ADDR")]
     pub metrics_listen: Option<SocketAddr>,
 
+    /// Full-screen live view: rate achieved vs requested, latency over time, status codes and
+    /// errors, client health, the last seconds; q or Ctrl-C stops the run (report written,
+    /// exit 130). Without a terminal of at least 80x24 the progress line is shown instead
+    #[arg(long = "tui")]
+    pub tui: bool,
+
     /// After the run, keep the metrics endpoint up until one scrape has fetched the final
     /// numbers, at most this long (0 stops at once)
     #[arg(long = "metrics-linger", value_name = "DURATION", default_value = "15s", value_parser = crate::args::duration_arg)]
     pub metrics_linger: Duration,
-
-    /// Names the run in the stream file and in the metrics' run_id label [default: the start
-    /// time in Unix seconds and the process id, e.g. 1764052200-4242]
-    #[arg(long = "run-id", value_name = "ID")]
-    pub run_id: Option<String>,
 }
 
 /// The live outputs of `run` and `ws`.
@@ -50,10 +51,12 @@ pub struct LiveFlags {
 #[derive(Default)]
 pub struct Live {
     run_id: String,
+    segment: Option<String>,
     linger: Duration,
     exporter: Option<Exporter>,
     stream: Option<StreamWriter>,
     stream_path: Option<PathBuf>,
+    tui: Option<Tui>,
     /// A live output failed during the run: said once, then it is left alone; the run goes on.
     failed: bool,
 }
@@ -65,9 +68,16 @@ impl Live {
     }
 
     /// Binds the endpoint now, so a bad address is a usage error before any load, and says
-    /// where it is.
-    pub fn start(metrics: &MetricsFlags, stream: Option<PathBuf>) -> Result<Self> {
-        let run_id = metrics.run_id.clone().unwrap_or_else(|| {
+    /// where it is. `run_id` is `--run-id` (default: the start time in Unix seconds and the
+    /// process id, e.g. 1764052200-4242); `segment` is a split run's share, as `--segment`
+    /// resolved it (`0/2`).
+    pub fn start(
+        metrics: &MetricsFlags,
+        stream: Option<PathBuf>,
+        run_id: Option<String>,
+        segment: Option<String>,
+    ) -> Result<Self> {
+        let run_id = run_id.unwrap_or_else(|| {
             let secs = SystemTime::now()
                 .duration_since(UNIX_EPOCH)
                 .map_or(0, |d| d.as_secs());
@@ -84,8 +94,11 @@ impl Live {
             }
             None => None,
         };
+        let tui = if metrics.tui { start_tui() } else { None };
         Ok(Live {
+            tui,
             run_id,
+            segment,
             linger: metrics.metrics_linger,
             exporter,
             stream: None,
@@ -94,13 +107,22 @@ impl Live {
         })
     }
 
-    /// A run (plan step) begins: the stream file opens with its start line.
-    pub fn begin(&mut self, plan: &Plan, step: u32) -> Result<()> {
+    /// Whether the terminal view is up (the progress line then stays quiet).
+    pub fn has_tui(&self) -> bool {
+        self.tui.is_some()
+    }
+
+    /// A run (plan step `step` of `steps`) begins: the stream file opens with its start line.
+    pub fn begin(&mut self, plan: &Plan, step: u32, steps: u32) -> Result<()> {
+        if let Some(t) = &mut self.tui {
+            t.begin(plan, step, steps);
+        }
         if let Some(e) = &self.exporter {
             e.begin(
                 Labels {
                     run_id: self.run_id.clone(),
                     step,
+                    segment: self.segment.clone(),
                 },
                 plan,
             );
@@ -111,6 +133,7 @@ impl Live {
                 loadmark_version: env!("CARGO_PKG_VERSION").to_string(),
                 run_id: self.run_id.clone(),
                 step,
+                segment: self.segment.clone(),
                 opened_at: loadmark_report::rfc3339(SystemTime::now()),
                 plan: plan.redacted(),
             };
@@ -132,6 +155,9 @@ impl Live {
         if let Some(e) = &self.exporter {
             e.tick(&tick);
         }
+        if let Some(t) = &mut self.tui {
+            t.tick(&tick);
+        }
         if let Some(w) = &mut self.stream {
             if let Err(e) = w.tick(&tick) {
                 self.give_up_stream(&e);
@@ -147,8 +173,10 @@ impl Live {
         self.stream = None;
     }
 
-    /// The run's report is ready: it ends the stream.
+    /// The run's report is ready: it ends the stream, and the terminal view gives the
+    /// screen back for the report.
     pub fn finish(&mut self, report: &Report) {
+        self.leave_tui();
         if let Some(w) = &mut self.stream {
             if let Err(e) = w.summary(report) {
                 self.give_up_stream(&e);
@@ -157,8 +185,16 @@ impl Live {
         self.stream = None;
     }
 
+    /// Gives the terminal back, if the view has it.
+    pub fn leave_tui(&mut self) {
+        if let Some(mut t) = self.tui.take() {
+            t.leave();
+        }
+    }
+
     /// The process is about to end: the endpoint waits for its final scrape (bounded).
-    pub fn linger(&self) {
+    pub fn linger(&mut self) {
+        self.leave_tui();
         let Some(e) = &self.exporter else { return };
         if self.linger.is_zero() {
             return;
@@ -170,6 +206,26 @@ impl Live {
         );
         if !e.linger(self.linger) {
             eprintln!("loadmark: no scrape came; the metrics endpoint stops");
+        }
+    }
+}
+
+/// The terminal view, or the progress line with a note saying why not.
+fn start_tui() -> Option<Tui> {
+    // q or Ctrl-C (a key in raw mode) stop the run as a Ctrl-C signal does, once: a second
+    // signal would end the process at once, with the terminal still in raw mode.
+    let quit_sent = std::sync::atomic::AtomicBool::new(false);
+    let quit = move || {
+        if !quit_sent.swap(true, std::sync::atomic::Ordering::Relaxed) {
+            // SAFETY: kill(2) on our own pid; no memory involved.
+            unsafe { libc::kill(libc::getpid(), libc::SIGINT) };
+        }
+    };
+    match Tui::start(quit) {
+        Ok(t) => Some(t),
+        Err(why) => {
+            eprintln!("loadmark: --tui: {why}; showing the progress line instead");
+            None
         }
     }
 }

@@ -11,11 +11,8 @@ use std::time::{Duration, Instant};
 use loadmark_plan::Plan;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use crate::openmetrics::{render, Labels, StepState};
+use crate::openmetrics::{render, Format, Labels, StepState};
 use crate::{LiveError, Tick};
-
-/// The content type of the exposition (OpenMetrics 1.0 text).
-pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
 
 #[derive(Default)]
 struct State {
@@ -88,8 +85,8 @@ impl Exporter {
     }
 
     /// The exposition as a scrape would get it now.
-    pub fn render(&self) -> String {
-        render(&self.shared.0.lock().expect("exporter state").steps)
+    pub fn render(&self, format: Format) -> String {
+        render(&self.shared.0.lock().expect("exporter state").steps, format)
     }
 
     /// Waits until a scrape has fetched the final numbers, at most `max`. Returns whether
@@ -166,19 +163,29 @@ async fn answer(
         words.next().unwrap_or_default(),
     );
     let path = path.split(|&b| b == b'?').next().unwrap_or_default();
+    let accept = String::from_utf8_lossy(&head)
+        .lines()
+        .find_map(|l| {
+            let (name, value) = l.split_once(':')?;
+            name.trim()
+                .eq_ignore_ascii_case("accept")
+                .then(|| value.to_string())
+        })
+        .unwrap_or_default();
+    let format = Format::from_accept(&accept);
     let (status, content_type, body) = match (method, path) {
         (b"GET", b"/metrics") => {
             let (lock, cvar) = shared;
             let body = {
                 let mut state = lock.lock().expect("exporter state");
-                let body = render(&state.steps);
+                let body = render(&state.steps, format);
                 if state.finished {
                     state.scrapes_since_finish += 1;
                     cvar.notify_all();
                 }
                 body
             };
-            ("200 OK", CONTENT_TYPE, body)
+            ("200 OK", format.content_type(), body)
         }
         (b"GET", b"/") => (
             "200 OK",

@@ -10,7 +10,7 @@
 //! use loadmark_live::{Exporter, Labels, Tick};
 //! # fn plan() -> loadmark_plan::Plan { panic!("the example only shows the calls") }
 //! let exporter = Exporter::bind("127.0.0.1:0".parse().unwrap()).unwrap();
-//! exporter.begin(Labels { run_id: "r1".into(), step: 1 }, &plan());
+//! exporter.begin(Labels { run_id: "r1".into(), step: 1, segment: None }, &plan());
 //! exporter.tick(&Tick { elapsed: std::time::Duration::from_secs(1), seconds: &[], in_flight: 0, finished: true });
 //! exporter.linger(std::time::Duration::from_secs(15));
 //! ```
@@ -24,16 +24,20 @@
 //! - The endpoint lingers after the run until one scrape fetched the final numbers (bounded),
 //!   so the last second is never lost between two scrapes.
 
+mod dashboard;
 mod exporter;
 mod openmetrics;
 mod stream;
+mod tui;
 
 use std::time::Duration;
 
-pub use exporter::{Exporter, CONTENT_TYPE};
+pub use dashboard::{Dashboard, MIN_SIZE};
+pub use exporter::Exporter;
 pub use loadmark_metrics::Second;
-pub use openmetrics::{Labels, LATENCY_BUCKETS_S};
+pub use openmetrics::{Format, Labels, LATENCY_BUCKETS_S};
 pub use stream::StreamWriter;
+pub use tui::{NoTui, Tui};
 
 /// What a live view is fed, once or twice a second.
 #[derive(Debug, Clone, Copy)]

@@ -22,12 +22,44 @@ pub const LATENCY_BUCKETS_S: [f64; 18] = [
     5.0, 10.0, 30.0, 60.0,
 ];
 
+/// Which exposition a scrape asked for (its Accept header).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// OpenMetrics 1.0 text: what Prometheus asks for first; timestamps in seconds.
+    OpenMetrics,
+    /// Prometheus text 0.0.4, for older scrapers and `promtool check metrics`: no UNIT or
+    /// EOF, the info family as a gauge, counters' TYPE naming the `_total` sample, and
+    /// timestamps in milliseconds.
+    Text,
+}
+
+impl Format {
+    /// The format an Accept header prefers: OpenMetrics when it is named at all.
+    pub fn from_accept(accept: &str) -> Format {
+        if accept.contains("application/openmetrics-text") {
+            Format::OpenMetrics
+        } else {
+            Format::Text
+        }
+    }
+
+    /// The Content-Type of a response in this format.
+    pub fn content_type(self) -> &'static str {
+        match self {
+            Format::OpenMetrics => "application/openmetrics-text; version=1.0.0; charset=utf-8",
+            Format::Text => "text/plain; version=0.0.4; charset=utf-8",
+        }
+    }
+}
+
 /// What names one run (one plan step) in the labels.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Labels {
     pub run_id: String,
     /// The plan step: 1 for `run` and `ws`, the step's number in `bench`.
     pub step: u32,
+    /// The segment of a split run (`--segment 0/2` is `0/2`); no label for a whole run.
+    pub segment: Option<String>,
 }
 
 /// What one step has exposed so far.
@@ -107,16 +139,22 @@ impl StepState {
 
     /// Writes this step's metric points of family `family` (one call per family, so every
     /// family's lines stay together across steps, as OpenMetrics requires).
-    pub(crate) fn write(&self, family: Family, out: &mut String) {
-        let l = format!(
+    pub(crate) fn write(&self, family: Family, format: Format, out: &mut String) {
+        let mut l = format!(
             "run_id=\"{}\",step=\"{}\"",
             escape(&self.labels.run_id),
             self.labels.step
         );
+        if let Some(segment) = &self.labels.segment {
+            let _ = write!(l, ",segment=\"{}\"", escape(segment));
+        }
         let ts = self
             .covered_until
             .or(self.origin_unix)
-            .map(|t| format!(" {t:.3}"))
+            .map(|t| match format {
+                Format::OpenMetrics => format!(" {t:.3}"),
+                Format::Text => format!(" {}", (t * 1000.0).round() as u64),
+            })
             .unwrap_or_default();
         let t = &self.totals;
         let counter = |out: &mut String, name: &str, extra: &str, v: u64| {
@@ -315,26 +353,42 @@ fn write_histogram(out: &mut String, l: &str, ts: &str, h: &hdrhistogram::Histog
     );
 }
 
-/// The whole exposition of every step so far, ending with `# EOF`.
-pub(crate) fn render(steps: &[StepState]) -> String {
+/// The whole exposition of every step so far (OpenMetrics: ending with `# EOF`).
+pub(crate) fn render(steps: &[StepState], format: Format) -> String {
     let mut out = String::with_capacity(8 * 1024);
     for family in Family::ALL {
         let mut body = String::new();
         for s in steps {
-            s.write(family, &mut body);
+            s.write(family, format, &mut body);
         }
         if body.is_empty() {
             continue;
         }
         let (name, kind, unit, help) = family.meta();
-        let _ = writeln!(out, "# TYPE {name} {kind}");
-        if !unit.is_empty() {
-            let _ = writeln!(out, "# UNIT {name} {unit}");
+        match format {
+            Format::OpenMetrics => {
+                let _ = writeln!(out, "# TYPE {name} {kind}");
+                if !unit.is_empty() {
+                    let _ = writeln!(out, "# UNIT {name} {unit}");
+                }
+                let _ = writeln!(out, "# HELP {name} {help}");
+            }
+            Format::Text => {
+                // The 0.0.4 format names the sample, and knows no info type.
+                let (name, kind) = match kind {
+                    "counter" => (format!("{name}_total"), kind),
+                    "info" => (format!("{name}_info"), "gauge"),
+                    _ => (name.to_string(), kind),
+                };
+                let _ = writeln!(out, "# HELP {name} {help}");
+                let _ = writeln!(out, "# TYPE {name} {kind}");
+            }
         }
-        let _ = writeln!(out, "# HELP {name} {help}");
         out.push_str(&body);
     }
-    out.push_str("# EOF\n");
+    if format == Format::OpenMetrics {
+        out.push_str("# EOF\n");
+    }
     out
 }
 
@@ -396,6 +450,7 @@ mod tests {
         let labels = Labels {
             run_id: "r\"1".into(),
             step: 1,
+            segment: None,
         };
         let mut step = StepState::new(labels, &plan());
         let seconds = [
@@ -408,7 +463,7 @@ mod tests {
             in_flight: 3,
             finished: true,
         });
-        let text = render(std::slice::from_ref(&step));
+        let text = render(std::slice::from_ref(&step), Format::OpenMetrics);
         let l = "run_id=\"r\\\"1\",step=\"1\"";
         assert!(text.ends_with("# EOF\n"));
         assert!(

@@ -40,6 +40,9 @@ pub struct StreamStart {
     pub run_id: String,
     /// The plan step (1 for `run` and `ws`; the step's number in `bench`).
     pub step: u32,
+    /// A split run's segment (`0/2`), as in the OpenMetrics `segment` label.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub segment: Option<String>,
     /// UTC, RFC 3339: when the stream was opened, just before the load starts.
     pub opened_at: String,
     /// The plan, secret header values redacted.
