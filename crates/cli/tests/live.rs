@@ -479,10 +479,18 @@ fn a_real_prometheus_scrapes_the_same_totals_and_rate_as_the_report() {
                 .any(|s| s.1 == 1.0)
         });
         let values = query_range(&prom, "loadmark_requests_total{run_id=\"prom\"}");
+        // Samples Prometheus refused, to explain a mismatch.
+        let refused: Vec<_> = ["out_of_order", "duplicate_timestamp", "out_of_bounds"]
+            .iter()
+            .map(|k| {
+                let name = format!("prometheus_target_scrapes_sample_{k}_total");
+                (name.clone(), query_range(&prom, &name).last().map(|v| v.1))
+            })
+            .collect();
         let &(t_last, v_last) = values.last().expect("samples");
         assert_eq!(
             v_last as u64, saved.summary.requests.completed,
-            "the scraped total is the report's: {values:?}"
+            "the scraped total is the report's: {values:?}; refused: {refused:?}"
         );
         // Counters carry the time of the end of the second they hold, so their slope between
         // two scrapes is the run's own rate over those seconds.

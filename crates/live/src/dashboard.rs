@@ -412,3 +412,93 @@ fn fmt_us(us: u64) -> String {
         format!("{us} us")
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use loadmark_metrics::Second;
+    use loadmark_plan::{Profile, RequestSpec, Target as Url, Timeouts, TlsPolicy};
+    use ratatui::backend::TestBackend;
+    use ratatui::Terminal;
+
+    fn plan() -> Plan {
+        Plan {
+            request: RequestSpec {
+                method: "GET".into(),
+                url: Url::parse("http://127.0.0.1:8080/").unwrap(),
+                headers: Vec::new(),
+                body: Vec::new(),
+                keep_alive: true,
+            },
+            load: Load::Open {
+                rate: Profile::constant(50.0, Duration::from_secs(10)),
+                threads: 1,
+                max_connections: 10,
+                connections: None,
+            },
+            stop: Stop::Duration(Duration::from_secs(10)),
+            timeouts: Timeouts::default(),
+            warmup: Duration::from_secs(1),
+            tls: TlsPolicy::Verify,
+            mix: Default::default(),
+            websocket: None,
+        }
+    }
+
+    fn second(n: u64, latencies_us: &[u64]) -> Second {
+        let mut snapshot = Snapshot::default();
+        for &us in latencies_us {
+            snapshot.responses += 1;
+            snapshot.status.record(200);
+            snapshot.latency.record(us).unwrap();
+        }
+        let mut point = SeriesPoint::empty(n, n == 0);
+        point.responses = snapshot.responses;
+        point.latency_p50_us = snapshot.latency.value_at_quantile(0.5);
+        point.latency_p99_us = snapshot.latency.value_at_quantile(0.99);
+        Second { point, snapshot }
+    }
+
+    fn screen(view: &Dashboard, w: u16, h: u16) -> String {
+        let mut t = Terminal::new(TestBackend::new(w, h)).unwrap();
+        t.draw(|f| view.draw(f)).unwrap();
+        let buf = t.backend().buffer().clone();
+        let mut out = String::new();
+        for y in 0..h {
+            for x in 0..w {
+                out.push_str(buf[(x, y)].symbol());
+            }
+            out.push('\n');
+        }
+        out
+    }
+
+    #[test]
+    fn the_last_seconds_show_the_series_numbers_and_a_small_terminal_gets_a_note() {
+        let mut view = Dashboard::new(&plan(), 2, 3);
+        let seconds = [second(0, &[100, 200]), second(1, &[300, 400, 5_000])];
+        view.tick(&Tick {
+            elapsed: Duration::from_secs(2),
+            seconds: &seconds,
+            in_flight: 1,
+            finished: false,
+        });
+        let text = screen(&view, 100, 30);
+        assert!(text.contains("step 2 of 3"), "{text}");
+        assert!(text.contains("remaining 8s"), "{text}");
+        let p50 = seconds[1].point.latency_p50_us.to_string();
+        let row = text
+            .lines()
+            .find(|l| l.trim_start_matches('│').starts_with("1 "))
+            .unwrap_or_else(|| panic!("a row for second 1: {text}"));
+        let cells: Vec<&str> = row.trim_matches(['│', ' ']).split_whitespace().collect();
+        assert_eq!(cells[..5], ["1", "3", "0", "50", p50.as_str()], "{row}");
+        assert!(text.contains("0w "), "the warm-up second is marked: {text}");
+        assert!(
+            text.contains("200  3"),
+            "status codes after warm-up only: {text}"
+        );
+        let small = screen(&view, 60, 10);
+        assert!(small.contains("the view needs 80x24"), "{small}");
+    }
+}

@@ -445,6 +445,9 @@ mod tests {
         Second { point, snapshot }
     }
 
+    const OPENMETRICS_ACCEPT: &str =
+        "application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5";
+
     #[test]
     fn counters_leave_warmup_out_and_the_exposition_is_well_formed() {
         let labels = Labels {
@@ -481,6 +484,29 @@ mod tests {
         )));
         assert!(text.contains(&format!("loadmark_latency_seconds_count{{{l}}} 3 ")));
         assert!(text.contains(&format!("loadmark_measured_seconds{{{l}}} 1 ")));
+        // Prometheus text 0.0.4 for scrapers that do not ask for OpenMetrics: the sample's
+        // name in TYPE, no UNIT or EOF, timestamps in whole milliseconds.
+        let plain = render(std::slice::from_ref(&step), Format::Text);
+        assert!(
+            plain.contains("# TYPE loadmark_requests_total counter\n"),
+            "{plain}"
+        );
+        assert!(plain.contains("# TYPE loadmark_run_info gauge\n"));
+        assert!(!plain.contains("# EOF") && !plain.contains("# UNIT"));
+        let line = plain
+            .lines()
+            .find(|l| l.starts_with("loadmark_requests_total{"))
+            .unwrap();
+        let ts = line.rsplit(' ').next().unwrap();
+        assert!(
+            ts.len() >= 13 && ts.bytes().all(|b| b.is_ascii_digit()),
+            "{line}"
+        );
+        assert_eq!(Format::from_accept(OPENMETRICS_ACCEPT), Format::OpenMetrics);
+        assert_eq!(
+            Format::from_accept("text/plain;version=0.0.4"),
+            Format::Text
+        );
         // Every family is announced once, before its samples, and its samples are together.
         let mut seen = Vec::new();
         for line in text.lines() {
