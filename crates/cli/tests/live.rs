@@ -513,3 +513,112 @@ fn a_real_prometheus_scrapes_the_same_totals_and_rate_as_the_report() {
     });
     server.shutdown();
 }
+
+/// Runs `args` (with a metrics endpoint that lingers) to its end and returns the final
+/// exposition, checked by the OpenMetrics parser, and the process's exit code.
+fn final_exposition(args: &[&str]) -> (String, Option<i32>) {
+    let mut all: Vec<&str> = args.to_vec();
+    all.extend(["--metrics-listen", "127.0.0.1:0", "--metrics-linger", "60s"]);
+    let run = spawn("loadmark with --metrics-listen", &all);
+    let endpoint = run
+        .wait_for_line(STOP_PATIENCE, |l| {
+            Some(
+                l.split("OpenMetrics at http://")
+                    .nth(1)?
+                    .split('/')
+                    .next()?
+                    .to_string(),
+            )
+        })
+        .unwrap();
+    // Bounded runs (a few hundred requests); a loaded machine may take a while.
+    run.wait_for_line(Duration::from_secs(120), |l| {
+        l.contains("keeping http://").then_some(())
+    })
+    .unwrap();
+    let last = check_openmetrics(&endpoint);
+    let code = run.wait(STOP_PATIENCE).unwrap().code();
+    (last, code)
+}
+
+#[test]
+fn bench_exposes_every_plan_step_under_its_step_label() {
+    let server = target();
+    let dir = temp_dir("live", "bench");
+    std::fs::write(
+        dir.join("plan.yaml"),
+        format!(
+            "name: live\ntargets:\n  api:\n    url: http://{}/status\nload: {{requests: 200}}\nsweep: {{connections: [1, 2]}}\n",
+            server.local_addr()
+        ),
+    )
+    .unwrap();
+    let plan = dir.join("plan.yaml");
+    let out = dir.join("out");
+    let (last, code) = final_exposition(&[
+        "bench",
+        plan.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+        "-q",
+        "--run-id",
+        "b",
+    ]);
+    assert_eq!(code, Some(0));
+    let bundle: loadmark_report::Bundle =
+        common::bundle_json(&std::fs::read_to_string(out.join("bundle.json")).unwrap()).unwrap();
+    assert_eq!(bundle.steps.len(), 2);
+    for (i, step) in bundle.steps.iter().enumerate() {
+        let l = format!("run_id=\"b\",step=\"{}\"", i + 1);
+        assert_eq!(
+            sample(&last, &format!("loadmark_requests_total{{{l}}}")),
+            Some(step.report.summary.requests.completed as f64),
+            "step {} keeps its final numbers: {last}",
+            i + 1
+        );
+        assert_eq!(
+            sample(&last, &format!("loadmark_finished{{{l}}}")),
+            Some(1.0)
+        );
+    }
+    server.shutdown();
+}
+
+#[test]
+fn ws_exposes_its_message_counts() {
+    let server = target();
+    let dir = temp_dir("live", "ws");
+    let report = dir.join("r.json");
+    let url = format!("ws://{}/ws/echo", server.local_addr());
+    let (last, code) = final_exposition(&[
+        "ws",
+        &url,
+        "-n",
+        "60",
+        "-q",
+        "--run-id",
+        "w",
+        "-o",
+        report.to_str().unwrap(),
+    ]);
+    assert_eq!(code, Some(0));
+    let saved = report_json(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    let ws = saved.totals.websocket.as_deref().expect("a WebSocket run");
+    let l = "run_id=\"w\",step=\"1\"";
+    assert!(ws.messages_sent > 0);
+    assert_eq!(
+        sample(
+            &last,
+            &format!("loadmark_ws_messages_total{{{l},direction=\"sent\"}}")
+        ),
+        Some(ws.messages_sent as f64)
+    );
+    assert_eq!(
+        sample(
+            &last,
+            &format!("loadmark_ws_messages_total{{{l},direction=\"received\"}}")
+        ),
+        Some(ws.messages_received as f64)
+    );
+    server.shutdown();
+}

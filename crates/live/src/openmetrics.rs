@@ -118,15 +118,25 @@ impl StepState {
 
     /// Adds a tick's final seconds.
     pub(crate) fn tick(&mut self, tick: &Tick) {
-        let origin = *self
-            .origin_unix
-            .get_or_insert_with(|| unix_now() - tick.elapsed.as_secs_f64());
+        // The run's origin on the wall clock: `now - elapsed` comes out late by however long
+        // this thread waited between the engine reading `elapsed` and this call (seconds on
+        // a loaded machine), never early, so the smallest estimate is the best. A late
+        // origin would stamp counters in the future, where a query made just after the run
+        // does not see them yet.
+        let now = unix_now();
+        let estimate = now - tick.elapsed.as_secs_f64();
+        let origin = self.origin_unix.map_or(estimate, |o| o.min(estimate));
+        self.origin_unix = Some(origin);
         for s in tick.seconds {
             let mut end = (s.point.second + 1) as f64;
             if tick.finished {
                 end = end.min(tick.elapsed.as_secs_f64());
             }
-            self.covered_until = Some(origin + end);
+            // Never after now, and always after a time already exposed (Prometheus refuses a
+            // sample older than the last it stored, or at the same time with another value).
+            let after = self.covered_until.map_or(f64::MIN, |t| t + 0.001);
+            let at = (origin + end).min(now).max(after);
+            self.covered_until = Some(at);
             if !s.point.warmup {
                 self.totals.merge(&s.snapshot);
                 self.measured_s = end - self.warmup.as_secs_f64().min(end);
