@@ -235,3 +235,28 @@ fn without_a_terminal_tui_falls_back_to_the_progress_line_and_says_why() {
     );
     server.shutdown();
 }
+
+#[test]
+fn a_terminal_smaller_than_80x24_gets_the_progress_line_and_the_reason() {
+    let server = target();
+    let dir = temp_dir("tui", "small");
+    let exit = dir.join("exit");
+    let url = format!("http://{}/status", server.local_addr());
+    let command = format!(
+        "'{}' run {url} -c 1 -n 50 --tui >/dev/null; echo $? > '{}'; sleep 60",
+        env!("CARGO_BIN_EXE_loadmark"),
+        exit.display()
+    );
+    let tmux = Tmux::start(&dir, 70, 20, &command);
+    wait_until("loadmark to end", || {
+        std::fs::read_to_string(&exit).is_ok_and(|t| t.ends_with('\n'))
+    });
+    assert_eq!(std::fs::read_to_string(&exit).unwrap().trim(), "0");
+    let screen = tmux.screen().replace('\n', "");
+    assert!(
+        screen.contains("the terminal is 70x20; the view needs at least 80x24"),
+        "{screen}"
+    );
+    drop(tmux);
+    server.shutdown();
+}
