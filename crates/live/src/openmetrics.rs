@@ -421,7 +421,7 @@ mod tests {
     use loadmark_metrics::{Second, SeriesPoint};
     use loadmark_plan::{RequestSpec, Stop, Target as Url, Timeouts, TlsPolicy};
 
-    fn plan() -> Plan {
+    pub(super) fn plan() -> Plan {
         Plan {
             request: RequestSpec {
                 method: "GET".into(),
@@ -529,5 +529,29 @@ mod tests {
                 assert!(line.starts_with(family.as_str()), "{line} outside {family}");
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod segment_tests {
+    use super::*;
+
+    #[test]
+    fn a_segment_is_labelled_so_segments_add_up_in_promql() {
+        let plan = loadmark_plan::Plan {
+            warmup: Duration::ZERO,
+            ..super::tests::plan()
+        };
+        let labels = Labels {
+            run_id: "r".into(),
+            step: 2,
+            segment: Some("1/3".into()),
+        };
+        let step = StepState::new(labels, &plan);
+        let text = render(std::slice::from_ref(&step), Format::OpenMetrics);
+        assert!(
+            text.contains("loadmark_requests_total{run_id=\"r\",step=\"2\",segment=\"1/3\"} 0"),
+            "{text}"
+        );
     }
 }
