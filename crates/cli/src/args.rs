@@ -297,6 +297,9 @@ pub struct ReportFlags {
     pub fail_on: Vec<FailOn>,
 
     #[command(flatten)]
+    pub live: crate::live::LiveFlags,
+
+    #[command(flatten)]
     pub split: crate::split::SplitFlags,
 
     #[command(flatten)]
@@ -478,6 +481,12 @@ pub struct BenchArgs {
     /// No live progress line
     #[arg(short = 'q', long = "quiet")]
     pub quiet: bool,
+    #[command(flatten)]
+    pub metrics: crate::live::MetricsFlags,
+    /// Names the run in the metrics' run_id label [default: the start time in Unix seconds
+    /// and the process id, e.g. 1764052200-4242]
+    #[arg(long = "run-id", value_name = "ID")]
+    pub run_id: Option<String>,
     /// Columns and style, instead of the plan's `report:`
     #[command(flatten)]
     pub table: TableFlags,
@@ -536,6 +545,8 @@ pub enum SchemaKind {
     Result,
     /// Plan bundles (JSON)
     Bundle,
+    /// Each line of a streamed result (`--stream FILE`, JSON Lines)
+    Stream,
 }
 
 #[derive(Args, Debug)]
@@ -606,7 +617,7 @@ pub struct CompareArgs {
     pub force: bool,
 }
 
-fn duration_arg(text: &str) -> Result<Duration, String> {
+pub(crate) fn duration_arg(text: &str) -> Result<Duration, String> {
     parse_duration(text).map_err(|_| {
         "expected a duration such as 500ms, 30s, 2m or 1m30s (a bare number means seconds)"
             .to_string()

@@ -287,6 +287,7 @@ fn pause(d: Duration) {
 
 fn run_steps(plan: &LoadedPlan, args: &BenchArgs) -> Result<Bundle> {
     let stop = stop_handle();
+    let mut live = crate::live::Live::start(&args.metrics, None, args.run_id.clone(), None)?;
     let file = &plan.file;
     let targets = file
         .targets
@@ -413,6 +414,11 @@ fn run_steps(plan: &LoadedPlan, args: &BenchArgs) -> Result<Bundle> {
             step.number,
             plan.steps.len()
         );
+        live.begin(
+            &step.plan,
+            u32::try_from(step.number).unwrap_or(u32::MAX),
+            u32::try_from(plan.steps.len()).unwrap_or(u32::MAX),
+        )?;
         let (mut report, interrupted) = match args.slurm {
             Some(tasks) => {
                 let run_id = format!("bench-step-{}-{}", step.number, std::process::id());
@@ -427,7 +433,7 @@ fn run_steps(plan: &LoadedPlan, args: &BenchArgs) -> Result<Bundle> {
                     .with_context(|| format!("step {} over {tasks} Slurm tasks", step.number))?
             }
             None => {
-                let result = execute(&step.plan, &Default::default(), args.quiet)?;
+                let result = execute(&step.plan, &Default::default(), args.quiet, &mut live)?;
                 let interrupted = result.interrupted;
                 (build_report(&step.plan, result), interrupted)
             }
@@ -482,6 +488,7 @@ fn run_steps(plan: &LoadedPlan, args: &BenchArgs) -> Result<Bundle> {
             .with_context(|| format!("stopping target {name}"))?;
     }
     services.stop_all()?;
+    live.linger();
     Ok(bundle)
 }
 

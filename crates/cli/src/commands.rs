@@ -46,6 +46,7 @@ pub fn dispatch(command: Command) -> Result<ExitCode> {
                 SchemaKind::Plan => print!("{}", loadmark_plan::PlanFile::json_schema()),
                 SchemaKind::Result => print!("{:#}", loadmark_report::result_schema()),
                 SchemaKind::Bundle => print!("{:#}", loadmark_report::bundle_schema()),
+                SchemaKind::Stream => print!("{:#}", loadmark_report::stream_schema()),
             }
             println!();
             Ok(ExitCode::SUCCESS)
@@ -150,6 +151,16 @@ pub(crate) fn run_plan(
         }
         None => None,
     };
+    let mut live = crate::live::Live::start(
+        &flags.live.metrics,
+        flags.live.stream.clone(),
+        segment
+            .as_ref()
+            .map(|s| s.run_id.clone())
+            .or_else(|| flags.split.run_id.clone()),
+        segment.as_ref().map(|s| s.segment.to_text()),
+    )?;
+    live.begin(plan, 1, 1)?;
     let (mut report, interrupted) = match flags.split.slurm {
         Some(tasks) => {
             crate::split::run_slurm(plan, &crate::split::SlurmRun::from_flags(flags, tasks)?)?
@@ -157,7 +168,7 @@ pub(crate) fn run_plan(
         None => {
             let mut part = segment.as_ref().map(|s| s.part()).unwrap_or_default();
             part.script = script.and_then(|s| s.hooks());
-            let result = execute(plan, &part, flags.quiet)?;
+            let result = execute(plan, &part, flags.quiet, &mut live)?;
             let (interrupted, start_skew) = (result.interrupted, result.start_skew);
             let mut report = build_report(plan, result);
             if flags.show_secrets {
@@ -170,6 +181,7 @@ pub(crate) fn run_plan(
         }
     };
     report.thresholds = loadmark_report::check_thresholds(&thresholds, &report);
+    live.finish(&report);
     let stdout_format = match (&output, flags.format) {
         (None, Some(f)) => f,
         _ => Format::Text,
@@ -184,6 +196,7 @@ pub(crate) fn run_plan(
         write_atomic(&path, &render_with(&report, format, &flags.table))?;
         eprintln!("loadmark: report written to {}", path.display());
     }
+    live.linger();
     if let Some(code) = crate::gate::thresholds_after_run(flags, &report)? {
         return Ok(code);
     }
@@ -252,10 +265,18 @@ fn failed_run(totals: &Snapshot, fail_on: &[FailOn]) -> Option<String> {
     })
 }
 
-pub(crate) fn execute(plan: &Plan, part: &Part, quiet: bool) -> Result<RunResult> {
+pub(crate) fn execute(
+    plan: &Plan,
+    part: &Part,
+    quiet: bool,
+    live: &mut crate::live::Live,
+) -> Result<RunResult> {
     let stop = stop_handle();
-    let mut progress = ProgressLine::new(plan, quiet);
-    let result = loadmark_engine::run_part(plan, part, &stop, |p| progress.update(p));
+    let mut progress = ProgressLine::new(plan, quiet || live.has_tui());
+    let result = loadmark_engine::run_part(plan, part, &stop, |p| {
+        live.update(p);
+        progress.update(p);
+    });
     progress.finish();
     result.map_err(|e| match e {
         EngineError::Plan(p) => anyhow::Error::new(p),
@@ -377,7 +398,12 @@ fn quickstart(args: &QuickstartArgs) -> Result<ExitCode> {
         args.connections,
         args.duration
     );
-    let result = execute(&plan, &Part::default(), false)?;
+    let result = execute(
+        &plan,
+        &Part::default(),
+        false,
+        &mut crate::live::Live::none(),
+    )?;
     let served = server.requests_served();
     server.shutdown();
     let interrupted = result.interrupted;
@@ -433,7 +459,12 @@ fn report(args: &ReportArgs) -> Result<ExitCode> {
             }
         }
     } else {
-        render_with(&Report::from_json(&text).map_err(bad)?, format, &args.table)
+        let bad = |e| UsageError(format!("{}: {e}", args.file.display()));
+        render_with(
+            &loadmark_report::read_result(&text).map_err(bad)?,
+            format,
+            &args.table,
+        )
     };
     crate::gate::write_or_print(args.output.as_deref(), &out)?;
     Ok(ExitCode::SUCCESS)

@@ -35,7 +35,8 @@ pub(crate) fn read_report(path: &Path) -> Result<Report> {
             }
         };
     }
-    Ok(Report::from_json(&text).map_err(|e| UsageError(format!("{}: {e}", path.display())))?)
+    Ok(loadmark_report::read_result(&text)
+        .map_err(|e| UsageError(format!("{}: {e}", path.display())))?)
 }
 
 pub fn merge(args: &MergeArgs) -> Result<ExitCode> {

@@ -10,6 +10,7 @@ mod commands;
 mod dist;
 mod gate;
 mod k8s;
+mod live;
 mod output;
 mod progress;
 mod script;

@@ -259,7 +259,12 @@ pub fn worker(args: &WorkerArgs) -> Result<ExitCode> {
         args.start_at.as_deref(),
         args.run_id.as_deref(),
     )?;
-    let result = crate::commands::execute(&plan, &resolved.part(), true)?;
+    let result = crate::commands::execute(
+        &plan,
+        &resolved.part(),
+        true,
+        &mut crate::live::Live::none(),
+    )?;
     let start_skew = result.start_skew;
     let mut report = crate::commands::build_report(&plan, result);
     resolved.mark(&mut report, start_skew);

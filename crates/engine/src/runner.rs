@@ -7,7 +7,7 @@ use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use loadmark_metrics::{Aggregate, Recorder, SeriesPoint, Snapshot, Totals, WorkerReport};
+use loadmark_metrics::{Aggregate, Recorder, Second, SeriesPoint, Snapshot, Totals, WorkerReport};
 use loadmark_plan::{Load, Plan, Profile, Segment, Stop, Target, WsSpec};
 use tokio::sync::watch;
 
@@ -56,6 +56,15 @@ pub struct Progress<'a> {
     /// Everything measured in the seconds that are final, warm-up excluded: errors with
     /// their first examples, status codes.
     pub totals: &'a Snapshot,
+    /// The seconds made final since the previous call, in order, each exactly as the
+    /// report's series will have it (before the last one is marked partial), with its
+    /// histograms: what live views, exporters and the streamed result are fed with.
+    pub seconds: &'a [Second],
+    /// Requests begun and not yet ended at the workers' latest hand-overs.
+    pub in_flight: u64,
+    /// The last call: the load has stopped, every second is final, and `elapsed` is the
+    /// run's wall time as the report will state it.
+    pub finished: bool,
 }
 
 /// What a run produced.
@@ -247,6 +256,8 @@ fn run_with<T: Transport>(
     let load_end = load_end.map(|d| origin + d);
 
     let mut aggregate = Aggregate::new(threads, plan.warmup.as_secs());
+    // Kept only from one progress call to the next: a second is dropped once handed over.
+    aggregate.keep_seconds();
     let mut client_cpu = CpuTime::default();
     let mut busiest_worker = 0.0f64;
     let mut done = 0;
@@ -265,16 +276,33 @@ fn run_with<T: Transport>(
         }
         if last_progress.elapsed() >= Duration::from_millis(450) {
             last_progress = Instant::now();
+            let seconds = aggregate.take_seconds();
             on_progress(&Progress {
                 elapsed: origin.elapsed(),
                 completed: aggregate.completed_so_far(),
                 last_second: aggregate.series().last(),
                 failed: aggregate.snapshot().failed(),
                 totals: aggregate.snapshot(),
+                seconds: &seconds,
+                in_flight: aggregate.in_flight_now(),
+                finished: false,
             });
         }
     }
     let elapsed = origin.elapsed();
+    aggregate.finish_held();
+    let seconds = aggregate.take_seconds();
+    on_progress(&Progress {
+        elapsed,
+        completed: aggregate.completed_so_far(),
+        last_second: aggregate.series().last(),
+        failed: aggregate.snapshot().failed(),
+        totals: aggregate.snapshot(),
+        seconds: &seconds,
+        in_flight: aggregate.in_flight_now(),
+        finished: true,
+    });
+    drop(seconds);
     for h in handles {
         if h.join().is_err() {
             return Err(EngineError::WorkerPanicked);
@@ -493,7 +521,8 @@ impl<T: Transport> Worker<T> {
                         if joined.is_none() { break; }
                     }
                     _ = tick.tick() => {
-                        let report = ctx.recorder.borrow_mut().drain(std::time::Instant::now());
+                        let mut report = ctx.recorder.borrow_mut().drain(std::time::Instant::now());
+                        report.in_flight_now = ctx.in_flight.get();
                         let _ = self.tx.send(Message::Tick(self.index, report));
                     }
                     _ = &mut deadline => break,

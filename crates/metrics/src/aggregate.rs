@@ -3,6 +3,7 @@
 use serde::{Deserialize, Serialize};
 use std::collections::btree_map::Entry;
 use std::collections::BTreeMap;
+use std::time::Duration;
 
 use crate::recorder::WorkerReport;
 use crate::snapshot::Snapshot;
@@ -64,6 +65,22 @@ impl SeriesPoint {
             partial_s: None,
         }
     }
+
+    /// Marks this second with the part of it a run of `elapsed` covered, when that is not
+    /// the whole second (the run's last second, and any straggler past it). The report and
+    /// the live stream both mark with this, so their series agree exactly.
+    pub fn mark_partial(&mut self, elapsed: Duration) {
+        let covered = (elapsed.as_secs_f64() - self.second as f64).clamp(0.0, 1.0);
+        self.partial_s = (covered < 1.0 - 1e-3).then(|| (covered * 1e3).round() / 1e3);
+    }
+}
+
+/// One final second of the run, all workers added: its series point and everything measured
+/// in it (what a live view, an exporter or a streamed result is fed with).
+#[derive(Debug, Clone)]
+pub struct Second {
+    pub point: SeriesPoint,
+    pub snapshot: Snapshot,
 }
 
 /// The result of a run: totals over the measured time and the series over all of it.
@@ -86,6 +103,10 @@ pub struct Aggregate {
     watermarks: Vec<u64>,
     pending: BTreeMap<u64, Snapshot>,
     totals: Totals,
+    /// Final seconds not yet taken, kept only when asked ([`Aggregate::keep_seconds`]).
+    outbox: Option<Vec<Second>>,
+    /// Each worker's requests in flight at its latest hand-over.
+    in_flight_now: Vec<u64>,
 }
 
 impl Aggregate {
@@ -102,7 +123,25 @@ impl Aggregate {
                 in_flight: 0,
                 series: Vec::new(),
             },
+            outbox: None,
+            in_flight_now: vec![0; workers.max(1)],
         }
+    }
+
+    /// Keeps every second made final, with its snapshot, until [`Aggregate::take_seconds`].
+    /// Off by default: a run nobody watches keeps no second longer than it takes to add it.
+    pub fn keep_seconds(&mut self) {
+        self.outbox.get_or_insert_with(Vec::new);
+    }
+
+    /// The seconds made final since the last call, in order (empty unless kept).
+    pub fn take_seconds(&mut self) -> Vec<Second> {
+        self.outbox.as_mut().map(std::mem::take).unwrap_or_default()
+    }
+
+    /// Requests in flight at the workers' latest hand-overs, added.
+    pub fn in_flight_now(&self) -> u64 {
+        self.in_flight_now.iter().sum()
     }
 
     /// Adds the report of worker 0 (single-worker shortcut used by tests and examples).
@@ -123,6 +162,9 @@ impl Aggregate {
             }
         }
         self.totals.in_flight += report.in_flight;
+        if let Some(n) = self.in_flight_now.get_mut(worker) {
+            *n = report.in_flight_now;
+        }
         if let Some(w) = self.watermarks.get_mut(worker) {
             *w = (*w).max(report.watermark);
         }
@@ -141,18 +183,25 @@ impl Aggregate {
         for gap in next..second {
             let warmup = gap < self.warmup_seconds;
             let empty = Snapshot::default();
-            self.totals
-                .series
-                .push(SeriesPoint::from_snapshot(gap, warmup, &empty));
+            let point = SeriesPoint::from_snapshot(gap, warmup, &empty);
+            self.totals.series.push(point.clone());
+            if let Some(out) = &mut self.outbox {
+                out.push(Second {
+                    point,
+                    snapshot: empty,
+                });
+            }
         }
         let warmup = second < self.warmup_seconds;
-        self.totals
-            .series
-            .push(SeriesPoint::from_snapshot(second, warmup, &snapshot));
+        let point = SeriesPoint::from_snapshot(second, warmup, &snapshot);
+        self.totals.series.push(point.clone());
         if warmup {
             self.totals.warmup_completed += snapshot.completed();
         } else {
             self.totals.snapshot.merge(&snapshot);
+        }
+        if let Some(out) = &mut self.outbox {
+            out.push(Second { point, snapshot });
         }
     }
 
@@ -173,12 +222,17 @@ impl Aggregate {
             + self.pending.values().map(Snapshot::completed).sum::<u64>()
     }
 
-    /// Makes every held second final and returns the totals.
-    pub fn finish(mut self) -> Totals {
+    /// Makes every held second final (once every worker is done: nothing more can come).
+    pub fn finish_held(&mut self) {
         let pending = std::mem::take(&mut self.pending);
         for (second, snapshot) in pending {
             self.finalize(second, snapshot);
         }
+    }
+
+    /// Makes every held second final and returns the totals.
+    pub fn finish(mut self) -> Totals {
+        self.finish_held();
         self.totals
     }
 }
@@ -252,5 +306,45 @@ mod tests {
             t.snapshot.completed(),
             "series adds up to totals"
         );
+    }
+
+    #[test]
+    fn kept_seconds_come_out_once_in_order_and_add_up_to_the_totals() {
+        let origin = Instant::now();
+        let mut r = Recorder::new(origin);
+        let mut agg = Aggregate::new(1, 1);
+        agg.keep_seconds();
+        r.record(&ok(origin, 500)); // warm-up
+        r.record(&ok(origin, 1_500));
+        agg.add(r.drain(origin + Duration::from_millis(2_100)));
+        let first = agg.take_seconds();
+        assert_eq!(
+            first.iter().map(|s| s.point.second).collect::<Vec<_>>(),
+            [0, 1]
+        );
+        assert!(agg.take_seconds().is_empty(), "each second comes out once");
+        r.record(&ok(origin, 3_200)); // second 3; second 2 is a gap
+        let mut last = r.finish();
+        last.in_flight_now = 2;
+        agg.add(last);
+        assert_eq!(agg.in_flight_now(), 2);
+        agg.finish_held();
+        let rest = agg.take_seconds();
+        assert_eq!(
+            rest.iter().map(|s| s.point.second).collect::<Vec<_>>(),
+            [2, 3]
+        );
+        let mut sum = Snapshot::default();
+        for s in first.iter().chain(&rest).filter(|s| !s.point.warmup) {
+            assert_eq!(s.point.responses, s.snapshot.responses);
+            sum.merge(&s.snapshot);
+        }
+        let totals = agg.finish();
+        assert_eq!(sum, totals.snapshot, "kept seconds add up to the totals");
+        let mut p = totals.series[3].clone();
+        p.mark_partial(Duration::from_millis(3_250));
+        assert_eq!(p.partial_s, Some(0.25));
+        p.mark_partial(Duration::from_millis(4_000));
+        assert_eq!(p.partial_s, None);
     }
 }

@@ -47,7 +47,7 @@ mod snapshot;
 mod summary;
 mod websocket;
 
-pub use aggregate::{Aggregate, SeriesPoint, Totals};
+pub use aggregate::{Aggregate, Second, SeriesPoint, Totals};
 pub use checks::{CheckStat, CheckStats, CHECK_EXAMPLE_CHARS};
 pub use error_kind::{ErrorCounts, ErrorKind, ErrorStat};
 pub use recorder::{Interval, Recorder, Sample, WorkerReport};

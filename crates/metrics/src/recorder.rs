@@ -39,6 +39,8 @@ pub struct WorkerReport {
     pub watermark: u64,
     /// Requests begun but not finished when the worker stopped (set only by [`Recorder::finish`]).
     pub in_flight: u64,
+    /// Requests begun and not yet finished at this hand-over (a gauge for live views).
+    pub in_flight_now: u64,
 }
 
 /// Records samples of one worker into the current second's [`Snapshot`].
@@ -207,6 +209,7 @@ impl Recorder {
             intervals: std::mem::take(&mut self.closed),
             watermark,
             in_flight: 0,
+            in_flight_now: 0,
         }
     }
 
@@ -217,6 +220,7 @@ impl Recorder {
             intervals: self.closed,
             watermark: u64::MAX,
             in_flight: 0,
+            in_flight_now: 0,
         }
     }
 }

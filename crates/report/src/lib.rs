@@ -44,6 +44,7 @@ mod merge;
 mod model;
 mod schema;
 mod split;
+mod stream;
 mod styles;
 mod table;
 mod text;
@@ -75,6 +76,10 @@ pub use model::{
 };
 pub use schema::{bundle_schema, result_schema};
 pub use split::{plan_hash, Part, Split, SplitProblem, SKEW_TRUST_S};
+pub use stream::{
+    is_stream, read_result, stream_schema, ResultError, Stream, StreamError, StreamLine,
+    StreamSecond, StreamStart,
+};
 pub use styles::{style_blocks, StyleBlock};
 pub use table::{cell as table_cell, columns as table_columns, header as table_header, Cell};
 pub use text::render_text;

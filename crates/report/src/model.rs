@@ -401,10 +401,8 @@ fn assess(plan: &Plan, facts: &RunFacts, summary: &Summary) -> Health {
 /// Marks the seconds the run did not cover whole (the last one, and any straggler past it)
 /// with the part that it did cover.
 fn mark_partial(series: &mut [SeriesPoint], elapsed: Duration) {
-    let elapsed = elapsed.as_secs_f64();
     for p in series {
-        let covered = (elapsed - p.second as f64).clamp(0.0, 1.0);
-        p.partial_s = (covered < 1.0 - 1e-3).then(|| (covered * 1e3).round() / 1e3);
+        p.mark_partial(elapsed);
     }
 }
 

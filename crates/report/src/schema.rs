@@ -10,7 +10,7 @@ use schemars::JsonSchema;
 use crate::bundle::Bundle;
 use crate::model::{Report, SCHEMA_VERSION};
 
-fn schema_of<T: JsonSchema>(title: &str) -> serde_json::Value {
+pub(crate) fn schema_of<T: JsonSchema>(title: &str) -> serde_json::Value {
     let mut schema = serde_json::to_value(schemars::schema_for!(T)).expect("a schema serializes");
     if let Some(obj) = schema.as_object_mut() {
         obj.insert(
