@@ -166,6 +166,20 @@ pub struct RunArgs {
     #[arg(long = "insecure")]
     pub insecure: bool,
 
+    /// Speak HTTP/2: negotiated with ALPN over https:// (refused if the server does not
+    /// offer h2), from the first byte over http:// (h2c with prior knowledge)
+    #[arg(long = "http2")]
+    pub http2: bool,
+
+    /// Concurrent streams per HTTP/2 connection (h2load's -m) [default: 1]
+    #[arg(long = "streams", value_parser = at_least_one, allow_negative_numbers = true, requires = "http2")]
+    pub streams: Option<usize>,
+
+    /// Connect to this Unix domain socket instead of the URL's host and port (as curl); the
+    /// URL still gives the Host header and the path
+    #[arg(long = "unix-socket", value_name = "PATH")]
+    pub unix_socket: Option<PathBuf>,
+
     #[command(flatten)]
     pub tls: TlsFlags,
 
@@ -640,6 +654,9 @@ impl RunArgs {
             connect_timeout: self.connect_timeout,
             warmup: self.warmup,
             insecure: self.insecure,
+            http2: self.http2,
+            streams: self.streams,
+            unix_socket: self.unix_socket.clone(),
         };
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         let mut plan = settings.to_plan(request, cores)?;

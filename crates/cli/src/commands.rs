@@ -241,6 +241,7 @@ fn serve(args: &ServeArgs) -> Result<ExitCode> {
             }
             _ => None,
         },
+        http2: false,
     })?;
     let signals = signals();
     println!(
@@ -303,6 +304,7 @@ fn quickstart(args: &QuickstartArgs) -> Result<ExitCode> {
         tls: TlsPolicy::Verify,
         mix: Default::default(),
         websocket: None,
+        protocol: Default::default(),
     };
     eprintln!(
         "loadmark quickstart: built-in target on {}, {} connections for {:?} (target and client share this process: one thread each)",

@@ -26,13 +26,17 @@ mod closed;
 mod connection;
 mod error;
 pub mod http1;
+mod http2;
 mod open;
 mod runner;
 mod source;
 mod sys;
 pub mod transport;
+mod unix;
 pub mod ws;
 
 pub use error::EngineError;
+pub use http2::Negotiated;
 pub use runner::{run, Progress, RunResult, StopHandle};
 pub use sys::{thread_cpu_time, CpuTime};
+pub use unix::Unix;

@@ -14,10 +14,12 @@ use tokio::sync::watch;
 use crate::closed::{connection_loop, ramp_loop, Budget};
 use crate::connection::{preconnect, Scratch, Shared};
 use crate::error::EngineError;
+use crate::http2::{slot_loop, H2Shared, Negotiated};
 use crate::open::{schedule_loop, Share};
 use crate::source::RequestSource;
 use crate::sys::{raise_file_limit, thread_cpu_time, CpuTime};
 use crate::transport::{DirectTcp, Tcp, Tls, Transport};
+use crate::unix::Unix;
 use crate::ws::{session_loop, WsShared};
 
 /// Stops a run from another thread (a signal handler): the load stops, and the run returns
@@ -86,16 +88,49 @@ pub fn run(
     plan.validate()?;
     raise_file_limit(plan.load.max_connections())?;
     let url = &plan.request.url;
+    if let Some(path) = &plan.protocol.unix_socket {
+        if url.scheme().is_tls() {
+            return Err(EngineError::UnixTls);
+        }
+        // The URL names the service for Host; it need not resolve.
+        let addr = resolve(url.host(), url.port())
+            .unwrap_or_else(|_| SocketAddr::from(([127, 0, 0, 1], url.port())));
+        let unix = Unix {
+            path: path.clone(),
+            connect_timeout: plan.timeouts.connect,
+        };
+        return run_with(plan, addr, unix, stop, &mut on_progress);
+    }
     let addr = resolve(url.host(), url.port())?;
     let tcp = Tcp {
         addr,
         connect_timeout: plan.timeouts.connect,
     };
-    if url.scheme().is_tls() {
+    if url.scheme().is_tls() && plan.protocol.http2.is_some() {
+        let tls = Tls::with_alpn(tcp, url.host(), &plan.tls, &[b"h2", b"http/1.1"])
+            .map_err(|e| EngineError::Tls(e.message))?;
+        refuse_without_h2(&tls)?;
+        run_with(plan, addr, tls, stop, &mut on_progress)
+    } else if url.scheme().is_tls() {
         let tls = Tls::new(tcp, url.host(), &plan.tls).map_err(|e| EngineError::Tls(e.message))?;
         run_with(plan, addr, tls, stop, &mut on_progress)
     } else {
         run_with(plan, addr, DirectTcp(tcp), stop, &mut on_progress)
+    }
+}
+
+/// Over TLS, asks the server once before any load whether it speaks HTTP/2 (ALPN): a run
+/// against a server that does not would only fail every connection the same way. A server
+/// that cannot be reached is left to the run, which counts its connect errors.
+fn refuse_without_h2(tls: &Tls) -> Result<(), EngineError> {
+    use crate::http2::Negotiated;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(EngineError::Thread)?;
+    match runtime.block_on(tls.connect()) {
+        Ok(stream) => stream.h2_negotiated().map_err(EngineError::Http2NotOffered),
+        Err(_) => Ok(()),
     }
 }
 
@@ -124,7 +159,10 @@ fn run_with<T: Transport>(
     transport: T,
     stop: &StopHandle,
     on_progress: &mut dyn FnMut(&Progress),
-) -> Result<RunResult, EngineError> {
+) -> Result<RunResult, EngineError>
+where
+    T::Stream: Negotiated,
+{
     let threads = plan.load.threads();
     // When the load itself ends, from the start: no request starts after it.
     let load_end = match plan.stop {
@@ -151,6 +189,15 @@ fn run_with<T: Transport>(
                     spec: plan.websocket.clone().expect("checked"),
                 },
                 load_end.map(|end| end + plan.timeouts.request + Duration::from_secs(2)),
+            ),
+            Load::Closed { connections, .. } if plan.protocol.http2.is_some() => (
+                Executor::Http2 {
+                    connections: spread(*connections),
+                    budget: budget.clone(),
+                    streams: plan.protocol.streams(),
+                    tls: plan.request.url.scheme().is_tls(),
+                },
+                load_end,
             ),
             Load::Closed { connections, .. } => (
                 Executor::Closed {
@@ -293,6 +340,13 @@ enum Executor {
         /// Connections opened before the schedule starts.
         preopen: usize,
     },
+    /// HTTP/2 connections, each carrying `streams` closed loops.
+    Http2 {
+        connections: usize,
+        budget: Arc<Budget>,
+        streams: usize,
+        tls: bool,
+    },
     /// WebSocket virtual users, each running one session after another.
     WebSocket {
         sessions: usize,
@@ -322,7 +376,10 @@ struct Worker<T: Transport> {
     tx: mpsc::Sender<Message>,
 }
 
-impl<T: Transport> Worker<T> {
+impl<T: Transport> Worker<T>
+where
+    T::Stream: Negotiated,
+{
     /// One thread, one event loop (wrk's model): connections are tasks on a current-thread
     /// runtime, sharing the recorder without locks.
     fn run(mut self) {
@@ -365,6 +422,22 @@ impl<T: Transport> Worker<T> {
                     for _ in 0..*connections {
                         tasks.spawn_local(connection_loop(
                             ctx.clone(),
+                            budget.clone(),
+                            self.load_end,
+                        ));
+                    }
+                }
+                Executor::Http2 {
+                    connections,
+                    budget,
+                    streams,
+                    tls,
+                } => {
+                    let h2s = Rc::new(H2Shared::new(*tls, *streams));
+                    for _ in 0..*connections {
+                        tasks.spawn_local(slot_loop(
+                            ctx.clone(),
+                            h2s.clone(),
                             budget.clone(),
                             self.load_end,
                         ));

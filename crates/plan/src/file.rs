@@ -235,6 +235,15 @@ pub struct LoadFile {
     /// Accept any TLS certificate.
     #[serde(default)]
     pub insecure: Option<bool>,
+    /// HTTP/2: ALPN over https://, prior knowledge (h2c) over http:// [default: false].
+    #[serde(default)]
+    pub http2: Option<bool>,
+    /// Concurrent streams per HTTP/2 connection [default: 1].
+    #[serde(default)]
+    pub streams: Option<usize>,
+    /// Connect to this Unix domain socket instead of the URL's host and port.
+    #[serde(default)]
+    pub unix_socket: Option<std::path::PathBuf>,
 }
 
 /// Values to sweep; several keys make a matrix (targets outermost, then in this order).

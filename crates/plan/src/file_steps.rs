@@ -272,6 +272,9 @@ fn expand(
         connect_timeout: duration(&["load", "connect_timeout"], &load.connect_timeout)?,
         warmup: duration(&["load", "warmup"], &load.warmup)?,
         insecure: load.insecure.unwrap_or(false),
+        http2: load.http2.unwrap_or(false),
+        streams: load.streams,
+        unix_socket: load.unix_socket.clone(),
     };
     let websocket = match &file.websocket {
         Some(w) => Some(websocket_spec(w, &err, &duration)?),

@@ -36,7 +36,8 @@ pub use file_steps::{
     load_plan_file, load_plan_text, Launch, LoadedPlan, PlanFileError, Ready, Step,
 };
 pub use plan::{
-    Load, Mix, Plan, RequestSpec, Stop, Timeouts, TlsFiles, TlsPolicy, DEFAULT_TIMEOUT,
+    Http2, Load, Mix, Plan, Protocol, RequestSpec, Stop, Timeouts, TlsFiles, TlsPolicy,
+    DEFAULT_TIMEOUT, MAX_STREAMS,
 };
 pub use schedule::{Pace, Profile, Stage};
 pub use settings::{Settings, DEFAULT_CONNECTIONS, DEFAULT_DURATION, DEFAULT_MAX_CONNECTIONS};

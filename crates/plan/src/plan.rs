@@ -220,6 +220,54 @@ pub struct Plan {
     /// are sessions, and this says what each session does.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub websocket: Option<WsSpec>,
+    /// How requests travel: HTTP version, streams per connection, the socket. Absent in a
+    /// plan written before HTTP/2 existed: HTTP/1.1 over TCP.
+    #[serde(default, skip_serializing_if = "Protocol::is_default")]
+    pub protocol: Protocol,
+}
+
+/// Most concurrent streams one HTTP/2 connection may be asked to carry (`--streams`); RFC
+/// 9113 suggests servers allow at least 100, and more than this only queues in the client.
+pub const MAX_STREAMS: usize = 10_000;
+
+/// How requests travel, beside what they say.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Protocol {
+    /// HTTP/2 (`--http2`): over TLS it is negotiated with ALPN, over http:// it is spoken
+    /// from the first byte (h2c with prior knowledge). Absent: HTTP/1.1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub http2: Option<Http2>,
+    /// Connect to this Unix domain socket instead of the URL's host and port (curl's
+    /// `--unix-socket`); the URL still gives the Host header and the path.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unix_socket: Option<std::path::PathBuf>,
+}
+
+impl Protocol {
+    pub fn is_default(&self) -> bool {
+        *self == Protocol::default()
+    }
+
+    /// The protocol's name as reports print it.
+    pub fn name(&self) -> &'static str {
+        match self.http2 {
+            Some(_) => "HTTP/2",
+            None => "HTTP/1.1",
+        }
+    }
+
+    /// Requests one connection carries at once: its streams, or 1.
+    pub fn streams(&self) -> usize {
+        self.http2.map_or(1, |h| h.streams)
+    }
+}
+
+/// HTTP/2 settings of a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Http2 {
+    /// Concurrent streams per connection (h2load's `-m`, oha's `--http2-parallel`); a server
+    /// that allows fewer (SETTINGS_MAX_CONCURRENT_STREAMS) is never asked for more.
+    pub streams: usize,
 }
 
 /// Several requests by weight, and templates expanded per request.
@@ -380,6 +428,42 @@ impl Plan {
                 "a duration above zero",
             ));
         }
+        self.validate_protocol()
+    }
+
+    fn validate_protocol(&self) -> Result<(), PlanError> {
+        let Some(h2) = self.protocol.http2 else {
+            return Ok(());
+        };
+        if !(1..=MAX_STREAMS).contains(&h2.streams) {
+            return Err(PlanError::invalid(
+                "--streams",
+                h2.streams.to_string(),
+                "between 1 and 10000 concurrent streams per connection",
+            ));
+        }
+        if self.websocket.is_some() {
+            return Err(PlanError::Conflict {
+                first: "--http2",
+                second: "loadmark ws",
+                why: "WebSocket sessions are opened over HTTP/1.1",
+            });
+        }
+        if !matches!(self.load, Load::Closed { .. }) {
+            return Err(PlanError::Conflict {
+                first: "--http2",
+                second: "--rate/--stages",
+                why: "HTTP/2 runs only in a closed loop (-c, -n/-d) so far; open-loop and \
+                      ramping runs over streams are not built yet",
+            });
+        }
+        if !self.request.keep_alive {
+            return Err(PlanError::Conflict {
+                first: "--http2",
+                second: "--no-keepalive/Connection: close",
+                why: "an HTTP/2 connection carries many requests; there is no per-request close",
+            });
+        }
         Ok(())
     }
 
@@ -481,6 +565,7 @@ mod tests {
             tls: TlsPolicy::Verify,
             mix: Mix::default(),
             websocket: None,
+            protocol: Default::default(),
         }
     }
 

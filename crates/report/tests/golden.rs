@@ -60,6 +60,7 @@ fn fixed_report() -> Report {
         tls: TlsPolicy::Verify,
         mix: Default::default(),
         websocket: None,
+        protocol: Default::default(),
     };
     let facts = RunFacts {
         started_at: UNIX_EPOCH + Duration::from_secs(1_795_381_503),

@@ -133,6 +133,10 @@ pub struct ServerConfig {
     pub threads: usize,
     /// Scheduled freezes, to show coordinated omission; default none.
     pub stall: Option<Stall>,
+    /// Serve HTTP/2 too: a connection that opens with the HTTP/2 preface is h2c with prior
+    /// knowledge, any other HTTP/1.1 (hyper-util's auto builder). Default false: the
+    /// HTTP/1.1-only path, which does not look for the preface.
+    pub http2: bool,
 }
 
 impl Default for ServerConfig {
@@ -141,6 +145,7 @@ impl Default for ServerConfig {
             addr: ([127, 0, 0, 1], 8080).into(),
             threads: 1,
             stall: None,
+            http2: false,
         }
     }
 }
@@ -191,6 +196,12 @@ impl RunningServer {
     /// once a client has read a response, it is counted.
     pub fn requests_served(&self) -> u64 {
         self.counters.requests.load(Ordering::Relaxed)
+    }
+
+    /// Requests that arrived over HTTP/2, every path and status (also counted in
+    /// [`Self::requests_served`]): proof that a client really spoke HTTP/2. Exact.
+    pub fn http2_requests(&self) -> u64 {
+        self.counters.http2_requests.load(Ordering::Relaxed)
     }
 
     /// Connections accepted so far. Exact; keep-alive requests on one connection count once.

@@ -14,7 +14,8 @@ use hyper::body::Incoming;
 use hyper::server::conn::http1;
 use hyper::service::Service;
 use hyper::{Request, Response};
-use hyper_util::rt::TokioIo;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::server::conn::auto;
 use tokio::net::{TcpListener, TcpSocket};
 use tokio::sync::oneshot;
 
@@ -36,6 +37,7 @@ const ACCEPT_BACKOFF: Duration = Duration::from_millis(10);
 #[derive(Debug, Default)]
 pub(crate) struct Counters {
     pub requests: AtomicU64,
+    pub http2_requests: AtomicU64,
     pub accepts: AtomicU64,
     pub ws_sessions: AtomicU64,
     pub ws_received: AtomicU64,
@@ -74,7 +76,11 @@ pub(crate) fn run(
         let stall = config.stall.map(|stall| (stall, Instant::now()));
         // Spawned rather than awaited here so that, on a multi-thread runtime, the accept
         // loop runs on a worker and new connections land on workers' local queues.
-        tokio::spawn(accept_loop(listener, counters, stall));
+        if config.http2 {
+            tokio::spawn(accept_loop_auto(listener, counters, stall));
+        } else {
+            tokio::spawn(accept_loop(listener, counters, stall));
+        }
         let _ = shutdown.await;
     });
 }
@@ -149,6 +155,44 @@ async fn accept_loop(
     }
 }
 
+/// As [`accept_loop`], speaking HTTP/2 (h2c with prior knowledge) to clients that open with
+/// its preface and HTTP/1.1 to the others.
+async fn accept_loop_auto(
+    listener: TcpListener,
+    counters: Arc<Counters>,
+    stall: Option<(Stall, Instant)>,
+) {
+    let mut http = auto::Builder::new(TokioExecutor::new());
+    http.http1().keep_alive(true).pipeline_flush(true);
+    // As nginx's default: clients may open this many streams at once per connection.
+    http.http2().max_concurrent_streams(128);
+    let http = Arc::new(http);
+    loop {
+        let stream = match listener.accept().await {
+            Ok((stream, _)) => stream,
+            Err(e) if is_per_connection(&e) => continue,
+            Err(_) => {
+                tokio::time::sleep(ACCEPT_BACKOFF).await;
+                continue;
+            }
+        };
+        counters.accepts.fetch_add(1, Ordering::Relaxed);
+        let _ = stream.set_nodelay(true);
+        let (http, service) = (
+            http.clone(),
+            Target {
+                counters: counters.clone(),
+                stall,
+            },
+        );
+        tokio::spawn(async move {
+            let _ = http
+                .serve_connection_with_upgrades(TokioIo::new(stream), service)
+                .await;
+        });
+    }
+}
+
 /// Errors that concern one connection that went away before we accepted it.
 fn is_per_connection(e: &io::Error) -> bool {
     matches!(
@@ -172,6 +216,9 @@ impl Service<Request<Incoming>> for Target {
     type Future = Reply;
 
     fn call(&self, req: Request<Incoming>) -> Reply {
+        if req.version() == hyper::Version::HTTP_2 {
+            self.counters.http2_requests.fetch_add(1, Ordering::Relaxed);
+        }
         // Checked only when a stall is configured: no clock read per request otherwise.
         if let Some(wait) = self
             .stall
