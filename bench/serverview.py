@@ -9,7 +9,12 @@ requests nginx counted (stub_status), the worker's CPU time and context switches
 the ratio of nginx-counted req/s of each client to the first client's.
 
   bench/serverview.py [--dur 6] [--pairs 5] [--conns 50] [--path /json]
-                      [--client NAME=COMMAND ...] [--strace]
+                      [--server nginx|builtin|node] [--client NAME=COMMAND ...] [--strace]
+
+--server picks the server under test: nginx (the default; one worker, counted by stub_status),
+builtin (loadmark's built-in target, `serve --threads 1`) or node (bench/servers/count-server.js,
+Node's http module, one event loop). The last two are started afresh for every run and count
+what they answered themselves, printed as they stop ("served N requests").
 
 COMMAND is a shell command with {url}, {conns} and {dur} placeholders; the defaults are wrk and
 target/release/loadmark. --strace adds one short run per client with `strace -c -f` on the nginx
@@ -41,6 +46,9 @@ PERF_SYSCALLS = ["epoll_wait", "recvfrom", "read", "readv", "write", "writev", "
 
 
 def nginx_conf(d, port):
+    # mkdtemp makes d 0700, and nginx's worker (nobody) must read the files: without this it
+    # answered every request 403 (which stub_status counts like any other).
+    os.chmod(d, 0o755)
     www = os.path.join(d, "www")
     os.makedirs(www, exist_ok=True)
     with open(os.path.join(www, "json"), "w") as f:
@@ -124,7 +132,85 @@ def delta(after, before):
     return {k: after[k] - before.get(k, 0) for k in after}
 
 
-def run_client(name, command, args, port, server_pid, strace=False):
+class Nginx:
+    """One nginx for the whole session; a run's requests are the stub_status delta."""
+
+    def __init__(self, args):
+        d = tempfile.mkdtemp(prefix="serverview-")
+        conf = nginx_conf(d, args.port)
+        rt = ["chrt", "-f", "10"] if args.rt else []
+        self.port = args.port
+        self.master = subprocess.Popen(rt + ["taskset", "-c", str(args.server_cpu), "nginx",
+                                             "-p", d, "-c", conf])
+        for _ in range(50):
+            try:
+                served(self.port)
+                break
+            except OSError:
+                time.sleep(0.1)
+        # The master forks the worker; 'taskset' was exec'd, so the Popen's pid is the master.
+        self.pid = worker_pid(self.master.pid)
+        self.name = f"nginx worker {self.pid}"
+
+    def begin(self):
+        self.before = served(self.port)
+
+    def end(self):
+        return served(self.port) - self.before - 1  # the stub_status request itself
+
+    def close(self):
+        self.master.send_signal(signal.SIGQUIT)
+        try:
+            self.master.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.master.kill()
+
+
+class CountingServer:
+    """A server started for each run that says its port first and its count as it stops."""
+
+    def __init__(self, args, name, command):
+        self.args, self.name, self.command = args, name, command
+
+    def begin(self):
+        rt = ["chrt", "-f", "10"] if self.args.rt else []
+        self.proc = subprocess.Popen(rt + ["taskset", "-c", str(self.args.server_cpu)]
+                                     + self.command, stdout=subprocess.PIPE,
+                                     stderr=subprocess.STDOUT, text=True)
+        line = self.proc.stdout.readline()
+        found = re.search(r"127\.0\.0\.1:(\d+)", line)
+        if not found:
+            self.proc.kill()
+            sys.exit(f"{self.name} did not say its port: {line!r}")
+        self.port = int(found.group(1))
+        self.pid = self.proc.pid  # chrt and taskset exec into the server
+
+    def end(self):
+        self.proc.send_signal(signal.SIGTERM)
+        out, _ = self.proc.communicate(timeout=20)
+        found = re.search(r"served (\d+) requests", out)
+        if not found:
+            sys.exit(f"{self.name} did not say its count: {out!r}")
+        return int(found.group(1))
+
+    def close(self):
+        pass
+
+
+def make_server(args):
+    if args.server == "nginx":
+        return Nginx(args)
+    if args.server == "builtin":
+        return CountingServer(args, "the built-in target",
+                              [os.path.join(ROOT, "target/release/loadmark"), "serve", "--port",
+                               "0", "--threads", "1"])
+    return CountingServer(args, "node", ["node", os.path.join(ROOT, "bench/servers/count-server.js"),
+                                         "0"])
+
+
+def run_client(name, command, args, server, strace=False):
+    server.begin()
+    port, server_pid = server.port, server.pid
     url = f"http://127.0.0.1:{port}{args.path}"
     cmd = command.format(url=url, conns=args.conns, dur=args.dur)
     tracer = None
@@ -137,17 +223,28 @@ def run_client(name, command, args, port, server_pid, strace=False):
         tracer = subprocess.Popen(["strace", "-c", "-f", "-o", out, "-p", str(server_pid)],
                                   stderr=subprocess.DEVNULL)
         time.sleep(0.5)
-    n0, p0, i0, s0 = served(port), proc_counters(server_pid), interrupts(), nstat()
+    p0, i0, s0 = proc_counters(server_pid), interrupts(), nstat()
     t0 = time.monotonic()
-    full = ["taskset", "-c", str(args.client_cpu), "timeout", str(args.dur + 10)]
-    full += shlex.split(cmd)
+    full = (["chrt", "-f", "10"] if args.rt else []) + [
+        "taskset", "-c", str(args.client_cpu), "timeout", str(args.dur + 10)]
+    times = tempfile.mktemp(prefix="serverview-time-")
+    full += ["/usr/bin/time", "-o", times, "-f", "%U %S"] + shlex.split(cmd)
     subprocess.run(full, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     wall = time.monotonic() - t0
-    n1, p1, i1, s1 = served(port), proc_counters(server_pid), interrupts(), nstat()
+    p1, i1, s1 = proc_counters(server_pid), interrupts(), nstat()
     perf.send_signal(signal.SIGINT)
     perf.wait(timeout=10)
-    requests = n1 - n0 - 1  # the stub_status request itself
+    if tracer:
+        tracer.send_signal(signal.SIGINT)
+        tracer.wait(timeout=10)
+    requests = server.end()
     row = {"client": name, "requests": requests, "wall": wall, "rps": requests / args.dur}
+    try:
+        user, system = open(times).read().split()[-2:]
+        row["client_cpu_s"] = float(user) + float(system)
+        os.unlink(times)
+    except (OSError, ValueError):
+        row["client_cpu_s"] = float("nan")
     for k, v in delta(p1, p0).items():
         row[k] = v
     for k, v in delta(i1, i0).items():
@@ -161,8 +258,6 @@ def run_client(name, command, args, port, server_pid, strace=False):
             row["perf"][parts[2].replace("syscalls:sys_enter_", "")] = int(float(parts[0]))
     os.unlink(perf_out)
     if tracer:
-        tracer.send_signal(signal.SIGINT)
-        tracer.wait(timeout=10)
         row["strace"] = parse_strace(out, requests)
         os.unlink(out)
     return row
@@ -180,6 +275,7 @@ def parse_strace(path, requests):
 def show(row):
     r = max(row["requests"], 1)
     print(f"{row['client']:>10} {row['rps']:>9.0f} req/s  server {row['cpu_s'] / r * 1e6:5.2f} µs/req"
+          f"  client {row['client_cpu_s'] / r * 1e6:5.2f} µs/req"
           f"  vcs/req {row['vcs'] / r:.3f} ivcs/req {row['ivcs'] / r:.4f}"
           f"  RES0/req {row.get('RES0', 0) / r:.3f} RES1/req {row.get('RES1', 0) / r:.3f}"
           f"  CAL0/req {row.get('CAL0', 0) / r:.4f}"
@@ -204,28 +300,22 @@ def main():
     ap.add_argument("--client-cpu", type=int, default=1)
     ap.add_argument("--client", action="append", default=[])
     ap.add_argument("--strace", action="store_true")
+    ap.add_argument("--server", choices=["nginx", "builtin", "node"], default="nginx")
+    ap.add_argument("--rt", action="store_true",
+                    help="run nginx and the clients SCHED_FIFO (chrt -f 10): on a machine busy "
+                         "with other work, they preempt it at once")
     args = ap.parse_args()
     clients = [c.split("=", 1) for c in (args.client or DEFAULT_CLIENTS)]
-    d = tempfile.mkdtemp(prefix="serverview-")
-    conf = nginx_conf(d, args.port)
-    nginx = subprocess.Popen(["taskset", "-c", str(args.server_cpu), "nginx", "-p", d, "-c", conf])
+    server = make_server(args)
     try:
-        for _ in range(50):
-            try:
-                served(args.port)
-                break
-            except OSError:
-                time.sleep(0.1)
-        worker = worker_pid(nginx.pid)
-        # The master forks the worker; 'taskset' was exec'd, so nginx.pid is the master.
-        print(f"nginx worker {worker} on CPU {args.server_cpu}; clients on CPU {args.client_cpu};"
+        print(f"{server.name} on CPU {args.server_cpu}; clients on CPU {args.client_cpu};"
               f" {args.path}, {args.conns} connections, {args.dur}s runs", flush=True)
         ratios = {name: [] for name, _ in clients[1:]}
         for pair in range(args.pairs):
             rows = []
             order = clients if pair % 2 == 0 else list(reversed(clients))
             for name, command in order:
-                rows.append(run_client(name, command, args, args.port, worker))
+                rows.append(run_client(name, command, args, server))
                 show(rows[-1])
                 time.sleep(1)
             by = {r["client"]: r for r in rows}
@@ -236,18 +326,13 @@ def main():
                                                   for n, v in ratios.items()), flush=True)
         for name, values in ratios.items():
             mean = sum(values) / len(values)
-            print(f"{name} ÷ {clients[0][0]}, nginx-counted req/s per pair: "
+            print(f"{name} ÷ {clients[0][0]}, server-counted req/s per pair: "
                   + ", ".join(f"{v:.3f}" for v in values) + f"  (mean {mean:.3f})")
         if args.strace:
             for name, command in clients:
-                show(run_client(name, command, args, args.port, worker, strace=True))
+                show(run_client(name, command, args, server, strace=True))
     finally:
-        nginx.send_signal(signal.SIGQUIT)
-        try:
-            nginx.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            nginx.kill()
-
+        server.close()
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -140,6 +140,17 @@ def aggregate(rows, noisy_retried):
     return agg
 
 
+def per_pair_ratios(rows, scenario, tool, peer):
+    """[(rep, tool's nginx-counted req/s ÷ peer's)] for each repetition both ran cleanly."""
+    by_rep = {}
+    for r in rows:
+        if r["scenario"] == scenario and r["rc"] == 0 and r.get("nginx_rps"):
+            rep = r["rep"].split(".noisy")[0]
+            by_rep.setdefault(rep, {})[r["tool"]] = r["nginx_rps"]
+    return [(rep, got[tool] / got[peer]) for rep, got in sorted(by_rep.items())
+            if tool in got and peer in got and got[peer]]
+
+
 def sort_key(key):
     sc, tool = key
     return (SCENARIOS.index(sc) if sc in SCENARIOS else 99,
@@ -250,6 +261,22 @@ def render(args, rows, agg, noisy_retried):
             fmt(r["cpu_ab"], ".2f"),
             fmt(r["cpu_best"], ".2f") + (f" ({best_name})" if best_name and r["cpu_best"] is not None else ""),
             fmt(r["rss_wrk"], ".2f")))
+    L.append("")
+
+    # ---- per pair: a median can hide a steady deficit (issue 22)
+    L.append("## nginx-counted req/s, loadmark ÷ wrk, per repetition")
+    L.append("")
+    L.append("compare.sh interleaves the tools within each repetition, so each repetition is a pair run")
+    L.append("minutes apart at most; the ratio of nginx's own counts per pair shows a steady deficit that a")
+    L.append("ratio of medians can hide.")
+    L.append("")
+    L.append("| scenario | per pair | mean |")
+    L.append("|---|---|---:|")
+    for sc in scenarios:
+        pairs = per_pair_ratios(rows, sc, "loadmark", "wrk")
+        if pairs:
+            L.append("| {} | {} | {:.3f} |".format(
+                sc, ", ".join(f"{v:.3f}" for _, v in pairs), sum(v for _, v in pairs) / len(pairs)))
     L.append("")
 
     # ---- where we stand

@@ -12,7 +12,7 @@ use loadmark_plan::{
 #[derive(Parser, Debug)]
 #[command(
     name = "loadmark",
-    version,
+    version = crate::dist::VERSION,
     about = "A fast, truthful HTTP and WebSocket load generator and benchmark-report tool",
     long_about = "A fast, truthful HTTP and WebSocket load generator and benchmark-report tool.\n\n\
         Latency is recorded in HDR histograms, every request is accounted for (response, \
@@ -34,7 +34,7 @@ pub enum Command {
     /// send a message and wait for its reply (closed loop), with pings and upgrade checks.
     Ws(Box<WsArgs>),
     /// Serve the built-in target (/status, /bytes/N, /json, /delay/MS, /status/CODE, /echo,
-    /// /chunked/N, /close; WebSocket /ws/echo, /ws/json, /ws/close-after/N, /ws/drop-after/N)
+    /// /chunked/N, /close, /relay?url=LOOPBACK-URL; WebSocket /ws/echo, /ws/json, /ws/close-after/N, /ws/drop-after/N)
     /// until Ctrl-C.
     Serve(ServeArgs),
     /// Start the built-in target in this process and benchmark it: the whole tool in one go.
@@ -53,6 +53,19 @@ pub enum Command {
     /// Compare a candidate run with a baseline: per-metric deltas and a verdict that tells a
     /// change from run-to-run noise (Mann-Whitney U test on the per-second values).
     Compare(CompareArgs),
+    /// Print a Kubernetes Indexed Job (and its ConfigMap) that runs a plan split over N pods,
+    /// and the commands that collect and merge their results.
+    K8s(crate::k8s::K8sArgs),
+    /// Run one segment of a plan given as JSON and print its result framed for a launcher
+    /// (what srun tasks and Kubernetes pods run).
+    #[command(hide = true)]
+    Worker(crate::split::WorkerArgs),
+    /// Print the shell completion script for bash, zsh or fish, e.g.
+    /// `loadmark completions bash > /etc/bash_completion.d/loadmark`
+    Completions(crate::dist::CompletionsArgs),
+    /// Write the man pages (loadmark.1 and one per subcommand) into DIR, e.g.
+    /// `loadmark man /usr/local/share/man/man1`
+    Man(crate::dist::ManArgs),
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -274,6 +287,12 @@ pub struct ReportFlags {
     /// run in which no request succeeded exits 1
     #[arg(long = "fail-on", value_enum, value_name = "WHAT")]
     pub fail_on: Vec<FailOn>,
+
+    #[command(flatten)]
+    pub split: crate::split::SplitFlags,
+
+    #[command(flatten)]
+    pub table: TableFlags,
 }
 
 /// Failures that `--fail-on` turns into exit code 1.
@@ -401,6 +420,10 @@ pub struct ServeArgs {
     /// The period of --stall, e.g. --stall 1s --every 5s
     #[arg(long = "every", value_parser = duration_arg, requires = "stall")]
     pub every: Option<Duration>,
+    /// Bind with SO_REUSEPORT, to take over a port that whoever chose it holds bound (not
+    /// listening) with SO_REUSEPORT until the server is up
+    #[arg(long = "reuse-port")]
+    pub reuse_port: bool,
 }
 
 #[derive(Args, Debug)]
@@ -422,22 +445,63 @@ pub struct QuickstartArgs {
     pub output: Option<PathBuf>,
 }
 
-#[derive(Args, Debug)]
+#[derive(Args, Debug, Clone)]
 pub struct BenchArgs {
-    /// The plan file (YAML); `loadmark schema` prints its JSON Schema
+    /// The plan file (YAML; or a Taurus `bzt` config, whose HTTP subset runs as a plan);
+    /// `loadmark schema` prints the plan's JSON Schema
     pub plan: PathBuf,
     /// Check the plan and list its steps without running anything
     #[arg(long = "check")]
     pub check: bool,
+    /// Print the plan as a native loadmark plan (a Taurus config translated) and exit
+    #[arg(long = "explain")]
+    pub explain: bool,
     /// Directory for BENCHMARKS.md, bundle.json and the servers' logs
-    #[arg(short = 'o', long = "out", default_value = "loadmark-results")]
+    #[arg(long = "out", default_value = "loadmark-results")]
     pub out: PathBuf,
+    /// KEY=VALUE overrides a key of the plan's YAML, as bzt's -o does (e.g. -o
+    /// execution.concurrency=600, -o load.connections=8; repeatable); -o DIR (no `=`) is
+    /// --out DIR
+    #[arg(short = 'o', value_name = "KEY=VALUE|DIR")]
+    pub o: Vec<String>,
     /// Keep secret header values in the document, the bundle and the printed commands
     #[arg(long = "show-secrets")]
     pub show_secrets: bool,
     /// No live progress line
     #[arg(short = 'q', long = "quiet")]
     pub quiet: bool,
+    /// Columns and style, instead of the plan's `report:`
+    #[command(flatten)]
+    pub table: TableFlags,
+    /// Run every step as N Slurm tasks (srun), each its own segment, and merge them: the
+    /// step's figures are those of one machine generating the whole load
+    #[arg(long = "slurm", value_name = "N")]
+    pub slurm: Option<u32>,
+    /// Extra srun option for --slurm, repeatable (e.g. --srun-arg=--partition=load)
+    #[arg(long = "srun-arg", value_name = "ARG", allow_hyphen_values = true)]
+    pub srun_args: Vec<String>,
+}
+
+/// The step table of Markdown, HTML and CSV-summary output: shared by `run`, `ws` and
+/// `report`.
+#[derive(Args, Debug, Clone, Default)]
+pub struct TableFlags {
+    /// The step table's columns, comma-separated, e.g. rps,rps_stdev,latency_mean,p95,
+    /// connect_mean,ttfb_mean,failed (see `loadmark schema` for every name)
+    #[arg(long = "columns", value_delimiter = ',', value_parser = column_arg)]
+    pub columns: Vec<loadmark_plan::Column>,
+    /// Also lay the run out as wrk, bombardier, ab or taurus print their summary (loadmark's
+    /// own figures, labelled so)
+    #[arg(long = "style", value_parser = style_arg)]
+    pub style: Option<loadmark_plan::TableStyle>,
+}
+
+fn column_arg(s: &str) -> Result<loadmark_plan::Column, String> {
+    loadmark_plan::Column::parse(s.trim())
+}
+
+fn style_arg(s: &str) -> Result<loadmark_plan::TableStyle, String> {
+    loadmark_plan::TableStyle::parse(s)
 }
 
 #[derive(Args, Debug)]
@@ -450,6 +514,9 @@ pub struct ReportArgs {
     /// Write to this file instead of standard output (.json, .txt, .md, .csv)
     #[arg(short = 'o', long = "output")]
     pub output: Option<PathBuf>,
+    /// Columns and style (a bundle's own, from its plan, unless given here)
+    #[command(flatten)]
+    pub table: TableFlags,
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -482,6 +549,17 @@ pub struct MergeArgs {
     /// lists what was forced)
     #[arg(long = "force")]
     pub force: bool,
+    /// Segments of a split run: merge those present when some are missing; the result is
+    /// marked PARTIAL and names them
+    #[arg(long = "allow-partial")]
+    pub allow_partial: bool,
+    /// Pass/fail condition checked on the merged result (as `run --threshold`); exit 3
+    /// when one fails
+    #[arg(long = "threshold", value_name = "METRIC<VALUE")]
+    pub thresholds: Vec<String>,
+    /// Exit 4 when the merged run was not clean (a client saturated, requests dropped or late)
+    #[arg(long = "strict")]
+    pub strict: bool,
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]

@@ -8,20 +8,40 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 use loadmark_launch::{launch, LaunchSpec, Launched, Readiness};
 use loadmark_monitor::{find_pid_by_name, Monitor, ProcessSeries};
-use loadmark_plan::{load_plan_file, Launch, LoadedPlan, Ready};
+use loadmark_plan::{load_plan_file_with, Launch, LoadedPlan, Ready};
 use loadmark_report::{
-    equivalent_command, render_markdown, Bundle, BundleStep, BundleTarget, Environment,
+    equivalent_command, render_markdown, Bundle, BundleService, BundleStep, BundleTarget,
     ServerUsage, UsageSample, SCHEMA_VERSION,
 };
 
 use crate::args::BenchArgs;
 use crate::commands::{build_report, execute, stop_handle};
 use crate::output::write_atomic;
+use crate::services::Services;
 use crate::UsageError;
 
 pub fn bench(args: &BenchArgs) -> Result<ExitCode> {
+    let mut args = args.clone();
+    let (overrides, dirs): (Vec<String>, Vec<String>) =
+        args.o.iter().cloned().partition(|o| o.contains('='));
+    if let Some(dir) = dirs.last() {
+        args.out = PathBuf::from(dir);
+    }
+    let args = &args;
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let plan = load_plan_file(&args.plan, cores).map_err(|e| UsageError(e.to_string()))?;
+    let plan = load_plan_file_with(&args.plan, cores, &overrides)
+        .map_err(|e| UsageError(e.to_string()))?;
+    if args.explain {
+        let native = plan.file.to_yaml();
+        if loadmark_plan::is_taurus(&std::fs::read_to_string(&args.plan).unwrap_or_default()) {
+            println!(
+                "# {} translated from Taurus; `loadmark bench` runs this plan",
+                args.plan.display()
+            );
+        }
+        print!("{native}");
+        return Ok(ExitCode::SUCCESS);
+    }
     let thresholds = crate::gate::plan_thresholds(&plan.file.thresholds, &args.plan)?;
     if args.check {
         println!(
@@ -37,10 +57,26 @@ pub fn bench(args: &BenchArgs) -> Result<ExitCode> {
                 command_of(&step.plan, args.show_secrets)
             );
         }
-        for (name, l) in &plan.launches {
+        if !plan.services.services.is_empty() {
+            println!("order:");
+            for line in plan.services.describe(plan.steps.len()) {
+                println!("  {line}");
+            }
+        }
+        let launches = plan
+            .launches
+            .iter()
+            .map(|(name, l)| (format!("targets.{name}.launch"), l))
+            .chain(
+                plan.services
+                    .services
+                    .iter()
+                    .map(|s| (format!("services.{}", s.name), &s.launch)),
+            );
+        for (at, l) in launches {
             for program in missing_programs(&l.command, l.cwd.as_deref()) {
                 eprintln!(
-                    "loadmark: warning: targets.{name}.launch.command runs `{program}`, which is not on PATH (nor a file); the step will fail to start it"
+                    "loadmark: warning: {at}.command runs `{program}`, which is not on PATH (nor a file); the step will fail to start it"
                 );
             }
         }
@@ -68,6 +104,11 @@ pub fn bench(args: &BenchArgs) -> Result<ExitCode> {
     if let Some(code) = crate::gate::bundle_thresholds_failed(&bundle) {
         return Ok(code);
     }
+    // A service that died failed the steps that needed it: the document says which.
+    if !bundle.notes.is_empty() || bundle.steps.iter().any(|s| !s.notes.is_empty()) {
+        eprintln!("loadmark: a service died; see the notes in BENCHMARKS.md");
+        return Ok(ExitCode::from(crate::EXIT_RUN_FAILED));
+    }
     Ok(if bundle.interrupted {
         ExitCode::from(crate::EXIT_INTERRUPTED)
     } else {
@@ -84,16 +125,14 @@ fn command_of(plan: &loadmark_plan::Plan, show_secrets: bool) -> String {
     }
 }
 
-fn launch_spec(name: &str, l: &Launch, log_dir: &Path) -> Result<LaunchSpec> {
+pub(crate) fn launch_spec(name: &str, l: &Launch, log_dir: &Path) -> Result<LaunchSpec> {
     let ready = match &l.ready {
         Ready::Port(addr) => Readiness::Port(
             std::net::ToSocketAddrs::to_socket_addrs(addr)
                 .ok()
                 .and_then(|mut a| a.next())
                 .ok_or_else(|| {
-                    UsageError(format!(
-                        "targets.{name}.launch.ready.port: {addr:?} is not host:port"
-                    ))
+                    UsageError(format!("{name}: ready.port: {addr:?} is not host:port"))
                 })?,
         ),
         Ready::Http(url) => Readiness::Http(url.clone()),
@@ -200,7 +239,7 @@ fn missing_programs(command: &str, cwd: Option<&Path>) -> Vec<String> {
         .collect()
 }
 
-fn usage(series: &ProcessSeries) -> Option<ServerUsage> {
+pub(crate) fn usage(series: &ProcessSeries) -> Option<ServerUsage> {
     let s = series.summary()?;
     Some(ServerUsage {
         pid: series.pid,
@@ -221,6 +260,20 @@ fn usage(series: &ProcessSeries) -> Option<ServerUsage> {
             })
             .collect(),
     })
+}
+
+/// The step as the document's tables name it.
+fn step_name(step: &loadmark_plan::Step) -> String {
+    if step.params.is_empty() {
+        step.target.clone()
+    } else {
+        let p: Vec<String> = step
+            .params
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
+        p.join(", ")
+    }
 }
 
 /// Sleeps `d`, waking early when a stop was asked for.
@@ -265,12 +318,30 @@ fn run_steps(plan: &LoadedPlan, args: &BenchArgs) -> Result<Bundle> {
         } else {
             loadmark_plan::redact_plan_text(&plan.text)
         },
-        environment: Environment::detect(),
+        environment: crate::commands::environment(),
         targets,
+        services: plan
+            .services
+            .services
+            .iter()
+            .map(|s| BundleService {
+                name: s.name.clone(),
+                launch: s.launch.command.clone(),
+                depends_on: s.depends_on.clone(),
+            })
+            .collect(),
         steps: Vec::new(),
         compare: file.compare.clone(),
+        columns: if args.table.columns.is_empty() {
+            file.report.columns.clone()
+        } else {
+            args.table.columns.clone()
+        },
+        style: args.table.style.or(file.report.style),
         interrupted: false,
+        notes: Vec::new(),
     };
+    let mut services = Services::new(&plan.services);
     let log_dir: PathBuf = args.out.join("logs");
     // Targets are outermost in the step order: launch each before its first step, stop it
     // after its last.
@@ -288,6 +359,23 @@ fn run_steps(plan: &LoadedPlan, args: &BenchArgs) -> Result<Bundle> {
             server
                 .stop()
                 .with_context(|| format!("stopping target {name}"))?;
+        }
+        services.start_before(i, step.number, &log_dir)?;
+        let missing = services.check(i);
+        if !missing.is_empty() {
+            for gone in missing {
+                let note = format!(
+                    "Step {} ({}) did not run: {}; {}",
+                    step.number,
+                    step_name(step),
+                    gone.what,
+                    gone.last_words
+                );
+                eprintln!("loadmark: {note}");
+                bundle.notes.push(note);
+            }
+            services.stop_after(i)?;
+            continue;
         }
         if running.is_none() {
             if let Some((_, l)) = plan.launches.iter().find(|(n, _)| *n == step.target) {
@@ -318,16 +406,47 @@ fn run_steps(plan: &LoadedPlan, args: &BenchArgs) -> Result<Bundle> {
             ),
             _ => None,
         };
+        let service_monitors = services.monitor(i, plan.monitor_interval)?;
         let command = command_of(&step.plan, args.show_secrets);
         eprintln!(
             "loadmark: step {}/{}: {command}",
             step.number,
             plan.steps.len()
         );
-        let result = execute(&step.plan, args.quiet)?;
+        let (mut report, interrupted) = match args.slurm {
+            Some(tasks) => {
+                let run_id = format!("bench-step-{}-{}", step.number, std::process::id());
+                let how = crate::split::SlurmRun {
+                    tasks,
+                    start_at: None,
+                    run_id: Some(&run_id),
+                    srun_args: &args.srun_args,
+                    quiet: args.quiet,
+                };
+                crate::split::run_slurm(&step.plan, &how)
+                    .with_context(|| format!("step {} over {tasks} Slurm tasks", step.number))?
+            }
+            None => {
+                let result = execute(&step.plan, &Default::default(), args.quiet)?;
+                let interrupted = result.interrupted;
+                (build_report(&step.plan, result), interrupted)
+            }
+        };
         let server = monitor.map(Monitor::stop).as_ref().and_then(usage);
-        let interrupted = result.interrupted;
-        let mut report = build_report(&step.plan, result);
+        let service_usage = crate::services::usages(service_monitors);
+        let notes: Vec<String> = services
+            .check(i)
+            .into_iter()
+            .map(|gone| {
+                format!(
+                    "{} during this step (its figures may show it); {}",
+                    gone.what, gone.last_words
+                )
+            })
+            .collect();
+        for note in &notes {
+            eprintln!("loadmark: step {}: {note}", step.number);
+        }
         if args.show_secrets {
             report.plan = step.plan.clone();
         }
@@ -345,7 +464,10 @@ fn run_steps(plan: &LoadedPlan, args: &BenchArgs) -> Result<Bundle> {
             command,
             report,
             server,
+            services: service_usage,
+            notes,
         });
+        services.stop_after(i)?;
         if interrupted {
             bundle.interrupted = true;
             break;
@@ -359,6 +481,7 @@ fn run_steps(plan: &LoadedPlan, args: &BenchArgs) -> Result<Bundle> {
             .stop()
             .with_context(|| format!("stopping target {name}"))?;
     }
+    services.stop_all()?;
     Ok(bundle)
 }
 

@@ -6,7 +6,7 @@ use std::sync::mpsc;
 use std::sync::OnceLock;
 
 use anyhow::{Context, Result};
-use loadmark_engine::{EngineError, RunResult, StopHandle};
+use loadmark_engine::{EngineError, Part, RunResult, StopHandle};
 use loadmark_metrics::Snapshot;
 use loadmark_plan::{Load, Plan, RequestSpec, Stop, Target, Timeouts, TlsPolicy};
 use loadmark_report::{Environment, Report, RunFacts};
@@ -15,9 +15,17 @@ use crate::args::{
     Command, FailOn, Format, QuickstartArgs, ReportArgs, ReportFlags, RunArgs, SchemaKind,
     ServeArgs, WsArgs,
 };
-use crate::output::{check_writable, format_for, render, write_atomic};
+use crate::output::{check_writable, format_for, render, render_with, write_atomic};
 use crate::progress::ProgressLine;
 use crate::{UsageError, EXIT_INTERRUPTED};
+
+/// The machine, and the build of loadmark that ran on it: what every result records.
+pub(crate) fn environment() -> Environment {
+    Environment {
+        build: Some(crate::dist::build()),
+        ..Environment::detect()
+    }
+}
 
 pub fn dispatch(command: Command) -> Result<ExitCode> {
     match command {
@@ -28,7 +36,11 @@ pub fn dispatch(command: Command) -> Result<ExitCode> {
         Command::Bench(args) => crate::bench::bench(&args),
         Command::Report(args) => report(&args),
         Command::Merge(args) => crate::gate::merge(&args),
+        Command::K8s(args) => crate::k8s::k8s(&args),
+        Command::Worker(args) => crate::split::worker(&args),
         Command::Compare(args) => crate::gate::compare(&args),
+        Command::Completions(args) => crate::dist::completions(&args),
+        Command::Man(args) => crate::dist::man(&args),
         Command::Schema(args) => {
             match args.what {
                 SchemaKind::Plan => print!("{}", loadmark_plan::PlanFile::json_schema()),
@@ -95,6 +107,22 @@ fn run(args: &RunArgs) -> Result<ExitCode> {
 /// Runs a plan made from flags (`run`, `ws`) and writes its report as the flags say.
 pub(crate) fn run_plan(plan: &Plan, flags: &ReportFlags) -> Result<ExitCode> {
     let thresholds = crate::gate::thresholds_before_run(flags)?;
+    let segment = crate::split::resolve(&flags.split)?;
+    let tagged;
+    let plan = if flags.split.tag_requests {
+        tagged = crate::split::tagged(plan);
+        &tagged
+    } else {
+        plan
+    };
+    if segment.as_ref().is_some_and(|s| !s.segment.is_whole())
+        && (!thresholds.is_empty() || flags.strict)
+    {
+        return Err(UsageError(
+            "--threshold/--strict with --segment: a segment is part of a run; check them on the merged result (loadmark merge --threshold ...)".into(),
+        )
+        .into());
+    }
     let output = match &flags.output {
         Some(path) => {
             let format = format_for(path, flags.format).map_err(|e| UsageError(e.to_string()))?;
@@ -103,21 +131,32 @@ pub(crate) fn run_plan(plan: &Plan, flags: &ReportFlags) -> Result<ExitCode> {
         }
         None => None,
     };
-    let result = execute(plan, flags.quiet)?;
-    let interrupted = result.interrupted;
-    let failure = failed_run(&result.totals.snapshot, &flags.fail_on);
-    let mut report = build_report(plan, result);
-    if flags.show_secrets {
-        report.plan = plan.clone();
-    }
+    let (mut report, interrupted) = match flags.split.slurm {
+        Some(tasks) => {
+            crate::split::run_slurm(plan, &crate::split::SlurmRun::from_flags(flags, tasks)?)?
+        }
+        None => {
+            let part = segment.as_ref().map(|s| s.part()).unwrap_or_default();
+            let result = execute(plan, &part, flags.quiet)?;
+            let (interrupted, start_skew) = (result.interrupted, result.start_skew);
+            let mut report = build_report(plan, result);
+            if flags.show_secrets {
+                report.plan = plan.clone();
+            }
+            if let Some(s) = &segment {
+                s.mark(&mut report, start_skew);
+            }
+            (report, interrupted)
+        }
+    };
     report.thresholds = loadmark_report::check_thresholds(&thresholds, &report);
     let stdout_format = match (&output, flags.format) {
         (None, Some(f)) => f,
         _ => Format::Text,
     };
-    print!("{}", render(&report, stdout_format));
+    print!("{}", render_with(&report, stdout_format, &flags.table));
     if let Some((path, format)) = output {
-        write_atomic(&path, &render(&report, format))?;
+        write_atomic(&path, &render_with(&report, format, &flags.table))?;
         eprintln!("loadmark: report written to {}", path.display());
     }
     if let Some(code) = crate::gate::thresholds_after_run(flags, &report)? {
@@ -128,7 +167,7 @@ pub(crate) fn run_plan(plan: &Plan, flags: &ReportFlags) -> Result<ExitCode> {
         return Ok(ExitCode::from(crate::EXIT_NOT_CLEAN));
     }
     if !interrupted {
-        if let Some(why) = failure {
+        if let Some(why) = failed_run(&report.totals, &flags.fail_on) {
             eprintln!("loadmark: the run failed: {why}");
             return Ok(ExitCode::from(crate::EXIT_RUN_FAILED));
         }
@@ -188,10 +227,10 @@ fn failed_run(totals: &Snapshot, fail_on: &[FailOn]) -> Option<String> {
     })
 }
 
-pub(crate) fn execute(plan: &Plan, quiet: bool) -> Result<RunResult> {
+pub(crate) fn execute(plan: &Plan, part: &Part, quiet: bool) -> Result<RunResult> {
     let stop = stop_handle();
     let mut progress = ProgressLine::new(plan, quiet);
-    let result = loadmark_engine::run(plan, &stop, |p| progress.update(p));
+    let result = loadmark_engine::run_part(plan, part, &stop, |p| progress.update(p));
     progress.finish();
     result.map_err(|e| match e {
         EngineError::Plan(p) => anyhow::Error::new(p),
@@ -212,7 +251,7 @@ pub(crate) fn build_report(plan: &Plan, result: RunResult) -> Report {
         busiest_worker: result.busiest_worker,
         target_addr: result.addr.to_string(),
     };
-    Report::new(plan, &facts, result.totals, Environment::detect())
+    Report::new(plan, &facts, result.totals, environment())
 }
 
 fn exit_code(interrupted: bool) -> ExitCode {
@@ -242,6 +281,7 @@ fn serve(args: &ServeArgs) -> Result<ExitCode> {
             _ => None,
         },
         http2: false,
+        reuse_port: args.reuse_port,
     })?;
     let signals = signals();
     println!(
@@ -312,7 +352,7 @@ fn quickstart(args: &QuickstartArgs) -> Result<ExitCode> {
         args.connections,
         args.duration
     );
-    let result = execute(&plan, false)?;
+    let result = execute(&plan, &Part::default(), false)?;
     let served = server.requests_served();
     server.shutdown();
     let interrupted = result.interrupted;
@@ -344,7 +384,13 @@ fn report(args: &ReportArgs) -> Result<ExitCode> {
         (None, None) => Format::Text,
     };
     let out = if text.contains("\"steps\"") && text.contains("\"plan_text\"") {
-        let bundle = loadmark_report::Bundle::from_json(&text).map_err(bad)?;
+        let mut bundle = loadmark_report::Bundle::from_json(&text).map_err(bad)?;
+        if !args.table.columns.is_empty() {
+            bundle.columns = args.table.columns.clone();
+        }
+        if args.table.style.is_some() {
+            bundle.style = args.table.style;
+        }
         match format {
             Format::Md => loadmark_report::render_markdown(&bundle),
             Format::Json => bundle.to_json(),
@@ -362,7 +408,7 @@ fn report(args: &ReportArgs) -> Result<ExitCode> {
             }
         }
     } else {
-        render(&Report::from_json(&text).map_err(bad)?, format)
+        render_with(&Report::from_json(&text).map_err(bad)?, format, &args.table)
     };
     crate::gate::write_or_print(args.output.as_deref(), &out)?;
     Ok(ExitCode::SUCCESS)

@@ -14,10 +14,27 @@ use crate::args::{CompareArgs, CompareFormat, MergeArgs, ReportFlags};
 use crate::output::{check_writable, write_atomic};
 use crate::{UsageError, EXIT_THRESHOLDS};
 
-/// Reads a saved run report; a missing or foreign file is a usage error.
+/// Reads a saved run report; a missing or foreign file is a usage error. A worker's log
+/// (`kubectl logs` of a `loadmark k8s` pod) holds its result framed: that is read too.
 pub(crate) fn read_report(path: &Path) -> Result<Report> {
-    let text = std::fs::read_to_string(path)
+    let mut text = std::fs::read_to_string(path)
         .map_err(|e| UsageError(format!("{}: cannot read it: {e}", path.display())))?;
+    if text.contains("LOADMARK-RESULT-BEGIN") {
+        let mut c = loadmark_cluster::frame::Collector::new();
+        for line in text.lines() {
+            c.feed(0, line);
+        }
+        text = match c.finish().0.remove(&0) {
+            Some(loadmark_cluster::frame::Collected::Result(json)) => json,
+            _ => {
+                return Err(UsageError(format!(
+                "{}: the framed result in this log is cut off (the worker died while writing it)",
+                path.display()
+            ))
+                .into())
+            }
+        };
+    }
     Ok(Report::from_json(&text).map_err(|e| UsageError(format!("{}: {e}", path.display())))?)
 }
 
@@ -28,18 +45,42 @@ pub fn merge(args: &MergeArgs) -> Result<ExitCode> {
         .map(|p| read_report(p))
         .collect::<Result<Vec<_>>>()?;
     let names: Vec<String> = args.files.iter().map(|p| p.display().to_string()).collect();
-    let merged =
-        loadmark_report::merge_reports_with(&reports, &names, args.force).map_err(|e| {
-            UsageError(format!(
+    let thresholds = parse_thresholds(&args.thresholds).map_err(|errors| {
+        UsageError(
+            errors
+                .iter()
+                .map(|e| format!("--threshold: {e}"))
+                .collect::<Vec<_>>()
+                .join("\n"),
+        )
+    })?;
+    let options = loadmark_report::MergeOptions {
+        force: args.force,
+        allow_partial: args.allow_partial,
+    };
+    let mut merged =
+        loadmark_report::merge_with_options(&reports, &names, options).map_err(|e| match e {
+            loadmark_report::MergeError::Split(_) => UsageError(e.to_string()),
+            e => UsageError(format!(
                 "{e}\n(pass --force to merge them anyway; the merged report will say so)"
-            ))
+            )),
         })?;
+    merged.thresholds = loadmark_report::check_thresholds(&thresholds, &merged);
     for f in merged
         .run
         .health
         .findings
         .iter()
         .filter(|f| f.starts_with("merged with --force"))
+    {
+        eprintln!("loadmark: warning: {f}");
+    }
+    for f in merged
+        .run
+        .health
+        .findings
+        .iter()
+        .filter(|f| f.starts_with("PARTIAL"))
     {
         eprintln!("loadmark: warning: {f}");
     }
@@ -50,6 +91,20 @@ pub fn merge(args: &MergeArgs) -> Result<ExitCode> {
             reports.len(),
             merged.summary.requests.responses
         );
+    }
+    let failed: Vec<&str> = merged
+        .thresholds
+        .iter()
+        .filter(|t| !t.passed)
+        .map(|t| t.threshold.as_str())
+        .collect();
+    if !failed.is_empty() {
+        eprintln!("loadmark: thresholds failed: {}", failed.join(", "));
+        return Ok(ExitCode::from(EXIT_THRESHOLDS));
+    }
+    if args.strict && (merged.run.health.client_saturated || merged.run.health.overloaded) {
+        eprintln!("loadmark: the merged run was not clean (--strict)");
+        return Ok(ExitCode::from(crate::EXIT_NOT_CLEAN));
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -7,9 +7,13 @@
 mod args;
 mod bench;
 mod commands;
+mod dist;
 mod gate;
+mod k8s;
 mod output;
 mod progress;
+mod services;
+mod split;
 
 use std::process::ExitCode;
 
@@ -40,6 +44,12 @@ impl std::fmt::Display for UsageError {
 
 impl std::error::Error for UsageError {}
 
+/// The static (musl) build's allocator: musl's own malloc takes a lock per call and costs
+/// more CPU per request (measured in bench/RESULTS.md, "Static binary").
+#[cfg(feature = "mimalloc")]
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> ExitCode {
     fixed_mmap_threshold();
     let cli = args::Cli::parse();
@@ -64,7 +74,8 @@ fn main() -> ExitCode {
 /// would carry a stray megabyte now and then. A fixed threshold keeps them in their own
 /// mappings, given back when freed: RSS stays what is live (issue 24's soak test).
 fn fixed_mmap_threshold() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // glibc's malloc only: mimalloc and musl's malloc do not read mallopt.
+    #[cfg(all(target_os = "linux", target_env = "gnu", not(feature = "mimalloc")))]
     // SAFETY: mallopt only sets an allocator parameter; called before any thread starts.
     unsafe {
         libc::mallopt(libc::M_MMAP_THRESHOLD, 128 * 1024);

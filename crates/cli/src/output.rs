@@ -110,15 +110,28 @@ pub fn write_atomic(path: &Path, contents: &str) -> Result<()> {
 }
 
 pub fn render(report: &Report, format: Format) -> String {
+    render_with(report, format, &crate::args::TableFlags::default())
+}
+
+/// As [`render`], with the step table's columns and style for Markdown, HTML and the CSV
+/// summary (which, with columns, is the one-step bundle's: step, target and params first).
+pub fn render_with(report: &Report, format: Format, table: &crate::args::TableFlags) -> String {
+    let bundle = || {
+        let mut b = loadmark_report::Bundle::of_report(report.clone());
+        b.columns = table.columns.clone();
+        b.style = table.style;
+        b
+    };
     match format {
         Format::Text => render_text(report),
         Format::Json => render_json(report),
-        Format::Md => {
-            loadmark_report::render_markdown(&loadmark_report::Bundle::of_report(report.clone()))
-        }
+        Format::Md => loadmark_report::render_markdown(&bundle()),
         Format::Csv => loadmark_report::render_csv(report),
+        Format::CsvSummary if !table.columns.is_empty() => {
+            loadmark_report::render_bundle_csv_summary(&bundle())
+        }
         Format::CsvSummary => loadmark_report::render_csv_summary(report),
-        Format::Html => loadmark_report::render_html(report),
+        Format::Html => loadmark_report::render_html_bundle(&bundle()),
     }
 }
 
@@ -158,8 +171,8 @@ mod tests {
 
     #[test]
     fn atomic_write_and_unwritable_path() {
-        let dir = std::env::temp_dir().join(format!("loadmark-out-{}", std::process::id()));
-        fs::create_dir_all(&dir).unwrap();
+        // Fresh (mkdtemp): a directory left by an earlier run could hold a stray .tmp file.
+        let dir = loadmark_test_support::TempDir::new("out");
         let path = dir.join("r.json");
         check_writable(&path).unwrap();
         write_atomic(&path, "{}").unwrap();
@@ -171,6 +184,5 @@ mod tests {
             .collect();
         assert!(leftovers.is_empty());
         assert!(check_writable(&dir.join("missing-dir/r.json")).is_err());
-        fs::remove_dir_all(&dir).unwrap();
     }
 }

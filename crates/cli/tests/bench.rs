@@ -41,6 +41,7 @@ fn pid_alive(pid: u32) -> bool {
 
 fn run_plan(dir: &Path, plan: &str) -> (Output, Option<Bundle>, String) {
     std::fs::write(dir.join("plan.yaml"), plan).unwrap();
+    let _ = std::fs::remove_dir_all(dir.join("out"));
     let out = loadmark(&["bench", "plan.yaml", "-o", "out", "-q"], dir);
     let bundle = std::fs::read_to_string(dir.join("out/bundle.json"))
         .ok()
@@ -49,14 +50,33 @@ fn run_plan(dir: &Path, plan: &str) -> (Output, Option<Bundle>, String) {
     (out, bundle, md)
 }
 
+/// Runs the plan `plan(ports)` writes for `n` leased ports (a plan names its servers' ports
+/// before they start); leased afresh and run again if a launched server found one taken.
+fn run_plan_on_ports(
+    dir: &Path,
+    n: usize,
+    plan: impl Fn(&[u16]) -> String,
+) -> (Output, Option<Bundle>, String) {
+    retry_on_port_conflict("loadmark bench", || {
+        let ports: Vec<u16> = (0..n).map(|_| port()).collect();
+        let (out, bundle, md) = run_plan(dir, &plan(&ports));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        if !out.status.success() && is_port_conflict(&stderr) {
+            return Err(stderr.into_owned());
+        }
+        Ok((out, bundle, md))
+    })
+}
+
 #[test]
 fn a_sweep_runs_every_step_and_the_totals_match_the_servers_own_count() {
     let dir = temp_dir("bench", "sweep");
-    let port = free_port();
-    let plan = format!(
-        "name: sweep\ntargets:\n  api:\n    url: http://127.0.0.1:{port}/json\n    launch: {{command: loadmark serve --port {port}}}\nload: {{requests: 200}}\nsweep: {{connections: [1, 2, 5]}}\nmonitor: {{interval: 200ms}}\n"
-    );
-    let (out, bundle, md) = run_plan(&dir, &plan);
+    let (out, bundle, md) = run_plan_on_ports(&dir, 1, |p| {
+        format!(
+        "name: sweep\ntargets:\n  api:\n    url: http://127.0.0.1:{port}/json\n    launch: {{command: loadmark serve --port {port}}}\nload: {{requests: 200}}\nsweep: {{connections: [1, 2, 5]}}\nmonitor: {{interval: 200ms}}\n",
+        port = p[0]
+    )
+    });
     assert!(
         out.status.success(),
         "{}",
@@ -96,17 +116,19 @@ fn a_sweep_runs_every_step_and_the_totals_match_the_servers_own_count() {
 #[test]
 fn a_comparison_table_puts_systems_side_by_side() {
     let dir = temp_dir("bench", "compare");
-    let (a, b) = (free_port(), free_port());
-    let plan = format!(
-        r#"targets:
+    let (out, bundle, md) = run_plan_on_ports(&dir, 2, |p| {
+        format!(
+            r#"targets:
   a: {{url: "http://127.0.0.1:{a}/status", labels: {{system: A, cache: memory}}, launch: {{command: loadmark serve --port {a}}}}}
   b: {{url: "http://127.0.0.1:{b}/status", labels: {{system: B, cache: memory}}, launch: {{command: loadmark serve --port {b}}}}}
 load: {{duration: 1s, keepalive: false, connections: 4}}
 compare:
   - {{rows: cache, columns: system, metric: rps}}
-"#
-    );
-    let (out, bundle, md) = run_plan(&dir, &plan);
+"#,
+            a = p[0],
+            b = p[1]
+        )
+    });
     assert!(
         out.status.success(),
         "{}",
@@ -165,7 +187,8 @@ fn check_lists_steps_and_bad_plans_name_file_line_and_column() {
 #[test]
 fn a_server_that_fails_to_start_is_a_clear_error_with_its_last_lines() {
     let dir = temp_dir("bench", "fail");
-    let port = free_port();
+    // Nothing may answer there before the launch: held, bound but not listening.
+    let (_held, port) = refusing_port();
     let plan = format!(
         "targets:\n  broken:\n    url: http://127.0.0.1:{port}/\n    launch: {{command: \"echo 'config error: no such database' >&2; exit 3\"}}\n"
     );
@@ -182,6 +205,45 @@ fn a_server_that_fails_to_start_is_a_clear_error_with_its_last_lines() {
     );
 }
 
+/// The example plans' fixed ports (184xx) replaced by leased ones, and nginx's configs
+/// (`nginx/*.conf`, with the same ports replaced) and files (`nginx/www`) copied into `dir`,
+/// so runs in parallel checkouts cannot collide and nginx writes its pids and logs into the
+/// test's directory, not the source tree.
+fn example_on_leased_ports(text: &str, examples: &Path, dir: &Path) -> (String, Vec<(u16, u16)>) {
+    let mut text = text.replace("cwd: .", &format!("cwd: {}", dir.display()));
+    let mut confs: Vec<(String, String)> = std::fs::read_dir(examples.join("nginx"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "conf"))
+        .map(|p| {
+            let name = p.file_name().unwrap().to_string_lossy().into_owned();
+            (name, std::fs::read_to_string(&p).unwrap())
+        })
+        .collect();
+    let mut moved = Vec::new();
+    for fixed in 18400..18500u16 {
+        if text.contains(&fixed.to_string()) {
+            let leased = port();
+            text = text.replace(&fixed.to_string(), &leased.to_string());
+            for (_, conf) in &mut confs {
+                *conf = conf.replace(&fixed.to_string(), &leased.to_string());
+            }
+            moved.push((fixed, leased));
+        }
+    }
+    for sub in ["nginx/tmp", "nginx/www"] {
+        std::fs::create_dir_all(dir.join(sub)).unwrap();
+    }
+    for (name, conf) in confs {
+        std::fs::write(dir.join("nginx").join(name), conf).unwrap();
+    }
+    for file in std::fs::read_dir(examples.join("nginx/www")).unwrap() {
+        let file = file.unwrap().path();
+        std::fs::copy(&file, dir.join("nginx/www").join(file.file_name().unwrap())).unwrap();
+    }
+    (text, moved)
+}
+
 /// Every example plan is valid, and runs, shortened, against the built-in target and nginx.
 #[test]
 fn the_example_plans_run_shortened() {
@@ -195,6 +257,8 @@ fn the_example_plans_run_shortened() {
         "stack-comparison",
         "cache-comparison",
         "websocket-echo",
+        "relay-stacks",
+        "bombardier-style",
     ] {
         let text = std::fs::read_to_string(examples.join(format!("{name}.yaml"))).unwrap();
         let short = text
@@ -206,11 +270,20 @@ fn the_example_plans_run_shortened() {
             .replace("connections: 1000", "connections: 20")
             .replace("connections: [1, 100, 600]", "connections: [1, 20]")
             .replace("connections: [200, 400]", "connections: [4, 8]")
+            .replace("connections: [1, 50, 200]", "connections: [1, 20]")
+            .replace("connections: 125", "connections: 10")
             .replace("session_duration: 10s", "session_duration: 500ms")
-            .replace("pause: 2s", "pause: 0s")
-            .replace("cwd: .", &format!("cwd: {}", examples.display()));
+            .replace("pause: 2s", "pause: 0s");
         let dir = temp_dir("bench", name);
-        let (out, bundle, md) = run_plan(&dir, &short);
+        let (out, bundle, md, moved) = retry_on_port_conflict(name, || {
+            let (plan, moved) = example_on_leased_ports(&short, &examples, &dir);
+            let (out, bundle, md) = run_plan(&dir, &plan);
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            if !out.status.success() && is_port_conflict(&stderr) {
+                return Err(stderr.into_owned());
+            }
+            Ok((out, bundle, md, moved))
+        });
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(out.status.success(), "{name}: {stderr}");
         let bundle = bundle.unwrap();
@@ -234,8 +307,9 @@ fn the_example_plans_run_shortened() {
             let ws = bundle.steps[1].report.summary.websocket.clone().unwrap();
             assert_eq!(ws.messages_received, ws.messages_sent, "{ws:?}");
             assert!(ws.sessions_opened >= 8 && ws.upgrades_failed == 0, "{ws:?}");
+            let ws_port = moved.iter().find(|(fixed, _)| *fixed == 18405).unwrap().1;
             assert!(
-                md.contains("loadmark ws ws://127.0.0.1:18405/ws/echo"),
+                md.contains(&format!("loadmark ws ws://127.0.0.1:{ws_port}/ws/echo")),
                 "{md}"
             );
         }
@@ -244,21 +318,48 @@ fn the_example_plans_run_shortened() {
             let nginx = bundle.steps.iter().find(|s| s.target == "nginx").unwrap();
             assert!(nginx.server.as_ref().unwrap().rss_peak_bytes > 0);
         }
+        if name == "bombardier-style" {
+            assert!(md.contains("## Each step in bombardier's layout"), "{md}");
+            assert!(
+                md.contains("| req/s | req/s stdev | req/s max | latency mean |"),
+                "{md}"
+            );
+            let s = &bundle.steps[0].report.summary;
+            assert!(
+                md.contains(&format!(
+                    "    1xx - 0, 2xx - {}, 3xx - 0",
+                    s.status.class(2)
+                )),
+                "{md}"
+            );
+        }
+        if name == "relay-stacks" {
+            // One backend for all four steps, monitored in each, stopped at the end.
+            let pids: Vec<u32> = bundle
+                .steps
+                .iter()
+                .map(|s| s.services[0].usage.pid)
+                .collect();
+            assert!(
+                pids.iter().all(|&p| p == pids[0]) && !pid_alive(pids[0]),
+                "{pids:?}"
+            );
+            assert!(md.contains("| 4 | service backend |"), "{md}");
+        }
     }
-    let _ = std::fs::remove_file(examples.join("nginx/nginx.pid"));
 }
 
 #[test]
 fn weighted_requests_and_templates_reach_the_server_as_planned() {
     let dir = temp_dir("bench", "mix");
-    let port = free_port();
     std::fs::write(
         dir.join("codes.csv"),
         "code,name\n200,ok\n404,missing\n503,busy\n",
     )
     .unwrap();
-    let plan = format!(
-        r#"targets:
+    let (out, bundle, _) = run_plan_on_ports(&dir, 1, |p| {
+        format!(
+            r#"targets:
   api:
     url: http://127.0.0.1:{port}
     launch: {{command: loadmark serve --port {port}}}
@@ -266,9 +367,10 @@ data: codes.csv
 requests:
   - {{path: "/status/{{{{csv code}}}}", weight: 1}}
 load: {{requests: 300, connections: 1, threads: 1}}
-"#
-    );
-    let (out, bundle, _) = run_plan(&dir, &plan);
+"#,
+            port = p[0]
+        )
+    });
     assert!(
         out.status.success(),
         "{}",
@@ -281,8 +383,9 @@ load: {{requests: 300, connections: 1, threads: 1}}
         (100, 100, 100)
     );
 
-    let plan = format!(
-        r#"targets:
+    let (out, bundle, md) = run_plan_on_ports(&dir, 1, |p| {
+        format!(
+            r#"targets:
   api:
     url: http://127.0.0.1:{port}
     launch: {{command: loadmark serve --port {port}}}
@@ -290,9 +393,10 @@ requests:
   - {{path: /status/200, weight: 3}}
   - {{path: "/status/{{{{rand_int 201 202}}}}", weight: 1}}
 load: {{requests: 4000, connections: 2}}
-"#
-    );
-    let (out, bundle, md) = run_plan(&dir, &plan);
+"#,
+            port = p[0]
+        )
+    });
     assert!(
         out.status.success(),
         "{}",
@@ -328,25 +432,24 @@ load: {{requests: 4000, connections: 2}}
 #[test]
 fn an_attached_server_is_monitored_and_open_loop_steps_run_from_the_plan() {
     let dir = temp_dir("bench", "attach");
-    let port = free_port();
-    let mut server = Command::new(env!("CARGO_BIN_EXE_loadmark"))
-        .args(["serve", "--port", &port.to_string()])
-        .stdout(std::process::Stdio::null())
-        .spawn()
+    // The server binds port 0 and says which port it got: nothing can collide.
+    let mut serve = Command::new(env!("CARGO_BIN_EXE_loadmark"));
+    serve.args(["serve", "--port", "0"]);
+    let server = Daemon::spawn("loadmark serve", serve).unwrap();
+    let port: u16 = server
+        .wait_for_line(loadmark_test_support::PATIENCE, |line| {
+            let rest = line.strip_prefix("loadmark target listening on http://127.0.0.1:")?;
+            rest.split(' ').next()?.parse().ok()
+        })
         .unwrap();
-    let t0 = std::time::Instant::now();
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(t0.elapsed() < std::time::Duration::from_secs(10));
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
     let plan = format!(
         "targets:\n  running:\n    url: http://127.0.0.1:{port}/json\n    attach: {{pid: {}}}\nload: {{rate: 200, duration: 2s}}\nmonitor: {{interval: 250ms}}\n",
-        server.id()
+        server.pid()
     );
     let (out, bundle, md) = run_plan(&dir, &plan);
-    let alive = pid_alive(server.id());
-    let _ = server.kill();
-    let _ = server.wait();
+    let alive = pid_alive(server.pid());
+    let server_pid = server.pid();
+    drop(server);
     assert!(
         out.status.success(),
         "{}",
@@ -363,12 +466,9 @@ fn an_attached_server_is_monitored_and_open_loop_steps_run_from_the_plan() {
         .server
         .as_ref()
         .expect("the attached server was monitored");
-    assert_eq!(usage.pid, server.id());
+    assert_eq!(usage.pid, server_pid);
     assert!(usage.rss_peak_bytes > 1 << 20);
-    assert!(
-        md.contains(&format!("attached: pid {}", server.id())),
-        "{md}"
-    );
+    assert!(md.contains(&format!("attached: pid {server_pid}")), "{md}");
 }
 
 /// A plan's `loadmark` steps run this binary even when no `loadmark` is on PATH (as under
@@ -376,11 +476,6 @@ fn an_attached_server_is_monitored_and_open_loop_steps_run_from_the_plan() {
 #[test]
 fn plans_run_this_loadmark_and_check_warns_about_missing_programs() {
     let dir = temp_dir("bench", "own-binary");
-    let port = free_port();
-    let plan = format!(
-        "targets:\n  api:\n    url: http://127.0.0.1:{port}/status\n    launch: {{command: loadmark serve --port {port}}}\nload: {{requests: 50, connections: 2}}\n"
-    );
-    std::fs::write(dir.join("plan.yaml"), plan).unwrap();
     let without_loadmark = "/usr/local/bin:/usr/bin:/bin";
     let bench = |args: &[&str]| {
         Command::new(env!("CARGO_BIN_EXE_loadmark"))
@@ -390,7 +485,19 @@ fn plans_run_this_loadmark_and_check_warns_about_missing_programs() {
             .output()
             .unwrap()
     };
-    let out = bench(&["bench", "plan.yaml", "-o", "out", "-q"]);
+    let (out, port) = retry_on_port_conflict("loadmark bench", || {
+        let port = port();
+        let plan = format!(
+            "targets:\n  api:\n    url: http://127.0.0.1:{port}/status\n    launch: {{command: loadmark serve --port {port}}}\nload: {{requests: 50, connections: 2}}\n"
+        );
+        std::fs::write(dir.join("plan.yaml"), plan).unwrap();
+        let out = bench(&["bench", "plan.yaml", "-o", "out", "-q"]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        if !out.status.success() && is_port_conflict(&stderr) {
+            return Err(stderr.into_owned());
+        }
+        Ok((out, port))
+    });
     assert!(
         out.status.success(),
         "{}",
@@ -418,5 +525,4 @@ fn plans_run_this_loadmark_and_check_warns_about_missing_programs() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    std::fs::remove_dir_all(dir).unwrap();
 }

@@ -115,13 +115,15 @@ fn sigint_stops_the_run_and_still_writes_the_report() {
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
     let t1 = Instant::now();
     let status = child.wait().unwrap();
-    assert!(t1.elapsed() < Duration::from_secs(5), "stopped promptly");
+    // Far from the 60 s duration; room for a loaded machine.
+    assert!(t1.elapsed() < Duration::from_secs(15), "stopped promptly");
     assert_eq!(status.code(), Some(130));
     let report = report_json(&std::fs::read_to_string(&out).unwrap()).unwrap();
     assert!(report.run.interrupted);
     assert!(report.run.elapsed_s < 30.0);
     let r = &report.summary.requests;
-    assert!(r.responses >= 1000);
+    // Answers the server sent but the client had not read at the signal are in flight.
+    assert!(r.responses + r.in_flight_at_end >= 1000, "{r:?}");
     // In-flight requests may or may not have reached the server before the stop.
     let served = server.requests_served();
     assert!(

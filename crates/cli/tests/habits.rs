@@ -153,16 +153,23 @@ fn oha_duration_flag_and_quickstart_port() {
         loadmark_plan::Stop::Duration(std::time::Duration::from_secs(1))
     );
 
-    let port = free_port();
-    let o = run(&[
-        "quickstart",
-        "--port",
-        &port.to_string(),
-        "-d",
-        "1s",
-        "-c",
-        "2",
-    ]);
+    // A leased port (the flag is what is tested), run again on another should it be taken.
+    let (o, port) = retry_on_port_conflict("loadmark quickstart", || {
+        let port = port();
+        let o = run(&[
+            "quickstart",
+            "--port",
+            &port.to_string(),
+            "-d",
+            "1s",
+            "-c",
+            "2",
+        ]);
+        if !o.status.success() && is_port_conflict(&text(&o)) {
+            return Err(text(&o));
+        }
+        Ok((o, port))
+    });
     assert!(o.status.success(), "{}", text(&o));
     assert!(
         String::from_utf8_lossy(&o.stderr)

@@ -50,7 +50,7 @@ pub(crate) async fn connection_loop<T: Transport>(
     let mut conn = Connection::new();
     let mut now = Instant::now();
     while deadline.is_none_or(|d| now < d) && budget.claim() {
-        now = perform(&shared, &mut conn, None).await;
+        now = perform(&shared, &mut conn, None, None).await;
     }
 }
 
@@ -73,7 +73,8 @@ pub(crate) async fn ramp_loop<T: Transport>(
         let Some(total) = profile.value_at(origin.elapsed()) else {
             break;
         };
-        let total = total.round() as u64;
+        // This machine's share of the whole run's count, then this worker's of that.
+        let total = share.segment.share_of(total.round() as u64);
         let mine = (total / share.of + u64::from(share.index < total % share.of)) as usize;
         wanted.set(mine);
         let mut alive_now = alive.borrow_mut();
@@ -93,7 +94,7 @@ pub(crate) async fn ramp_loop<T: Transport>(
                     let mut conn = Connection::new();
                     let mut now = Instant::now();
                     while id < wanted.get() && now < end && budget.claim() {
-                        now = perform(&shared, &mut conn, None).await;
+                        now = perform(&shared, &mut conn, None, None).await;
                     }
                     alive.borrow_mut()[id] = false;
                 });

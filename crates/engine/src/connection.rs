@@ -83,6 +83,8 @@ pub(crate) struct Shared<T: Transport> {
     /// Time the open-loop pacer spent polling with nothing to do (left out of the worker's
     /// busy figure).
     pub idle_polling: Cell<Duration>,
+    /// Requests ending, watched by a closed loop's lingering task.
+    pub activity: crate::linger::Activity,
 }
 
 /// A connection slot: the stream if open, what reads its responses, and the timer.
@@ -168,20 +170,24 @@ enum Outcome {
 /// Performs one request on `conn`, opening it first if needed, and records the outcome.
 ///
 /// `scheduled` is the intended send time of an open-loop request (latency is measured from
-/// it); `None` in a closed loop, where latency starts at the first byte written. If the run
-/// stops it while its bytes are on their way, it counts as in flight. Returns when it ended.
+/// it); `None` in a closed loop, where latency starts at the first byte written. `global` is
+/// an open-loop request's number on the whole run's schedule (it picks the request). If the
+/// run stops it while its bytes are on their way, it counts as in flight. Returns when it
+/// ended.
 pub(crate) async fn perform<T: Transport>(
     shared: &Shared<T>,
     conn: &mut Connection<T::Stream>,
     scheduled: Option<Instant>,
+    global: Option<u64>,
 ) -> Instant {
     let mut flight = Flight {
         in_flight: &shared.in_flight,
         on_air: Cell::new(false),
         ended: false,
     };
-    let outcome = request(shared, conn, scheduled, &flight.on_air).await;
+    let outcome = request(shared, conn, scheduled, global, &flight.on_air).await;
     flight.ended = true;
+    shared.activity.request_ended();
     match outcome {
         Outcome::Response(sample) => {
             shared.recorder.borrow_mut().record(&sample);
@@ -265,10 +271,11 @@ async fn request<T: Transport>(
     shared: &Shared<T>,
     conn: &mut Connection<T::Stream>,
     scheduled: Option<Instant>,
+    global: Option<u64>,
     on_air: &Cell<bool>,
 ) -> Outcome {
     let mut rendered = std::mem::take(&mut conn.rendered);
-    let outcome = match shared.source.next(&mut rendered) {
+    let outcome = match shared.source.next(global, &mut rendered) {
         Picked::Fixed(bytes, meta) => send(shared, conn, scheduled, bytes, meta, on_air).await,
         Picked::Rendered(meta) => send(shared, conn, scheduled, &rendered, meta, on_air).await,
     };

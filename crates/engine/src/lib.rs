@@ -27,6 +27,7 @@ mod connection;
 mod error;
 pub mod http1;
 mod http2;
+mod linger;
 mod open;
 mod runner;
 mod source;
@@ -37,6 +38,6 @@ pub mod ws;
 
 pub use error::EngineError;
 pub use http2::Negotiated;
-pub use runner::{run, Progress, RunResult, StopHandle};
+pub use runner::{run, run_part, Part, Progress, RunResult, StopHandle};
 pub use sys::{thread_cpu_time, CpuTime};
 pub use unix::Unix;

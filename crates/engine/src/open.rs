@@ -14,18 +14,21 @@ use std::rc::Rc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use loadmark_plan::Profile;
+use loadmark_plan::{Profile, Segment};
 use tokio::task::JoinSet;
 
 use crate::connection::{perform, Connection, Shared};
 use crate::transport::Transport;
 use loadmark_timer::Pacer;
 
-/// Which requests of the global schedule a worker owns.
-#[derive(Debug, Clone, Copy)]
+/// Which requests of the global schedule a worker owns: the segment (this machine's share
+/// of the run) owns requests `segment.global(0), segment.global(1), ...`, and worker `index`
+/// of `of` owns every `of`-th of those from its index.
+#[derive(Debug, Clone)]
 pub(crate) struct Share {
     pub index: u64,
     pub of: u64,
+    pub segment: Arc<Segment>,
 }
 
 /// Sends this worker's share of the schedule, then waits for its requests to end (each is
@@ -43,9 +46,13 @@ pub(crate) async fn schedule_loop<T: Transport>(
         preopened.into_iter().map(|(c, _)| c).collect(),
     ));
     let mut requests = JoinSet::new();
-    let mut k = share.index;
+    let mut j = share.index;
     let mut pacer = Pacer::new();
-    while let Some(offset) = profile.due(k) {
+    loop {
+        let k = share.segment.global(j);
+        let Some(offset) = profile.due(k) else {
+            break;
+        };
         let due = origin + offset;
         // Sleep only when nothing is due: every request already due goes out at once.
         let polled = pacer.sleep_until(due).await;
@@ -61,13 +68,13 @@ pub(crate) async fn schedule_loop<T: Transport>(
             Some(mut conn) => {
                 let (shared, idle) = (shared.clone(), idle.clone());
                 requests.spawn_local(async move {
-                    perform(&shared, &mut conn, Some(due)).await;
+                    perform(&shared, &mut conn, Some(due), Some(k)).await;
                     idle.borrow_mut().push(conn);
                 });
             }
             None => shared.recorder.borrow_mut().record_dropped(due, 1),
         }
-        k += share.of;
+        j += share.of;
     }
     while requests.join_next().await.is_some() {}
 }

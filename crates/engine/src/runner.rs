@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use loadmark_metrics::{Aggregate, Recorder, SeriesPoint, Snapshot, Totals, WorkerReport};
-use loadmark_plan::{Load, Plan, Profile, Stop, Target, WsSpec};
+use loadmark_plan::{Load, Plan, Profile, Segment, Stop, Target, WsSpec};
 use tokio::sync::watch;
 
 use crate::closed::{connection_loop, ramp_loop, Budget};
@@ -77,11 +77,25 @@ pub struct RunResult {
     pub busiest_worker: f64,
     /// The address the target resolved to.
     pub addr: SocketAddr,
+    /// With `Part::start_at`: how late the clock started against it, seconds (negative:
+    /// early). Machines of a split run compare these to know how well they started together.
+    pub start_skew: Option<f64>,
 }
 
 /// Runs the plan to its end (or until `stop`), calling `on_progress` about twice a second.
 pub fn run(
     plan: &Plan,
+    stop: &StopHandle,
+    on_progress: impl FnMut(&Progress),
+) -> Result<RunResult, EngineError> {
+    run_part(plan, &Part::default(), stop, on_progress)
+}
+
+/// Runs one segment of `plan` (see [`Part`]): this process's exact share of every count and
+/// of the open-loop schedule, started at `part.start_at` when given.
+pub fn run_part(
+    plan: &Plan,
+    part: &Part,
     stop: &StopHandle,
     mut on_progress: impl FnMut(&Progress),
 ) -> Result<RunResult, EngineError> {
@@ -99,7 +113,7 @@ pub fn run(
             path: path.clone(),
             connect_timeout: plan.timeouts.connect,
         };
-        return run_with(plan, addr, unix, stop, &mut on_progress);
+        return run_with(plan, part, addr, unix, stop, &mut on_progress);
     }
     let addr = resolve(url.host(), url.port())?;
     let tcp = Tcp {
@@ -110,12 +124,12 @@ pub fn run(
         let tls = Tls::with_alpn(tcp, url.host(), &plan.tls, &[b"h2", b"http/1.1"])
             .map_err(|e| EngineError::Tls(e.message))?;
         refuse_without_h2(&tls)?;
-        run_with(plan, addr, tls, stop, &mut on_progress)
+        run_with(plan, part, addr, tls, stop, &mut on_progress)
     } else if url.scheme().is_tls() {
         let tls = Tls::new(tcp, url.host(), &plan.tls).map_err(|e| EngineError::Tls(e.message))?;
-        run_with(plan, addr, tls, stop, &mut on_progress)
+        run_with(plan, part, addr, tls, stop, &mut on_progress)
     } else {
-        run_with(plan, addr, DirectTcp(tcp), stop, &mut on_progress)
+        run_with(plan, part, addr, DirectTcp(tcp), stop, &mut on_progress)
     }
 }
 
@@ -155,6 +169,7 @@ enum Message {
 
 fn run_with<T: Transport>(
     plan: &Plan,
+    part: &Part,
     addr: SocketAddr,
     transport: T,
     stop: &StopHandle,
@@ -170,7 +185,12 @@ where
         Stop::Requests(_) => None,
     };
     let start = Arc::new(StartLine::new(threads));
+    let segment = Arc::new(part.segment.clone());
+    // This segment's exact share of every count of the whole run (the open-loop schedule is
+    // shared by request number instead, see `Share`).
+    let mine = |n: usize| segment.share_of(n as u64) as usize;
     let budget = Arc::new(Budget::new(match plan.stop {
+        Stop::Requests(n) if !matches!(plan.load, Load::Open { .. }) => Some(segment.share_of(n)),
         Stop::Requests(n) => Some(n),
         Stop::Duration(_) => None,
     }));
@@ -184,7 +204,7 @@ where
             // politely: the worker waits for both (each within the timeout).
             Load::Closed { connections, .. } if plan.websocket.is_some() => (
                 Executor::WebSocket {
-                    sessions: spread(*connections),
+                    sessions: spread(mine(*connections)),
                     budget: budget.clone(),
                     spec: plan.websocket.clone().expect("checked"),
                 },
@@ -201,7 +221,7 @@ where
             ),
             Load::Closed { connections, .. } => (
                 Executor::Closed {
-                    connections: spread(*connections),
+                    connections: spread(mine(*connections)),
                     budget: budget.clone(),
                 },
                 load_end,
@@ -212,6 +232,7 @@ where
                     share: Share {
                         index: index as u64,
                         of: threads as u64,
+                        segment: segment.clone(),
                     },
                     budget: budget.clone(),
                 },
@@ -229,9 +250,10 @@ where
                     share: Share {
                         index: index as u64,
                         of: threads as u64,
+                        segment: segment.clone(),
                     },
-                    max_connections: spread(*max_connections),
-                    preopen: spread(plan.load.preopen()),
+                    max_connections: spread(mine(*max_connections).max(threads)),
+                    preopen: spread(mine(plan.load.preopen())),
                 },
                 load_end.map(|end| end + plan.timeouts.request + Duration::from_millis(500)),
             ),
@@ -245,7 +267,7 @@ where
             load_end: None,
             hard_stop: None,
             transport: transport.clone(),
-            source: RequestSource::new(plan, index as u64 + 1)?,
+            source: RequestSource::new(plan, index as u64, threads as u64, &segment)?,
             timeout: plan.timeouts.request,
             connect_timeout: plan.timeouts.connect,
             url: plan.request.url.clone(),
@@ -261,8 +283,7 @@ where
     }
     drop(tx);
     // Every worker has opened what it opens up front: the schedule starts now.
-    let origin = start.open();
-    let started_at = SystemTime::now();
+    let (origin, started_at, start_skew) = start.open(part.start_at, stop);
     let load_end = load_end.map(|d| origin + d);
 
     let mut aggregate = Aggregate::new(threads, plan.warmup.as_secs());
@@ -319,6 +340,7 @@ where
         client_cpu,
         busiest_worker,
         addr,
+        start_skew,
     })
 }
 
@@ -376,6 +398,15 @@ struct Worker<T: Transport> {
     tx: mpsc::Sender<Message>,
 }
 
+/// How long an idle closed-loop worker polls before sleeping ([`crate::linger`]);
+/// `LOADMARK_LINGER_US` overrides it for measurements (0: sleep at once, as before).
+fn linger_time() -> Duration {
+    std::env::var("LOADMARK_LINGER_US")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .map_or(crate::linger::LINGER, Duration::from_micros)
+}
+
 impl<T: Transport> Worker<T>
 where
     T::Stream: Negotiated,
@@ -406,6 +437,7 @@ where
             in_flight: std::cell::Cell::new(0),
             scratch: Scratch::new(),
             idle_polling: std::cell::Cell::new(Duration::ZERO),
+            activity: Default::default(),
         });
         for (_, connect_time) in &preopened {
             ctx.recorder
@@ -414,11 +446,25 @@ where
         }
         local.block_on(&runtime, async {
             let mut tasks = tokio::task::JoinSet::new();
+            let mut lingering = None;
             match &self.executor {
                 Executor::Closed {
                     connections,
                     budget,
                 } => {
+                    let linger = linger_time();
+                    if !linger.is_zero() {
+                        let ctx = ctx.clone();
+                        // Not in `tasks`: the run ends when the connections have.
+                        lingering = Some(tokio::task::spawn_local(async move {
+                            crate::linger::linger_before_sleeping(
+                                &ctx.activity,
+                                linger,
+                                &ctx.idle_polling,
+                            )
+                            .await
+                        }));
+                    }
                     for _ in 0..*connections {
                         tasks.spawn_local(connection_loop(
                             ctx.clone(),
@@ -453,7 +499,7 @@ where
                         budget.clone(),
                         profile.clone(),
                         origin,
-                        *share,
+                        share.clone(),
                     ));
                 }
                 Executor::WebSocket {
@@ -488,7 +534,7 @@ where
                         ctx.clone(),
                         profile.clone(),
                         origin,
-                        *share,
+                        share.clone(),
                         *max_connections,
                         std::mem::take(&mut preopened),
                     ));
@@ -517,6 +563,9 @@ where
                     _ = &mut stopped => break,
                 }
             }
+            if let Some(task) = lingering {
+                task.abort();
+            }
             // Requests still running now are in flight: abandoned, not errors.
             tasks.abort_all();
             while tasks.join_next().await.is_some() {}
@@ -538,6 +587,43 @@ where
 /// Where the workers meet before the load starts: each opens what it opens up front (an
 /// open-loop pool), then the clock starts for all at once, so no intended send time is spent
 /// waiting for those connects.
+/// What share of a run this process runs, and when it starts.
+#[derive(Debug, Clone)]
+pub struct Part {
+    /// This machine's share (`Segment::whole()` on one machine).
+    pub segment: Segment,
+    /// The wall-clock start of the schedule, the same for every machine of a split run: each
+    /// request keeps the single-machine schedule's intended time relative to it.
+    pub start_at: Option<SystemTime>,
+}
+
+impl Default for Part {
+    fn default() -> Self {
+        Part {
+            segment: Segment::whole(),
+            start_at: None,
+        }
+    }
+}
+
+/// Sleeps until the wall clock reads `at`: coarse sleeps (waking for Ctrl-C), then a
+/// yielding spin for the last 2 ms, since thread sleeps overshoot by tens of microseconds.
+fn wait_until(at: SystemTime, stop: &StopHandle) {
+    loop {
+        let Ok(left) = at.duration_since(SystemTime::now()) else {
+            return;
+        };
+        if stop.is_stopped() {
+            return;
+        }
+        if left > Duration::from_millis(2) {
+            std::thread::sleep((left - Duration::from_millis(2)).min(Duration::from_millis(100)));
+        } else {
+            std::thread::yield_now();
+        }
+    }
+}
+
 struct StartLine {
     ready: std::sync::Barrier,
     origin: std::sync::OnceLock<Instant>,
@@ -553,12 +639,26 @@ impl StartLine {
         }
     }
 
-    /// The run's side: waits until every worker is ready, starts the clock, lets them go.
-    fn open(&self) -> Instant {
+    /// The run's side: waits until every worker is ready (and until `at`, when given, so the
+    /// machines of a split run start together), starts the clock, lets them go. Returns the
+    /// start, its wall-clock time, and how late it was against `at` (negative: early).
+    fn open(
+        &self,
+        at: Option<SystemTime>,
+        stop: &StopHandle,
+    ) -> (Instant, SystemTime, Option<f64>) {
         self.ready.wait();
+        if let Some(at) = at {
+            wait_until(at, stop);
+        }
         let origin = *self.origin.get_or_init(Instant::now);
+        let wall = SystemTime::now();
         self.go.wait();
-        origin
+        let skew = at.map(|at| match wall.duration_since(at) {
+            Ok(late) => late.as_secs_f64(),
+            Err(early) => -early.duration().as_secs_f64(),
+        });
+        (origin, wall, skew)
     }
 
     /// A worker's side: ready; returns the start once it is given.

@@ -4,7 +4,7 @@
 
 use std::cell::Cell;
 
-use loadmark_plan::{next_random, parse_csv, Plan, RenderContext, RequestSpec, Template};
+use loadmark_plan::{parse_csv, Plan, RenderContext, RequestSpec, Segment, Template};
 
 use crate::http1::encode_request;
 
@@ -47,9 +47,15 @@ pub(crate) struct RequestSource {
     /// Running sums of the weights, for a weighted pick.
     cumulative: Vec<u64>,
     rng: Cell<u64>,
+    /// Requests this worker picked without a global number (closed loop).
     seq: Cell<u64>,
     rows: Vec<Vec<String>>,
-    next_row: Cell<usize>,
+    /// This worker's place among the segment's workers, and the segment's among the run's:
+    /// a closed-loop request's number is `segment.global(seq * workers + worker)`, unique
+    /// across every worker of every machine.
+    worker: u64,
+    workers: u64,
+    segment: Segment,
 }
 
 /// The request to send: borrowed from the source, or rendered into the caller's buffer.
@@ -129,8 +135,15 @@ fn percent_decode(text: &str) -> String {
 }
 
 impl RequestSource {
-    /// Prepares the plan's requests; `seed` differs per worker so their random keys differ.
-    pub(crate) fn new(plan: &Plan, seed: u64) -> Result<RequestSource, SourceError> {
+    /// Prepares the plan's requests for worker `worker` of `workers` in `segment`; random keys
+    /// differ per worker and segment.
+    pub(crate) fn new(
+        plan: &Plan,
+        worker: u64,
+        workers: u64,
+        segment: &Segment,
+    ) -> Result<RequestSource, SourceError> {
+        let seed = (u64::from(segment.index) << 32 | worker) + 1;
         let (columns, rows) = match &plan.mix.data {
             Some(path) => {
                 let text = std::fs::read_to_string(path).map_err(|e| SourceError::Data {
@@ -172,37 +185,50 @@ impl RequestSource {
             rng: Cell::new(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1),
             seq: Cell::new(0),
             rows,
-            next_row: Cell::new(0),
+            worker,
+            workers,
+            segment: segment.clone(),
         })
     }
 
     /// The next request: a weighted pick, rendered into `buf` when it has templates.
-    pub(crate) fn next<'a>(&'a self, buf: &mut Vec<u8>) -> Picked<'a> {
-        let mut rng = self.rng.get();
+    ///
+    /// `global` is the request's number on an open-loop schedule. The pick and the data row
+    /// are functions of that number, so a request is the same whichever machine or worker
+    /// sends it and a split run sends exactly the mix and rows of one machine.
+    pub(crate) fn next<'a>(&'a self, global: Option<u64>, buf: &mut Vec<u8>) -> Picked<'a> {
+        if self.choices.len() == 1 {
+            if let Bytes::Fixed(bytes) = &self.choices[0].bytes {
+                return Picked::Fixed(bytes, self.choices[0].meta);
+            }
+        }
+        let k = global.unwrap_or_else(|| {
+            let seq = self.seq.get();
+            self.seq.set(seq + 1);
+            self.segment.global(seq * self.workers + self.worker)
+        });
         let index = if self.choices.len() == 1 {
             0
         } else {
             let total = *self.cumulative.last().expect("at least one request");
-            let x = next_random(&mut rng) % total;
+            let x = mix64(k) % total;
             self.cumulative.partition_point(|&c| c <= x)
         };
+        let mut rng = self.rng.get();
         let choice = &self.choices[index];
         let picked = match &choice.bytes {
             Bytes::Fixed(bytes) => Picked::Fixed(bytes, choice.meta),
             Bytes::Templated(t) => {
-                let seq = self.seq.get();
-                self.seq.set(seq + 1);
                 let row: &[String] = if self.rows.is_empty() {
                     &[]
                 } else {
-                    let i = self.next_row.get();
-                    self.next_row.set((i + 1) % self.rows.len());
-                    &self.rows[i]
+                    &self.rows[(k % self.rows.len() as u64) as usize]
                 };
                 let mut ctx = RenderContext {
                     rng: &mut rng,
-                    seq,
+                    seq: k,
                     row,
+                    segment: self.segment.index,
                 };
                 render(t, &mut ctx, buf);
                 Picked::Rendered(choice.meta)
@@ -211,6 +237,14 @@ impl RequestSource {
         self.rng.set(rng);
         picked
     }
+}
+
+/// splitmix64's finalizer: consecutive request numbers give unrelated picks.
+fn mix64(k: u64) -> u64 {
+    let mut z = k.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
 }
 
 /// Renders a whole request: the body first (its length goes in the head), then the head.

@@ -97,9 +97,13 @@ impl Discard for TcpStream {
 
 impl<S> Discard for tokio_rustls::client::TlsStream<S> {}
 
-async fn tcp_connect(addr: SocketAddr, timeout: Duration) -> Result<TcpStream, ConnectError> {
+async fn tcp_connect(
+    addr: SocketAddr,
+    timeout: Duration,
+    nagle: Nagle,
+) -> Result<TcpStream, ConnectError> {
     let error = |e: io::Error| ConnectError::io(addr, &e);
-    let (socket, state) = start_connect(addr).map_err(error)?;
+    let (socket, state) = start_connect(addr, nagle).map_err(error)?;
     if state == Connect::Failed {
         // Refused at once (loopback): take the error before the socket is registered with
         // the event loop. A registration dropped without the loop turning is only released
@@ -143,13 +147,26 @@ enum Connect {
     Failed,
 }
 
-/// Opens a non-blocking TCP socket with Nagle off and connects it, without the event loop.
+/// Whether a new socket turns Nagle's algorithm off before it connects.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Nagle {
+    /// `TCP_NODELAY` at once: for streams that write many small pieces while earlier ones
+    /// are unanswered (WebSocket frames, TLS records).
+    Off,
+    /// Left on until a write is cut short (see [`TcpConn`]): one request per write, each
+    /// sent after the previous one was answered, is never held by Nagle (Linux holds a small
+    /// segment only while an earlier small one is unacknowledged), and the setsockopt was
+    /// one of nine syscalls a `Connection: close` request cost.
+    UntilSplit,
+}
+
+/// Opens a non-blocking TCP socket and connects it, without the event loop.
 ///
 /// On loopback the whole handshake runs inside `connect` (it still says EINPROGRESS), so one
 /// zero-timeout `poll` tells that the connection is up and the request can be written at
 /// once: no wait for the event loop to report the socket writable, and no timer for
 /// --connect-timeout. Only a handshake still under way goes through the event loop.
-fn start_connect(addr: SocketAddr) -> io::Result<(std::net::TcpStream, Connect)> {
+fn start_connect(addr: SocketAddr, nagle: Nagle) -> io::Result<(std::net::TcpStream, Connect)> {
     use std::os::fd::{AsRawFd, FromRawFd};
 
     let family = match addr {
@@ -168,8 +185,9 @@ fn start_connect(addr: SocketAddr) -> io::Result<(std::net::TcpStream, Connect)>
         }
         std::net::TcpStream::from_raw_fd(fd)
     };
-    // Requests are small and written whole: never wait for Nagle.
-    socket.set_nodelay(true)?;
+    if nagle == Nagle::Off {
+        socket.set_nodelay(true)?;
+    }
     let (storage, len) = sockaddr(&addr);
     let fd = socket.as_raw_fd();
     // SAFETY: `storage` holds a valid sockaddr of `len` bytes.
@@ -243,7 +261,7 @@ pub struct Tcp {
 impl Transport for Tcp {
     type Stream = TcpStream;
     async fn connect(&self) -> Result<TcpStream, ConnectError> {
-        tcp_connect(self.addr, self.connect_timeout).await
+        tcp_connect(self.addr, self.connect_timeout, Nagle::Off).await
     }
 }
 
@@ -256,8 +274,9 @@ impl Transport for DirectTcp {
     type Stream = TcpConn;
     async fn connect(&self) -> Result<TcpConn, ConnectError> {
         Ok(TcpConn {
-            inner: self.0.connect().await?,
+            inner: tcp_connect(self.0.addr, self.0.connect_timeout, Nagle::UntilSplit).await?,
             fresh: true,
+            nagle: true,
         })
     }
 }
@@ -267,9 +286,26 @@ impl Transport for DirectTcp {
 /// that costs every new connection a trip through the event loop before its request goes
 /// out. The connection is known to be up ([`tcp_connect`] checked), so the first write is
 /// simply tried; only if the socket cannot take it does the stream wait like any other.
+///
+/// Nagle's algorithm stays on until a write is cut short ([`Nagle::UntilSplit`]): the rest
+/// of a request that did not fit the socket buffer must not wait for an acknowledgement.
 pub(crate) struct TcpConn {
     inner: TcpStream,
     fresh: bool,
+    nagle: bool,
+}
+
+impl TcpConn {
+    fn after_write(&mut self, wanted: usize, result: &Poll<io::Result<usize>>) {
+        if self.nagle {
+            if let Poll::Ready(Ok(n)) = result {
+                if *n < wanted {
+                    self.nagle = false;
+                    let _ = self.inner.set_nodelay(true);
+                }
+            }
+        }
+    }
 }
 
 impl AsyncRead for TcpConn {
@@ -302,14 +338,18 @@ impl AsyncWrite for TcpConn {
             // SAFETY: `buf` is valid for `buf.len()` bytes; the fd is open while `inner` is.
             let n = unsafe { libc::send(fd, buf.as_ptr().cast(), buf.len(), libc::MSG_NOSIGNAL) };
             if n >= 0 {
-                return Poll::Ready(Ok(n as usize));
+                let written = Poll::Ready(Ok(n as usize));
+                self.after_write(buf.len(), &written);
+                return written;
             }
             let e = io::Error::last_os_error();
             if e.kind() != io::ErrorKind::WouldBlock {
                 return Poll::Ready(Err(e));
             }
         }
-        Pin::new(&mut self.inner).poll_write(cx, buf)
+        let written = Pin::new(&mut self.inner).poll_write(cx, buf);
+        self.after_write(buf.len(), &written);
+        written
     }
 
     fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {

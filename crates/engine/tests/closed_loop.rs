@@ -4,7 +4,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{ok_response, plan, settled_count, RawServer, Reply};
+use common::{ok_response, plan, settled_count, RawServer, Reply, SLACK};
 use loadmark_engine::{run, StopHandle};
 use loadmark_metrics::ErrorKind;
 use loadmark_plan::Stop;
@@ -90,19 +90,18 @@ fn a_silent_server_gives_timeouts_on_time() {
         .unwrap()
         .contains("--timeout"));
     assert!(
-        took >= Duration::from_millis(300) && took < Duration::from_millis(1300),
+        took >= Duration::from_millis(300) && took < Duration::from_millis(300) + SLACK,
         "{took:?}"
     );
 }
 
 #[test]
 fn refused_connections_are_classified() {
-    let port = {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        l.local_addr().unwrap().port()
-    }; // closed again: nothing listens there now
+    // Bound and held, never listening: refused for the whole test, and no other test can
+    // start listening there meanwhile (a port closed again could be taken; issue 23).
+    let held = loadmark_test_support::refusing_port();
     let p = plan(
-        &format!("http://127.0.0.1:{port}/"),
+        &format!("http://127.0.0.1:{}/", held.port),
         2,
         1,
         Stop::Requests(20),
@@ -133,8 +132,9 @@ fn duration_run_stops_on_time_and_counts_in_flight() {
     );
     let t0 = Instant::now();
     let r = run(&p, &StopHandle::new(), |_| {}).unwrap();
+    // Well under the 5 s the answers would take: the stop did not wait for them.
     assert!(
-        t0.elapsed() < Duration::from_millis(1500),
+        t0.elapsed() < Duration::from_millis(500) + SLACK,
         "{:?}",
         t0.elapsed()
     );
@@ -168,7 +168,8 @@ fn stop_handle_interrupts_and_keeps_what_ran() {
     .unwrap();
     assert!(seen_progress);
     assert!(r.interrupted);
-    assert!(t0.elapsed() < Duration::from_secs(5));
+    // Stopped from the progress callback, far before the 30 s duration.
+    assert!(t0.elapsed() < Duration::from_secs(5) + SLACK);
     let s = &r.totals.snapshot;
     assert!(s.responses > 100);
     let expected = s.responses + r.totals.in_flight;
@@ -202,7 +203,9 @@ fn status_codes_are_counted_not_hidden() {
 fn ramping_connections_follow_the_stages() {
     use loadmark_plan::{Load, Profile};
     let server = RawServer::start(|_| Reply::Bytes(ok_response(b"ok")));
-    let stages = Profile::parse("500ms:2->2,500ms:6->6,500ms:1->1", 0.0, "--stages").unwrap();
+    // Stages of a second: a loaded machine can stall the executor for a few hundred ms, and
+    // a stage it slept through would open fewer connections than planned.
+    let stages = Profile::parse("1s:2->2,1s:6->6,1s:1->1", 0.0, "--stages").unwrap();
     let mut p = plan(&server.url("/"), 1, 2, Stop::Duration(stages.duration()));
     p.load = Load::Ramp {
         connections: stages,
@@ -211,7 +214,7 @@ fn ramping_connections_follow_the_stages() {
     let t0 = Instant::now();
     let r = run(&p, &StopHandle::new(), |_| {}).unwrap();
     assert!(
-        t0.elapsed() < Duration::from_millis(2500),
+        t0.elapsed() < Duration::from_secs(3) + SLACK,
         "{:?}",
         t0.elapsed()
     );
@@ -221,8 +224,14 @@ fn ramping_connections_follow_the_stages() {
         s.connections_opened, 6,
         "2, then 4 more; none reopened when shrinking"
     );
+    // The accept thread may take the last connection after the run is over.
+    loadmark_test_support::wait_until("the server to accept 6", || server.accepts() >= 6);
     assert_eq!(server.accepts(), 6);
     assert!(s.responses > 100);
-    // Every stage ran: requests ended in each of the three half-seconds.
-    assert!(r.totals.series[0].responses > 0);
+    // Every stage ran: requests ended in each of the three seconds.
+    let series = &r.totals.series;
+    assert!(
+        series.len() >= 3 && series[..3].iter().all(|p| p.responses > 0),
+        "{series:?}"
+    );
 }

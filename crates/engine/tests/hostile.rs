@@ -30,7 +30,7 @@ use std::net::TcpStream;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use common::{linger_zero, ok_response, plan, RawServer, Reply};
+use common::{linger_zero, ok_response, plan, RawServer, Reply, SLACK};
 use loadmark_engine::{run, RunResult, StopHandle};
 use loadmark_metrics::ErrorKind;
 use loadmark_plan::{Load, Plan, Profile, Stop};
@@ -47,18 +47,18 @@ fn hostile_plan(server: &RawServer, connections: usize, stop: Stop) -> Plan {
 }
 
 /// Runs `p` and checks what every run must satisfy: it ends within its duration plus its
-/// timeout plus one second, and with `-n N` exactly N requests ended, each counted once.
+/// timeout plus [`SLACK`], and with `-n N` exactly N requests ended, each counted once.
 fn run_checked(p: &Plan) -> RunResult {
     let t0 = Instant::now();
     let r = run(p, &StopHandle::new(), |_| {}).unwrap();
     let took = t0.elapsed();
     let s = &r.totals.snapshot;
     let bound = match p.stop {
-        Stop::Duration(d) => d + p.timeouts.request + Duration::from_secs(1),
+        Stop::Duration(d) => d + p.timeouts.request + SLACK,
         // A count run's requests end one after another on each connection.
         Stop::Requests(n) => {
             let per_connection = n.div_ceil(p.load.max_connections() as u64) as u32;
-            p.timeouts.request * per_connection + Duration::from_secs(1)
+            p.timeouts.request * per_connection + SLACK
         }
     };
     assert!(took < bound, "the run took {took:?}, more than {bound:?}");
@@ -133,6 +133,9 @@ fn a_server_that_never_answers_gives_timeouts_or_in_flight() {
         4,
         &["300ms (--timeout)", "0 bytes received"],
     );
+    // The server's threads read the requests whenever they are scheduled; on a loaded
+    // machine that can be after the client's 300 ms timeouts.
+    loadmark_test_support::wait_until("the server to read 4", || server.requests() >= 4);
     assert_eq!(server.requests(), 4);
 
     // A server that stops reading a large upload (16 MiB: more than the 4 MiB a loopback
@@ -448,17 +451,21 @@ fn a_response_before_the_body_was_read_is_counted_by_its_status_then_closes() {
     // This one answers 200 keep-alive after the head and stops reading, for longer than the
     // timeout: the client reads while it writes, counts the 200 at once, and does not reuse
     // the connection (the server would read the rest of the body as a request).
+    // The server stalls for 30 s and the request timeout is 10 s: an answer within 10 s
+    // did not wait for the server, with room for a loaded machine.
     let server = RawServer::start(|_| {
         Reply::custom(|conn| {
             let _ = conn.write_all(&ok_response(b"early"));
-            thread::sleep(TIMEOUT * 2);
+            thread::sleep(Duration::from_secs(30));
             false
         })
     });
+    let mut p = big_post(&server, 6);
+    p.timeouts.request = Duration::from_secs(10);
     let t0 = Instant::now();
-    let r = run_checked(&big_post(&server, 6));
+    let r = run_checked(&p);
     assert!(
-        t0.elapsed() < TIMEOUT,
+        t0.elapsed() < p.timeouts.request,
         "answered without waiting for the server"
     );
     let s = &r.totals.snapshot;

@@ -5,7 +5,7 @@
 mod common;
 
 use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
 use common::RawServer;
@@ -77,10 +77,11 @@ fn echo_counts_are_exact_and_the_server_agrees() {
     let r = run(&p, &StopHandle::new(), |_| {}).unwrap();
     let ws = stats(&r);
     let s = &r.totals.snapshot;
-    // 8 sessions, one message every 5 ms for 1.5 s: 300 each, one less for a session whose
-    // handshake took longer than an interval (the schedule starts at the 101).
+    // 8 sessions, one message every 5 ms for 1.5 s: 300 each, one less per 5 ms a session's
+    // handshake took (the schedule starts at the 101). The lower bound allows handshakes of
+    // 100 ms, which a machine busy with other builds can cause; never more than 300 each.
     assert!(
-        (8 * 299..=8 * 300).contains(&ws.messages_sent),
+        (8 * 280..=8 * 300).contains(&ws.messages_sent),
         "the schedule sends what it owes: {}",
         ws.messages_sent
     );
@@ -189,8 +190,10 @@ fn sessions_end_on_their_own_duration_and_are_replaced() {
     let p = ws_plan(&url, spec, settings(2, Some(1000), None));
     let r = run(&p, &StopHandle::new(), |_| {}).unwrap();
     let ws = stats(&r);
+    // 4 per connection at most; fewer when handshakes are slow (a loaded machine), but more
+    // than one each: ended sessions were replaced.
     assert!(
-        (6..=8).contains(&ws.sessions_opened),
+        (4..=8).contains(&ws.sessions_opened),
         "{} sessions",
         ws.sessions_opened
     );
@@ -231,12 +234,10 @@ fn an_answer_other_than_101_is_a_handshake_error_and_counts_end_the_run() {
 
 #[test]
 fn a_refused_connection_is_a_connect_error() {
-    let port = {
-        let l = TcpListener::bind("127.0.0.1:0").unwrap();
-        l.local_addr().unwrap().port()
-    };
+    // Held, never listening: refused for the whole test, and nobody else's meanwhile.
+    let held = loadmark_test_support::refusing_port();
     let p = ws_plan(
-        &format!("ws://127.0.0.1:{port}/ws/echo"),
+        &format!("ws://127.0.0.1:{}/ws/echo", held.port),
         echo_spec(10),
         settings(1, None, Some(3)),
     );
@@ -308,6 +309,11 @@ fn a_dropped_connection_without_close_is_a_closed_error() {
 
 /// Reads an upgrade request and answers 101 with the accept value its key calls for.
 fn accept_upgrade(s: &mut (impl Read + Write)) -> std::io::Result<()> {
+    accept_upgrade_with(s, "")
+}
+
+/// As [`accept_upgrade`], with `extra` header lines in the 101.
+fn accept_upgrade_with(s: &mut (impl Read + Write), extra: &str) -> std::io::Result<()> {
     let mut head = Vec::new();
     let mut byte = [0u8; 1];
     while !head.ends_with(b"\r\n\r\n") {
@@ -323,7 +329,7 @@ fn accept_upgrade(s: &mut (impl Read + Write)) -> std::io::Result<()> {
         .to_string();
     write!(
         s,
-        "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: {}\r\n\r\n",
+        "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: {}\r\n{extra}\r\n",
         accept_for(&key)
     )?;
     s.flush()
@@ -390,14 +396,15 @@ fn unanswered_messages_time_out_and_a_server_that_never_reads_cannot_grow_memory
     // Up to 1500 sends were due; the socket buffers fill and the session holds sends back.
     // What never left is dropped, and counted: every message due is sent or dropped. Sends
     // fall due from the end of the handshake, which on a loaded machine is a few ms into the
-    // run (1497 were due in one CI run that shared the machine), hence the lower bound.
+    // run (1497 were due in one CI run that shared the machine; a machine busy with other
+    // builds can delay a handshake by a few hundred ms), hence the lower bound.
     assert!(
         ws.messages_sent < 1000,
         "sends wait behind a full write backlog ({} sent)",
         ws.messages_sent
     );
     assert!(
-        (1480..=1500).contains(&(ws.messages_sent + snap.dropped)),
+        (1200..=1500).contains(&(ws.messages_sent + snap.dropped)),
         "{} sent + {} dropped",
         ws.messages_sent,
         snap.dropped
@@ -412,8 +419,9 @@ fn unanswered_messages_time_out_and_a_server_that_never_reads_cannot_grow_memory
         snap.errors.total() + r.totals.in_flight,
         "every message sent is an error or in flight"
     );
+    // 1.5 s of sends, then 1.5 s to time out what is unanswered: it ends on its own.
     assert!(
-        started.elapsed() < Duration::from_secs(6),
+        started.elapsed() < Duration::from_secs(3) + common::SLACK,
         "ends on its own"
     );
 }
@@ -428,6 +436,10 @@ fn wss_echo_server() -> std::net::SocketAddr {
 
 fn echo_frames(s: &mut (impl Read + Write)) -> std::io::Result<()> {
     accept_upgrade(s)?;
+    echo_frames_after_upgrade(s)
+}
+
+fn echo_frames_after_upgrade(s: &mut (impl Read + Write)) -> std::io::Result<()> {
     loop {
         let mut h = [0u8; 2];
         s.read_exact(&mut h)?;
@@ -469,6 +481,43 @@ fn echo_frames(s: &mut (impl Read + Write)) -> std::io::Result<()> {
             return Ok(());
         }
     }
+}
+
+#[test]
+fn a_long_upgrade_answer_and_frames_larger_than_a_read_are_reassembled() {
+    // A 101 head of ~5 KiB (past the first handshake buffer), then echoes of 150-200 KB
+    // binary messages, each read in several pieces (a read takes at most 64 KiB).
+    let server = RawServer::start_raw(|mut conn, _, _| {
+        let padding = format!("X-Padding: {}\r\n", "p".repeat(5000));
+        if accept_upgrade_with(&mut conn, &padding).is_ok() {
+            let _ = echo_frames_after_upgrade(&mut conn);
+        }
+    });
+    let url = format!("ws://{}/ws", server.addr);
+    let mut spec = echo_spec(20);
+    spec.payload = WsPayload::Random {
+        min: 150_000,
+        max: 200_000,
+    };
+    spec.binary = true;
+    let r = run(
+        &ws_plan(&url, spec, settings(2, None, Some(10))),
+        &StopHandle::new(),
+        |_| {},
+    )
+    .unwrap();
+    let ws = stats(&r);
+    assert_eq!(
+        r.totals.snapshot.errors.total(),
+        0,
+        "{:?}",
+        r.totals.snapshot.errors
+    );
+    assert_eq!((ws.messages_sent, ws.messages_received), (10, 10));
+    assert_eq!(
+        r.totals.snapshot.responses, 10,
+        "every echo matched to its message"
+    );
 }
 
 #[test]
@@ -517,7 +566,8 @@ fn waiting_out_unanswered_messages_after_the_end_costs_no_cpu() {
     assert_eq!(r.totals.in_flight, 0);
     let elapsed = started.elapsed();
     assert!(
-        elapsed >= Duration::from_millis(2400) && elapsed < Duration::from_secs(5),
+        elapsed >= Duration::from_millis(2400)
+            && elapsed < Duration::from_millis(2500) + common::SLACK,
         "{elapsed:?}"
     );
     let cpu = r.client_cpu.total();

@@ -74,9 +74,9 @@ mod tests {
 
     #[test]
     fn reads_only_this_launchs_last_lines() {
-        let dir = std::env::temp_dir().join(format!("loadmark-launch-log-{}", std::process::id()));
+        // Fresh (mkdtemp): the offsets below assume an empty file.
+        let dir = loadmark_test_support::TempDir::new("launch-log");
         let path = dir.join("nested/server.log");
-        let _ = std::fs::remove_dir_all(&dir);
         let (mut file, first) = open(&path, "== one\n").unwrap();
         file.write_all(b"old 1\nold 2\n").unwrap();
         let (mut file, start) = open(&path, "== two\n").unwrap();
@@ -90,7 +90,6 @@ mod tests {
         writeln!(file, "\n{long}").unwrap();
         let last = last_lines(&path, start, 1);
         assert_eq!(last[0].chars().count(), MAX_LINE_CHARS + 1);
-        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

@@ -4,6 +4,7 @@
 use std::time::{Duration, Instant};
 
 use loadmark_launch::{kill_all_launched, launch, LaunchSpec, Readiness};
+use loadmark_test_support::{wait_until, TempDir};
 
 fn running(pid: u32) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat"))
@@ -12,7 +13,7 @@ fn running(pid: u32) -> bool {
 
 #[test]
 fn kill_all_launched_kills_running_servers_from_another_thread() {
-    let dir = std::env::temp_dir().join(format!("loadmark-launch-killall-{}", std::process::id()));
+    let dir = TempDir::new("launch-killall");
     let servers: Vec<_> = (0..2)
         .map(|i| {
             // Ignoring SIGTERM proves the kill is a SIGKILL, not a polite request.
@@ -31,21 +32,16 @@ fn kill_all_launched_kills_running_servers_from_another_thread() {
 
     // As a Ctrl-C handler would: from another thread, while the owners hold their servers.
     std::thread::spawn(kill_all_launched).join().unwrap();
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while pids.iter().any(|&p| running(p)) {
-        assert!(
-            Instant::now() < deadline,
-            "servers survived kill_all_launched"
-        );
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    wait_until("the servers to die of kill_all_launched", || {
+        !pids.iter().any(|&p| running(p))
+    });
 
-    // Stopping afterwards only reaps: no 20 s grace period, no error.
+    // Stopping afterwards only reaps: no 20 s grace period (the bound leaves a loaded machine
+    // plenty of room below it), no error.
     let started = Instant::now();
     for server in servers {
         let stopped = server.stop().unwrap();
         assert_eq!(stopped.signal, Some(libc::SIGKILL));
     }
-    assert!(started.elapsed() < Duration::from_secs(5));
-    let _ = std::fs::remove_dir_all(dir);
+    assert!(started.elapsed() < Duration::from_secs(15));
 }

@@ -7,6 +7,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use loadmark_monitor::{find_pid_by_name, sample_once, Monitor, MonitorError};
+use loadmark_test_support::{wait_until, TempDir, PATIENCE};
 
 /// Kills the child's whole process group and reaps it, also when an assertion fails.
 struct Guard(Child);
@@ -23,8 +24,10 @@ impl Drop for Guard {
 fn spawn(command: &mut Command) -> Guard {
     command.process_group(0);
     // A binary copied by another test of this process can be briefly "busy" (ETXTBSY) while
-    // a concurrently forked child still holds its write descriptor; retry a few times.
-    for _ in 0..50 {
+    // a concurrently forked child still holds its write descriptor (until it execs, which a
+    // loaded machine can delay); retry for as long as any wait of the suite.
+    let deadline = Instant::now() + PATIENCE;
+    while Instant::now() < deadline {
         match command.spawn() {
             Ok(child) => return Guard(child),
             Err(e) if e.raw_os_error() == Some(libc::ETXTBSY) => {
@@ -36,18 +39,9 @@ fn spawn(command: &mut Command) -> Guard {
     panic!("spawn {command:?}: text file stayed busy");
 }
 
-fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !done() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(10));
-    }
-}
-
-/// A copy of /bin/sleep under a name no other process has.
-fn sleeper(name: &str) -> (PathBuf, PathBuf) {
-    let dir = std::env::temp_dir().join(format!("loadmark-monitor-{}-{name}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+/// A copy of /bin/sleep under a name no other process has, in a directory of its own.
+fn sleeper(name: &str) -> (TempDir, PathBuf) {
+    let dir = TempDir::new("monitor");
     let path = dir.join(name);
     std::fs::copy("/bin/sleep", &path).unwrap();
     (dir, path)
@@ -149,9 +143,10 @@ fn a_process_that_exits_ends_the_series_cleanly() {
 fn dropping_a_monitor_stops_its_thread() {
     let child = spawn(Command::new("sleep").arg("30"));
     let started = Instant::now();
-    drop(Monitor::start(child.0.id(), Duration::from_secs(10)).unwrap());
-    // The thread is woken by the channel, not by the end of its 10 s interval.
-    assert!(started.elapsed() < Duration::from_secs(5));
+    drop(Monitor::start(child.0.id(), Duration::from_secs(60)).unwrap());
+    // The thread is woken by the channel, not by the end of its 60 s interval (the bound
+    // leaves a loaded machine plenty of room below that).
+    assert!(started.elapsed() < Duration::from_secs(15));
 }
 
 #[test]
@@ -162,7 +157,7 @@ fn finds_a_uniquely_named_process() {
     wait_until("the sleeper to run", || count_named(&name) == 1);
     assert_eq!(find_pid_by_name(&name).unwrap(), child.0.id());
     drop(child);
-    let _ = std::fs::remove_dir_all(dir);
+    drop(dir);
 }
 
 #[test]
@@ -174,7 +169,7 @@ fn finds_a_long_name_by_argv0_although_comm_is_cut() {
     wait_until("the sleeper to run", || count_named(comm) == 1);
     assert_eq!(find_pid_by_name(&name).unwrap(), child.0.id());
     drop(child);
-    let _ = std::fs::remove_dir_all(dir);
+    drop(dir);
 }
 
 #[test]
@@ -193,7 +188,7 @@ fn several_unrelated_processes_are_ambiguous() {
         }
         other => panic!("expected Ambiguous, got {other:?}"),
     }
-    let _ = std::fs::remove_dir_all(dir);
+    drop(dir);
 }
 
 #[test]
@@ -205,7 +200,7 @@ fn a_tree_of_same_named_processes_resolves_to_its_top() {
     let child = spawn(Command::new("sh").args(["-c", &script]));
     wait_until("master and worker to run", || count_named(&name) == 2);
     assert_eq!(find_pid_by_name(&name).unwrap(), child.0.id());
-    let _ = std::fs::remove_dir_all(dir);
+    drop(dir);
 }
 
 #[test]

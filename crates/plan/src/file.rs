@@ -19,6 +19,12 @@ pub struct PlanFile {
     /// A paragraph for the top of the report.
     #[serde(default)]
     pub description: Option<String>,
+    /// Processes that stay up while the targets that need them run and never receive load:
+    /// backends, databases, caches. Each starts (in `depends_on` order) before the first
+    /// step that needs it and stops after the last; one that no target or service depends
+    /// on is needed by every step. Monitored like targets when `monitor` is set.
+    #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
+    pub services: IndexMap<String, ServiceFile>,
     /// The systems under test, by name, in the order they appear in tables.
     pub targets: IndexMap<String, TargetFile>,
     /// What each request sends.
@@ -52,6 +58,10 @@ pub struct PlanFile {
     /// Sample launched or attached servers' CPU, memory, threads and fds.
     #[serde(default)]
     pub monitor: Option<MonitorFile>,
+    /// How the document shows each step: the step table's columns, or a known tool's
+    /// layout.
+    #[serde(default, skip_serializing_if = "ReportFile::is_default")]
+    pub report: ReportFile,
     /// Pass/fail conditions checked on every step, as on the command line, e.g.
     /// `[p99<50ms, errors<1%, rps>10000]`; `loadmark bench` exits 3 when one fails.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -76,6 +86,36 @@ pub struct TargetFile {
     /// Monitor a server that is already running.
     #[serde(default)]
     pub attach: Option<AttachFile>,
+    /// Services (from `services:`) this target needs running during its steps.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub depends_on: Vec<String>,
+}
+
+/// A process the plan keeps up while the steps that need it run (a backend, a database, a
+/// cache): launched as a target is, never loaded.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ServiceFile {
+    /// Shell command (run with `sh -c`); keep the process in the foreground.
+    pub command: String,
+    #[serde(default)]
+    pub env: IndexMap<String, String>,
+    /// Working directory, relative to the plan file.
+    #[serde(default)]
+    pub cwd: Option<String>,
+    /// How to know it is ready: one of port, http or delay (a service has no URL to wait
+    /// for, so this is required).
+    #[serde(default)]
+    pub ready: ReadyFile,
+    /// How long readiness may take [default: 30s].
+    #[serde(default)]
+    pub ready_timeout: Option<String>,
+    /// Time between SIGTERM and SIGKILL when stopping [default: 5s].
+    #[serde(default)]
+    pub stop_grace: Option<String>,
+    /// Other services that must be up before this one starts (and stop after it).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub depends_on: Vec<String>,
 }
 
 /// How to start a server under test.
@@ -299,4 +339,25 @@ pub struct MonitorFile {
     /// Sampling interval [default: 1s].
     #[serde(default)]
     pub interval: Option<String>,
+}
+
+/// The document's step table.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReportFile {
+    /// The step table's columns, in order, e.g. `[rps, rps_stdev, latency_mean,
+    /// latency_stdev, p50, p95, p99, connect_mean, ttfb_mean, failed]` [default: rps,
+    /// transfer, p50, p90, p99, p99.9, max, failed, errors, status, server_rss, server_cpu].
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub columns: Vec<crate::table::Column>,
+    /// Also lay each step out as `wrk`, `bombardier`, `ab` or `taurus` print their summary,
+    /// computed from loadmark's numbers (and labelled so).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub style: Option<crate::table::TableStyle>,
+}
+
+impl ReportFile {
+    fn is_default(&self) -> bool {
+        *self == ReportFile::default()
+    }
 }

@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::file::{PlanFile, ReadyFile};
+use crate::file::PlanFile;
 use crate::plan::{Plan, RequestSpec};
 use crate::settings::Settings;
 use crate::target::Target;
@@ -60,13 +60,15 @@ pub struct LoadedPlan {
     pub steps: Vec<Step>,
     /// Launch blocks by target name (only targets that have one).
     pub launches: Vec<(String, Launch)>,
+    /// The `services:`, in start order, and when each starts and stops.
+    pub services: crate::services::ServicePlan,
     pub pause: Duration,
     pub monitor_interval: Option<Duration>,
 }
 
 /// Finds where `keys` (a path of mapping keys) sits in the YAML text, for error messages:
 /// each key is looked for on a later line, indented deeper than the one before.
-fn locate(text: &str, keys: &[&str]) -> (usize, usize) {
+pub(crate) fn locate(text: &str, keys: &[&str]) -> (usize, usize) {
     let mut found = (1, 1);
     let mut min_line = 0;
     let mut min_indent: isize = -1;
@@ -76,11 +78,11 @@ fn locate(text: &str, keys: &[&str]) -> (usize, usize) {
             .enumerate()
             .skip(min_line)
             .find_map(|(i, line)| {
-                let indent = line.len() - line.trim_start().len();
-                let rest = line
-                    .trim_start()
-                    .trim_start_matches("- ")
-                    .trim_start_matches('{');
+                let trimmed = line.trim_start();
+                // A list item's key sits after its "- ": that is its indentation.
+                let item = trimmed.len() - trimmed.trim_start_matches("- ").len();
+                let indent = line.len() - trimmed.len() + item;
+                let rest = trimmed.trim_start_matches("- ").trim_start_matches('{');
                 let is_key =
                     rest.starts_with(key) && rest[key.len()..].trim_start().starts_with(':');
                 (is_key && indent as isize > min_indent).then_some((i, indent))
@@ -155,6 +157,11 @@ impl PlanFile {
         })
     }
 
+    /// The plan as native YAML (`bench --explain`): loading it again gives the same steps.
+    pub fn to_yaml(&self) -> String {
+        serde_norway::to_string(self).expect("a plan file always serializes")
+    }
+
     /// The JSON Schema of plan files, for editors.
     pub fn json_schema() -> String {
         let schema = schemars::schema_for!(PlanFile);
@@ -207,14 +214,32 @@ fn websocket_spec(
 }
 
 pub fn load_plan_file(path: &Path, cores: usize) -> Result<LoadedPlan, PlanFileError> {
+    load_plan_file_with(path, cores, &[])
+}
+
+/// Reads a plan file (native, or a Taurus config: see [`crate::is_taurus`]) after applying
+/// `KEY=VALUE` overrides to its YAML.
+pub fn load_plan_file_with(
+    path: &Path,
+    cores: usize,
+    overrides: &[String],
+) -> Result<LoadedPlan, PlanFileError> {
     let name = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|e| PlanFileError {
+    let at_start = |message: String| PlanFileError {
         file: name.clone(),
         line: 1,
         column: 1,
-        message: format!("cannot read the plan file: {e}"),
-    })?;
-    let file = PlanFile::parse(&text, &name)?;
+        message,
+    };
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| at_start(format!("cannot read the plan file: {e}")))?;
+    // With overrides, positions are those of the overridden text (comments dropped).
+    let text = crate::taurus::apply_overrides(&text, overrides).map_err(at_start)?;
+    let file = if crate::taurus::is_taurus(&text) {
+        crate::taurus::taurus_plan(&text, &name)?
+    } else {
+        PlanFile::parse(&text, &name)?
+    };
     let base = path.parent().unwrap_or(Path::new("."));
     expand(file, text, path.to_path_buf(), base, cores)
 }
@@ -523,60 +548,18 @@ fn expand(
     let mut launches = Vec::new();
     for (name, target) in &file.targets {
         let Some(l) = &target.launch else { continue };
-        let keys = |k: &'static str| ["targets", name.as_str(), "launch", k];
-        let ready = match &l.ready {
-            ReadyFile {
-                port: Some(p),
-                http: None,
-                delay: None,
-            } => Ready::Port(p.clone()),
-            ReadyFile {
-                port: None,
-                http: Some(h),
-                delay: None,
-            } => Ready::Http(h.clone()),
-            ReadyFile {
-                port: None,
-                http: None,
-                delay: Some(d),
-            } => Ready::Delay(duration(&keys("ready"), &Some(d.clone()))?.unwrap_or_default()),
-            ReadyFile {
-                port: None,
-                http: None,
-                delay: None,
-            } => {
-                // Only the host and port matter here: either kind of URL will do.
-                let t = Target::parse(&target.url)
-                    .or_else(|e| Target::parse_ws(&target.url).map_err(|_| e))
-                    .map_err(|e| {
-                        err(
-                            &["targets", name, "url"],
-                            format!("targets.{name}.url: {e}"),
-                        )
-                    })?;
-                Ready::Port(format!("{}:{}", t.host(), t.port()))
-            }
-            _ => {
-                return Err(err(
-                    &keys("ready"),
-                    format!("targets.{name}.launch.ready: give one of port, http or delay"),
-                ))
-            }
-        };
-        launches.push((
-            name.clone(),
-            Launch {
-                command: l.command.clone(),
-                env: l.env.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
-                cwd: l.cwd.as_ref().map(|c| base.join(c)),
-                ready,
-                ready_timeout: duration(&keys("ready_timeout"), &l.ready_timeout)?
-                    .unwrap_or(Duration::from_secs(30)),
-                stop_grace: duration(&keys("stop_grace"), &l.stop_grace)?
-                    .unwrap_or(Duration::from_secs(5)),
-            },
-        ));
+        let launch = crate::services::resolve_launch(
+            l.into(),
+            &["targets", name, "launch"],
+            Some(&target.url),
+            base,
+            &err,
+            &duration,
+        )?;
+        launches.push((name.clone(), launch));
     }
+    let step_targets: Vec<&str> = steps.iter().map(|s| s.target.as_str()).collect();
+    let services = crate::services::plan_services(&file, &step_targets, base, &err, &duration)?;
     let pause = duration(&["pause"], &file.pause)?.unwrap_or_default();
     let monitor_interval = match &file.monitor {
         Some(m) => {
@@ -590,6 +573,7 @@ fn expand(
         file,
         steps,
         launches,
+        services,
         pause,
         monitor_interval,
     })
@@ -597,7 +581,11 @@ fn expand(
 
 /// Expands plan text without reading files from disk for bodies (tests, `--check` of text).
 pub fn load_plan_text(text: &str, name: &str, cores: usize) -> Result<LoadedPlan, PlanFileError> {
-    let file = PlanFile::parse(text, name)?;
+    let file = if crate::taurus::is_taurus(text) {
+        crate::taurus::taurus_plan(text, name)?
+    } else {
+        PlanFile::parse(text, name)?
+    };
     expand(
         file,
         text.to_string(),

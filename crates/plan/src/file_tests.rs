@@ -135,6 +135,8 @@ fn the_schema_lists_every_section() {
         "compare",
         "monitor",
         "launch",
+        "services",
+        "depends_on",
         "additionalProperties",
     ] {
         assert!(schema.contains(key), "{key} missing from the schema");

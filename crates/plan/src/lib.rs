@@ -18,30 +18,41 @@
 //! - Validation collects what is wrong in words a user can act on ([`PlanError`]).
 //! - Secrets never leave through a report: [`Plan::redacted`] masks sensitive header values.
 
+mod clock;
 mod file;
 mod file_steps;
 mod plan;
 mod schedule;
+mod segment;
+mod services;
 mod settings;
+mod table;
 mod target;
+mod taurus;
 mod template;
 mod text;
 mod websocket;
 
+pub use clock::parse_rfc3339;
 pub use file::{
     AttachFile, CompareFile, CompareMetric, LaunchFile, LoadFile, MonitorFile, PlanFile, ReadyFile,
-    RequestFile, SweepFile, TargetFile, WebSocketFile,
+    ReportFile, RequestFile, ServiceFile, SweepFile, TargetFile, WebSocketFile,
 };
 pub use file_steps::{
-    load_plan_file, load_plan_text, Launch, LoadedPlan, PlanFileError, Ready, Step,
+    load_plan_file, load_plan_file_with, load_plan_text, Launch, LoadedPlan, PlanFileError, Ready,
+    Step,
 };
 pub use plan::{
     Http2, Load, Mix, Plan, Protocol, RequestSpec, Stop, Timeouts, TlsFiles, TlsPolicy,
     DEFAULT_TIMEOUT, MAX_STREAMS,
 };
 pub use schedule::{Pace, Profile, Stage};
+pub use segment::{Segment, MAX_WEIGHT_SUM};
+pub use services::{Service, ServicePlan};
 pub use settings::{Settings, DEFAULT_CONNECTIONS, DEFAULT_DURATION, DEFAULT_MAX_CONNECTIONS};
+pub use table::{Column, Dist, Stat, TableStyle, COLUMN_NAMES, DEFAULT_COLUMNS};
 pub use target::{Scheme, Target};
+pub use taurus::{apply_overrides, is_taurus, taurus_plan};
 pub use template::{next_random, parse_csv, Piece, RenderContext, Template};
 pub use text::{
     format_duration, parse_duration, parse_header, redact_header_value, redact_plan_text, PlanError,

@@ -23,8 +23,11 @@ pub enum Piece {
         lo: f64,
         hi: f64,
     },
-    /// The request's sequence number on its worker, from 0.
+    /// The request's number in the whole run, from 0 (open loop: its place on the global
+    /// schedule; closed loop: unique per worker and segment, not a prefix).
     Seq,
+    /// The index of the segment sending it (`--segment`; 0 for a run on one machine).
+    Segment,
     /// A column of the current data-file row (rows advance per request, wrapping).
     Csv {
         column: usize,
@@ -43,9 +46,12 @@ pub struct RenderContext<'a> {
     pub rng: &'a mut u64,
     pub seq: u64,
     pub row: &'a [String],
+    /// The segment (machine share) sending the request.
+    pub segment: u32,
 }
 
-const FORM: &str = "placeholders {{rand_int LO HI}}, {{rand_f LO HI}}, {{seq}} or {{csv COLUMN}}";
+const FORM: &str =
+    "placeholders {{rand_int LO HI}}, {{rand_f LO HI}}, {{seq}}, {{segment}} or {{csv COLUMN}}";
 
 impl Template {
     /// Parses `text`; `columns` names the data file's columns (for `{{csv name}}`).
@@ -88,6 +94,7 @@ impl Template {
                     Piece::RandF { lo, hi }
                 }
                 ["seq"] => Piece::Seq,
+                ["segment"] => Piece::Segment,
                 ["csv", name] => {
                     let column = columns
                         .iter()
@@ -139,6 +146,11 @@ impl Template {
                 Piece::Seq => {
                     let mut s = String::new();
                     let _ = write!(s, "{}", ctx.seq);
+                    out.extend_from_slice(s.as_bytes());
+                }
+                Piece::Segment => {
+                    let mut s = String::new();
+                    let _ = write!(s, "{}", ctx.segment);
                     out.extend_from_slice(s.as_bytes());
                 }
                 Piece::Csv { column } => {
@@ -204,6 +216,7 @@ mod tests {
             &mut RenderContext {
                 rng: &mut rng,
                 seq,
+                segment: 0,
                 row,
             },
             &mut out,
@@ -241,6 +254,7 @@ mod tests {
             &mut RenderContext {
                 rng,
                 seq: 0,
+                segment: 0,
                 row: &[],
             },
             &mut out,

@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use loadmark_plan::{CompareFile, Load, Plan, Stop, TlsPolicy, WsPayload};
+use loadmark_plan::{Column, CompareFile, Load, Plan, Stop, TableStyle, TlsPolicy, WsPayload};
 
 use crate::environment::Environment;
 use crate::model::{ReadError, Report, SCHEMA_VERSION};
@@ -46,6 +46,24 @@ pub struct ServerUsage {
     pub samples: Vec<UsageSample>,
 }
 
+/// What a service (a backend, a database: started by the plan, never loaded) used during
+/// one step.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct ServiceUsage {
+    pub name: String,
+    pub usage: ServerUsage,
+}
+
+/// A service as the document describes it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct BundleService {
+    pub name: String,
+    /// The command loadmark started it with.
+    pub launch: String,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub depends_on: Vec<String>,
+}
+
 /// One step of the plan and its outcome.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct BundleStep {
@@ -57,6 +75,12 @@ pub struct BundleStep {
     pub report: Report,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server: Option<ServerUsage>,
+    /// The services that ran during the step, monitored (when the plan monitors).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub services: Vec<ServiceUsage>,
+    /// What went wrong around the step (a service that died during it), in words.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 /// A whole benchmark document's data.
@@ -73,12 +97,24 @@ pub struct Bundle {
     pub plan_text: String,
     pub environment: Environment,
     pub targets: Vec<BundleTarget>,
+    /// The plan's services, in start order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub services: Vec<BundleService>,
     pub steps: Vec<BundleStep>,
     #[serde(default)]
     pub compare: Vec<CompareFile>,
+    /// The step table's columns (empty: the default ones).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub columns: Vec<Column>,
+    /// Each step also laid out as this tool prints its summary.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub style: Option<TableStyle>,
     /// Stopped by a signal: the steps that ran are all here.
     #[serde(default)]
     pub interrupted: bool,
+    /// What kept steps from running (a service that died), in words.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 /// The `plan_file` of a one-run bundle made from the command line.
@@ -111,9 +147,15 @@ impl Bundle {
                 command,
                 report,
                 server: None,
+                services: Vec::new(),
+                notes: Vec::new(),
             }],
+            services: Vec::new(),
             compare: Vec::new(),
+            columns: Vec::new(),
+            style: None,
             interrupted: false,
+            notes: Vec::new(),
         }
     }
 

@@ -37,11 +37,28 @@ pub fn render_bundle_csv(b: &Bundle) -> String {
     o
 }
 
-/// One summary row per step.
+/// One summary row per step; the columns a plan chose (`report.columns`) follow the usual
+/// ones, raw (numbers in the unit their header names).
 pub fn render_bundle_csv_summary(b: &Bundle) -> String {
-    let mut o = format!("step,target,params,{SUMMARY_HEADER}\n");
+    let chosen = &b.columns;
+    let extra: String = chosen
+        .iter()
+        .map(|c| format!(",{}", field(&crate::table::header_raw(c))))
+        .collect();
+    let mut o = format!("step,target,params,{SUMMARY_HEADER}{extra}\n");
     for s in &b.steps {
-        summary_row(&mut o, &step_prefix(s), &s.report);
+        let mut row = String::new();
+        summary_row(&mut row, &step_prefix(s), &s.report);
+        if !chosen.is_empty() {
+            let cells: String = chosen
+                .iter()
+                .map(|c| format!(",{}", field(&crate::table::cell(c, s).raw)))
+                .collect();
+            row.truncate(row.trim_end_matches('\n').len());
+            row.push_str(&cells);
+            row.push('\n');
+        }
+        o.push_str(&row);
     }
     o
 }

@@ -10,6 +10,38 @@ pub struct Environment {
     pub memory_bytes: u64,
     pub os: String,
     pub kernel: String,
+    /// The loadmark build that made the run (absent in results written before it was recorded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub build: Option<Build>,
+}
+
+/// Which loadmark binary ran: what `loadmark --version` prints.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default, schemars::JsonSchema)]
+pub struct Build {
+    /// The crate version, e.g. "0.1.0".
+    pub version: String,
+    /// The git commit it was built from (12 hex digits), or "unknown" when built without git.
+    pub commit: String,
+    /// The cargo features that were on, e.g. `["mimalloc"]`.
+    pub features: Vec<String>,
+    /// The target triple: `x86_64-unknown-linux-musl` is the static binary.
+    pub target: String,
+}
+
+impl std::fmt::Display for Build {
+    /// One line: `0.1.0 (commit 0123456789ab, x86_64-unknown-linux-musl, features: mimalloc)`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let features = if self.features.is_empty() {
+            "none".to_string()
+        } else {
+            self.features.join(",")
+        };
+        write!(
+            f,
+            "{} (commit {}, {}, features: {features})",
+            self.version, self.commit, self.target
+        )
+    }
 }
 
 fn read(path: &str) -> String {
@@ -17,7 +49,8 @@ fn read(path: &str) -> String {
 }
 
 impl Environment {
-    /// Reads the facts from /proc and /etc (Linux); unknown fields stay empty.
+    /// Reads the facts from /proc and /etc (Linux); unknown fields stay empty. `build` is
+    /// left to the binary, which alone knows how it was built.
     pub fn detect() -> Self {
         let cpuinfo = read("/proc/cpuinfo");
         // The machine's CPUs, not the ones this process may use: a benchmark pinned with
@@ -52,6 +85,7 @@ impl Environment {
             memory_bytes,
             os,
             kernel: read("/proc/sys/kernel/osrelease").trim().to_string(),
+            build: None,
         }
     }
 }

@@ -24,9 +24,9 @@ const COLORS: [&str; 8] = [
 ];
 
 /// A line to draw: its legend name and points `(x, y)`.
-struct Line {
-    name: String,
-    points: Vec<(f64, f64)>,
+pub(crate) struct Line {
+    pub name: String,
+    pub points: Vec<(f64, f64)>,
 }
 
 /// How the x axis is labelled.
@@ -74,7 +74,12 @@ pub fn render_html_bundle(b: &Bundle) -> String {
         );
     }
     environment(&mut o, b);
-    summary_table(&mut o, b);
+    if b.columns.is_empty() {
+        summary_table(&mut o, b);
+    } else {
+        crate::html_table::summary(&mut o, b);
+    }
+    crate::html_table::styles(&mut o, b);
     crate::websocket::render_html_section(&mut o, b);
     crate::html_details::comparisons(&mut o, b);
     notes(&mut o, b);
@@ -186,7 +191,7 @@ pub fn render_html_bundle(b: &Bundle) -> String {
     if multi {
         sweep(&mut o, b);
     }
-    server_usage(&mut o, b);
+    crate::html_usage::server_usage(&mut o, b);
     let _ = writeln!(
         o,
         "<footer>loadmark {} · report schema {} · latency: {}</footer>\n</body>\n</html>",
@@ -200,7 +205,7 @@ pub fn render_html_bundle(b: &Bundle) -> String {
     o
 }
 
-fn step_label(s: &BundleStep) -> String {
+pub(crate) fn step_label(s: &BundleStep) -> String {
     let params: Vec<String> = s.params.iter().map(|(k, v)| format!("{k}={v}")).collect();
     if params.is_empty() {
         format!("step {} {}", s.number, s.target)
@@ -221,7 +226,7 @@ const SMALL: Frame = Frame {
 
 /// One chart of every step's lines, or with more than [`MAX_OVERLAID`] steps one small chart
 /// per step (`{id}-step{n}`), all on one y scale so they compare by eye.
-fn per_step_chart(
+pub(crate) fn per_step_chart(
     id: &str,
     title: &str,
     x_label: &str,
@@ -283,7 +288,12 @@ fn environment(o: &mut String, b: &Bundle) {
         ("Memory", format_bytes(e.memory_bytes as f64)),
         ("OS", format!("{} · kernel {}", e.os, e.kernel)),
         ("Started", started.to_string()),
-        ("loadmark", b.loadmark_version.clone()),
+        (
+            "loadmark",
+            e.build
+                .as_ref()
+                .map_or_else(|| b.loadmark_version.clone(), |build| build.to_string()),
+        ),
         ("Plan", b.plan_file.clone()),
     ] {
         let _ = writeln!(o, "<tr><th>{k}</th><td>{}</td></tr>", esc(&v));
@@ -327,9 +337,12 @@ fn summary_table(o: &mut String, b: &Bundle) {
 }
 
 fn notes(o: &mut String, b: &Bundle) {
-    let mut items = Vec::new();
+    let mut items: Vec<(bool, String)> = b.notes.iter().map(|n| (false, n.clone())).collect();
     for s in &b.steps {
         let r = &s.report;
+        for n in &s.notes {
+            items.push((false, format!("step {}: {n}", s.number)));
+        }
         for t in &r.thresholds {
             items.push((t.passed, format!("step {}: threshold {t}", s.number)));
         }
@@ -440,51 +453,6 @@ fn p99_ms(r: &Report) -> f64 {
     } else {
         h.value_at_quantile(0.99) as f64 / 1000.0
     }
-}
-
-fn server_usage(o: &mut String, b: &Bundle) {
-    let monitored: Vec<&BundleStep> = b
-        .steps
-        .iter()
-        .filter(|s| s.server.as_ref().is_some_and(|u| !u.samples.is_empty()))
-        .collect();
-    if monitored.is_empty() {
-        return;
-    }
-    // `skip`: the first sample has no interval before it, so no CPU figure (0% by
-    // convention): a CPU line starts at the first real interval.
-    let groups = |f: &dyn Fn(&crate::bundle::UsageSample) -> f64, skip: usize| {
-        monitored
-            .iter()
-            .map(|s| {
-                let samples = s.server.as_ref().map_or(&[][..], |u| &u.samples[..]);
-                let skip = if samples.len() > skip { skip } else { 0 };
-                let line = Line {
-                    name: step_label(s),
-                    points: samples[skip..]
-                        .iter()
-                        .map(|p| (p.at_ms as f64 / 1000.0, f(p)))
-                        .collect(),
-                };
-                (step_label(s), vec![line])
-            })
-            .collect::<Vec<_>>()
-    };
-    const TIME: &str = "time since step start (s)";
-    o.push_str(&per_step_chart(
-        "server-rss",
-        "Server memory (RSS) over time",
-        TIME,
-        "RSS (MiB)",
-        groups(&|p| p.rss_bytes as f64 / (1024.0 * 1024.0), 0),
-    ));
-    o.push_str(&per_step_chart(
-        "server-cpu",
-        "Server CPU over time (100% is one core)",
-        TIME,
-        "CPU (%)",
-        groups(&|p| p.cpu_percent, 1),
-    ));
 }
 
 /// The percentile spectrum: x in "nines" up to what the sample count supports (at most

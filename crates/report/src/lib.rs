@@ -35,35 +35,47 @@ mod format;
 mod html;
 mod html_compare;
 mod html_details;
+mod html_table;
+mod html_usage;
 mod junit;
 mod markdown;
 mod merge;
 mod model;
 mod schema;
+mod split;
+mod styles;
+mod table;
 mod text;
 mod threshold;
 mod websocket;
 
 pub use alike::{differences, Purpose};
-pub use bundle::{equivalent_command, Bundle, BundleStep, BundleTarget, ServerUsage, UsageSample};
+pub use bundle::{
+    equivalent_command, Bundle, BundleService, BundleStep, BundleTarget, ServerUsage, ServiceUsage,
+    UsageSample,
+};
 pub use compare::{
     compare, mann_whitney, render_comparison_markdown, render_comparison_text, CompareSettings,
     Compared, Comparison, FailIf, FailIfError, GateResult, MetricDelta, Verdict, COMPARED,
     MIN_SECONDS,
 };
 pub use csv::{render_bundle_csv, render_bundle_csv_summary, render_csv, render_csv_summary};
-pub use environment::Environment;
+pub use environment::{Build, Environment};
 pub use format::{format_bytes, format_us};
 pub use html::{render_html, render_html_bundle};
 pub use html_compare::render_comparison_html;
 pub use junit::render_junit;
 pub use markdown::render_markdown;
-pub use merge::{merge_reports, merge_reports_with, MergeError};
+pub use merge::{merge_reports, merge_reports_with, merge_with_options, MergeError, MergeOptions};
 pub use model::{
-    ClientCpu, Health, ReadError, Report, RequestCounts, RpsStats, RunFacts, RunInfo, Summary,
-    LATENCY_DEFINITION, LATE_LAG_P99_US, OPEN_LATENCY_DEFINITION, SATURATED_BUSY, SCHEMA_VERSION,
+    rfc3339, ClientCpu, Health, ReadError, Report, RequestCounts, RpsStats, RunFacts, RunInfo,
+    Summary, LATENCY_DEFINITION, LATE_LAG_P99_US, OPEN_LATENCY_DEFINITION, SATURATED_BUSY,
+    SCHEMA_VERSION,
 };
 pub use schema::{bundle_schema, result_schema};
+pub use split::{plan_hash, Part, Split, SplitProblem, SKEW_TRUST_S};
+pub use styles::{style_blocks, StyleBlock};
+pub use table::{cell as table_cell, columns as table_columns, header as table_header, Cell};
 pub use text::render_text;
 pub use threshold::{
     check_thresholds, parse_thresholds, render_thresholds_text, Metric, Op, Threshold,

@@ -3,7 +3,9 @@
 use std::fmt::Write;
 
 use crate::bundle::{Bundle, BundleStep};
-use crate::format::{format_bytes, format_of, format_pct, format_rate};
+use loadmark_plan::Column;
+
+use crate::format::format_bytes;
 
 fn cell(text: &str) -> String {
     text.replace('|', "\\|").replace('\n', " ")
@@ -44,7 +46,12 @@ pub fn render_markdown(b: &Bundle) -> String {
         ("Memory", format_bytes(e.memory_bytes as f64)),
         ("OS", e.os.clone()),
         ("Kernel", e.kernel.clone()),
-        ("loadmark", b.loadmark_version.clone()),
+        (
+            "loadmark",
+            e.build
+                .as_ref()
+                .map_or_else(|| b.loadmark_version.clone(), |build| build.to_string()),
+        ),
         ("Date", started.to_string()),
         ("Plan", format!("`{}`", b.plan_file)),
     ] {
@@ -69,60 +76,77 @@ pub fn render_markdown(b: &Bundle) -> String {
         );
     }
 
+    if !b.services.is_empty() {
+        let _ = writeln!(o, "\n## Services\n");
+        let _ = writeln!(
+            o,
+            "Started by the plan before the first step that needs them, stopped after the last; never loaded.\n"
+        );
+        let _ = writeln!(o, "| service | launched | depends on |\n|---|---|---|");
+        for sv in &b.services {
+            let _ = writeln!(
+                o,
+                "| {} | `{}` | {} |",
+                cell(&sv.name),
+                cell(&sv.launch),
+                if sv.depends_on.is_empty() {
+                    "—".to_string()
+                } else {
+                    cell(&sv.depends_on.join(", "))
+                }
+            );
+        }
+    }
+
     let _ = writeln!(o, "\n## Results\n");
     let _ = writeln!(
         o,
         "Latency is measured as each step's report states (closed loop: first byte written to last byte read; open loop: from the intended send time). Percentiles come from HDR histograms; failed = transport errors + non-2xx/3xx responses.\n"
     );
-    let _ = writeln!(
-        o,
-        "| # | step | req/s | transfer/s | p50 | p90 | p99 | p99.9 | max | failed | errors by kind | status classes | server RSS peak | server CPU mean / peak |"
-    );
-    let _ = writeln!(
-        o,
-        "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---|---:|---:|"
-    );
+    let columns = crate::table::columns(b);
+    let headers: Vec<String> = columns.iter().map(crate::table::header).collect();
+    let _ = writeln!(o, "| # | step | {} |", headers.join(" | "));
+    let align: Vec<&str> = columns
+        .iter()
+        .map(|c| match c {
+            Column::Errors | Column::Status => "---",
+            _ => "---:",
+        })
+        .collect();
+    let _ = writeln!(o, "|---:|---|{}|", align.join("|"));
     for step in &b.steps {
-        let s = &step.report.summary;
-        let p = |q: f64| format_pct(&s.latency, q);
-        let kinds: Vec<String> = s
-            .errors
-            .nonzero()
-            .map(|(k, st)| format!("{k}: {}", st.count))
+        let cells: Vec<String> = columns
+            .iter()
+            .map(|c| crate::table::cell(c, step).text)
             .collect();
-        let classes: Vec<String> = (1..=5)
-            .filter(|&c| s.status.class(c) > 0)
-            .map(|c| format!("{c}xx: {}", s.status.class(c)))
-            .collect();
-        let (rss, cpu) = match &step.server {
-            Some(u) => (
-                format_bytes(u.rss_peak_bytes as f64),
-                format!("{:.0}% / {:.0}%", u.cpu_mean_percent, u.cpu_peak_percent),
-            ),
-            None => ("—".into(), "—".into()),
-        };
         let _ = writeln!(
             o,
-            "| {} | {} | {} | {}/s | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} |",
             step.number,
             cell(&params(step)),
-            format_rate(s.rps),
-            format_bytes(s.read_bytes_per_s),
-            p(50.0),
-            p(90.0),
-            p(99.0),
-            p(99.9),
-            format_of(&s.latency, s.latency.max_us as f64),
-            step.report.failed(),
-            if kinds.is_empty() {
-                "—".into()
-            } else {
-                kinds.join(", ")
-            },
-            classes.join(", "),
-            rss,
-            cpu,
+            cells
+                .iter()
+                .map(|c| cell(c))
+                .collect::<Vec<_>>()
+                .join(" | ")
         );
+    }
+
+    let blocks = crate::styles::style_blocks(b);
+    if let (Some(style), false) = (b.style, blocks.is_empty()) {
+        let _ = writeln!(o, "\n## Each step in {}'s layout\n", style.name());
+        let _ = writeln!(
+            o,
+            "loadmark's own figures, laid out as {} prints its summary for readers used to it; where the definitions differ, the README (\"Named styles\") says how loadmark computes them.",
+            style.name()
+        );
+        for block in blocks {
+            let _ = writeln!(o, "\n{}\n\n```text", block.title);
+            for line in &block.lines {
+                let _ = writeln!(o, "{}", line.trim_end());
+            }
+            let _ = writeln!(o, "```");
+        }
     }
 
     let named: Vec<(String, &crate::model::Report)> = b
@@ -136,18 +160,29 @@ pub fn render_markdown(b: &Bundle) -> String {
         render_comparison(&mut o, b, c);
     }
 
-    let servers: Vec<&BundleStep> = b.steps.iter().filter(|s| s.server.is_some()).collect();
-    if !servers.is_empty() {
+    // One row per monitored process and step: the target's server, then each service.
+    let rows: Vec<(&BundleStep, String, &crate::bundle::ServerUsage)> = b
+        .steps
+        .iter()
+        .flat_map(|step| {
+            let server = step.server.iter().map(move |u| (step, params(step), u));
+            let services = step
+                .services
+                .iter()
+                .map(move |x| (step, format!("service {}", x.name), &x.usage));
+            server.chain(services)
+        })
+        .collect();
+    if !rows.is_empty() {
         let _ = writeln!(o, "\n## Server resources\n");
         let _ = writeln!(o, "| # | step | RSS start | RSS peak | RSS end | growth | CPU mean | CPU peak | threads peak | fds peak |");
         let _ = writeln!(o, "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|");
-        for step in servers {
-            let u = step.server.as_ref().expect("filtered");
+        for (step, what, u) in rows {
             let _ = writeln!(
                 o,
                 "| {} | {} | {} | {} | {} | {} | {:.0}% | {:.0}% | {} | {} |",
                 step.number,
-                cell(&params(step)),
+                cell(&what),
                 format_bytes(u.rss_start_bytes as f64),
                 format_bytes(u.rss_peak_bytes as f64),
                 format_bytes(u.rss_end_bytes as f64),
@@ -162,6 +197,10 @@ pub fn render_markdown(b: &Bundle) -> String {
 
     let _ = writeln!(o, "\n## Notes\n");
     let mut notes = 0;
+    for note in &b.notes {
+        let _ = writeln!(o, "- {}", cell(note));
+        notes += 1;
+    }
     for step in &b.steps {
         let r = &step.report;
         let s = &r.summary;
@@ -169,6 +208,9 @@ pub fn render_markdown(b: &Bundle) -> String {
             let _ = writeln!(o, "- Step {} ({}): {text}", step.number, params(step));
             notes += 1;
         };
+        for note in &step.notes {
+            say(cell(note));
+        }
         for (kind, stat) in s.errors.nonzero() {
             say(format!(
                 "{} {kind} errors; first: {}",

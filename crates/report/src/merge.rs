@@ -23,6 +23,10 @@ pub enum MergeError {
     /// them would give numbers of nothing. Merge runs of one plan only, or pass `--force`.
     #[error("these reports do not measure the same thing: {}", .0.join("; "))]
     Differ(Vec<String>),
+    /// Segments of a split run that do not make one whole run: missing, twice, or from
+    /// another plan. Merge every segment of one run, or pass `--allow-partial` for missing ones.
+    #[error("{0}")]
+    Split(crate::split::SplitProblem),
 }
 
 /// Adds `reports` into one report.
@@ -37,6 +41,15 @@ pub fn merge_reports(reports: &[Report]) -> Result<Report, MergeError> {
     merge_reports_with(reports, &names, false)
 }
 
+/// How `merge` treats what does not fit.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct MergeOptions {
+    /// Merge reports that measure different things (each difference becomes a finding).
+    pub force: bool,
+    /// Merge the segments present when some are missing; the result is marked PARTIAL.
+    pub allow_partial: bool,
+}
+
 /// [`merge_reports`], with the inputs named (`names[i]` for `reports[i]`, e.g. file names)
 /// in the refusal; `force` merges reports that differ anyway and records each difference as
 /// a health finding of the merged report, so its every rendering says what was forced.
@@ -45,9 +58,29 @@ pub fn merge_reports_with(
     names: &[String],
     force: bool,
 ) -> Result<Report, MergeError> {
+    merge_with_options(
+        reports,
+        names,
+        MergeOptions {
+            force,
+            allow_partial: false,
+        },
+    )
+}
+
+/// [`merge_reports_with`] for segments of split runs too: segments must all belong to one
+/// run and plan (never forced), each once, none missing unless `allow_partial`.
+pub fn merge_with_options(
+    reports: &[Report],
+    names: &[String],
+    options: MergeOptions,
+) -> Result<Report, MergeError> {
+    let force = options.force;
     if reports.is_empty() {
         return Err(MergeError::Empty);
     }
+    let split = crate::split::check_and_join(reports, names, options.allow_partial)
+        .map_err(MergeError::Split)?;
     let name = |i: usize| {
         names
             .get(i)
@@ -119,6 +152,14 @@ pub fn merge_reports_with(
         merged.run.health.findings.push(format!(
             "merged with --force although the reports differ in {d}"
         ));
+    }
+    if let Some(split) = split {
+        merged
+            .run
+            .health
+            .findings
+            .extend(crate::split::findings(&split));
+        merged.split = Some(split);
     }
     Ok(merged)
 }

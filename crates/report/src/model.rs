@@ -159,6 +159,9 @@ pub struct Report {
     /// Pass/fail of each `--threshold`, when any were given (absent in older reports).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub thresholds: Vec<crate::threshold::ThresholdResult>,
+    /// A segment of a split run (`--segment`, `--slurm`), or the merge of all segments.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub split: Option<crate::split::Split>,
 }
 
 /// A saved report could not be read.
@@ -263,6 +266,7 @@ impl Report {
             series,
             totals: snap,
             thresholds: Vec::new(),
+            split: None,
         }
     }
 
@@ -423,8 +427,8 @@ fn rps_stats(series: &[SeriesPoint], elapsed: Duration) -> RpsStats {
     }
 }
 
-/// `2026-11-22T21:05:03Z` (no date crate needed for UTC).
-fn rfc3339(t: SystemTime) -> String {
+/// `2026-11-22T21:05:03Z`, whole seconds (no date crate needed for UTC).
+pub fn rfc3339(t: SystemTime) -> String {
     let secs = t.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
     let (days, rem) = (secs / 86_400, secs % 86_400);
     // Civil-from-days (Howard Hinnant's algorithm).

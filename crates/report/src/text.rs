@@ -31,6 +31,9 @@ pub fn render_text(r: &Report) -> String {
         http_blocks(&mut o, r);
     }
     errors_and_health(&mut o, r);
+    if let Some(split) = &r.split {
+        o.push_str(&crate::split::render_text(split));
+    }
     o.push_str(&crate::threshold::render_thresholds_text(&r.thresholds));
     o
 }

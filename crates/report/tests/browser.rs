@@ -205,6 +205,8 @@ fn sweep_bundle() -> Bundle {
                     })
                     .collect(),
             }),
+            services: Vec::new(),
+            notes: Vec::new(),
         });
     }
     bundle

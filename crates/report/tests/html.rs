@@ -100,6 +100,8 @@ fn sweep_page_with_server_usage() {
                     })
                     .collect(),
             }),
+            services: Vec::new(),
+            notes: Vec::new(),
         });
     }
     let html = render_html_bundle(&bundle);

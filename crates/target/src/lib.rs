@@ -32,6 +32,7 @@
 //! | `/status/CODE` | that status (200..=599, else 400); no body for 204 and 304 |
 //! | `/echo` | 200, the request body (≤ 16 MiB) with its `Content-Type` |
 //! | `/close` | 200 `OK` with `Connection: close`, then the connection is closed |
+//! | `/relay?url=URL` | what a GET of the loopback `http://` URL answers (status, type, body ≤ 16 MiB; 502 if it fails; one kept-alive backend connection per client connection) |
 //! | `/ws/echo` | WebSocket: every text or binary message back, same opcode and payload |
 //! | `/ws/json` | WebSocket: one JSON reply per JSON request (below) |
 //! | `/ws/close-after/N` | WebSocket: echoes N messages, then Close 1001 with a reason |
@@ -106,6 +107,7 @@
 //!   message on another thread.
 
 mod body;
+mod relay;
 mod routes;
 mod server;
 mod stall;
@@ -118,10 +120,22 @@ use std::thread::JoinHandle;
 
 use tokio::sync::oneshot;
 
+pub use relay::{MAX_RELAY_BYTES, RELAY_TIMEOUT};
 pub use routes::{MAX_BODY_BYTES, MAX_DELAY, MAX_ECHO_BYTES};
 use server::Counters;
 pub use stall::Stall;
 pub use ws::MAX_WS_MESSAGE_BYTES;
+
+/// What a request tagged by loadmark said about itself.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Tag {
+    /// Its number in the whole run (`X-Loadmark-Seq`).
+    pub seq: u64,
+    /// The segment that sent it (`X-Loadmark-Segment`), when given.
+    pub segment: Option<u32>,
+    /// The request's path (which request of a mix, which data row).
+    pub path: String,
+}
 
 /// Where and how to serve.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -137,6 +151,9 @@ pub struct ServerConfig {
     /// knowledge, any other HTTP/1.1 (hyper-util's auto builder). Default false: the
     /// HTTP/1.1-only path, which does not look for the preface.
     pub http2: bool,
+    /// Bind with SO_REUSEPORT too (Unix), so a port held bound (not listening) with
+    /// SO_REUSEPORT by whoever chose it can be taken over; default false.
+    pub reuse_port: bool,
 }
 
 impl Default for ServerConfig {
@@ -146,6 +163,7 @@ impl Default for ServerConfig {
             threads: 1,
             stall: None,
             http2: false,
+            reuse_port: false,
         }
     }
 }
@@ -237,6 +255,20 @@ impl RunningServer {
     /// messages' own bytes, without frame headers or masks.
     pub fn ws_bytes_received(&self) -> u64 {
         self.counters.ws_bytes_received.load(Ordering::Relaxed)
+    }
+
+    /// From now on, keeps the `X-Loadmark-Seq` and `X-Loadmark-Segment` headers of every
+    /// request that has them (`loadmark run --tag-requests` sends them), so a test can check
+    /// from the server's side which requests arrived and from which segment. Memory grows by
+    /// one [`Tag`] per such request: meant for bounded test runs.
+    pub fn record_tags(&self) {
+        self.counters.recording.store(true, Ordering::Relaxed);
+    }
+
+    /// The tags recorded so far (see [`Self::record_tags`]), in arrival order. Recorded as
+    /// each request arrives, before its answer is written.
+    pub fn tags(&self) -> Vec<Tag> {
+        self.counters.tags.lock().expect("tag list").clone()
     }
 
     /// Stops the server and waits for its threads; see [`RunningServer`].

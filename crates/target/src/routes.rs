@@ -26,7 +26,7 @@ pub const MAX_DELAY: Duration = Duration::from_millis(60_000);
 const JSON: &[u8] = br#"{"id":12345,"name":"loadmark","ok":true,"tags":["a","b","c"],"msg":"hello from the built-in target"}"#;
 
 const NOT_FOUND: &str = "not found: try /status, /bytes/N, /json, /delay/MS, /status/CODE, \
-                         /echo, /chunked/N, /close, /ws/echo, /ws/json, /ws/close-after/N, \
+                         /echo, /chunked/N, /close, /relay?url=URL, /ws/echo, /ws/json, /ws/close-after/N, \
                          /ws/drop-after/N\n";
 
 const WS_NOT_FOUND: &str = "not found: WebSocket endpoints are /ws/echo, /ws/json, \
@@ -41,6 +41,8 @@ pub(crate) enum Routed<B> {
     Echo(Request<B>),
     /// A valid WebSocket handshake on a `/ws/` endpoint: answer 101 and start the session.
     Upgrade(Request<B>, ws::Endpoint),
+    /// `/relay?url=...`: answer with what this loopback URL answers.
+    Relay(crate::relay::RelayUrl),
 }
 
 pub(crate) fn route<B>(req: Request<B>) -> Routed<B> {
@@ -73,6 +75,10 @@ pub(crate) fn route<B>(req: Request<B>) -> Routed<B> {
             None => bad_request("CODE must be a status from 200 to 599\n"),
         },
         ("echo", None) => return Routed::Echo(req),
+        ("relay", None) => match crate::relay::parse_query(req.uri().query()) {
+            Ok(url) => return Routed::Relay(url),
+            Err(why) => bad_request(why),
+        },
         ("ws", Some(rest)) => match ws::parse(rest) {
             WsPath::Endpoint(endpoint) if ws::is_handshake(&req) => {
                 return Routed::Upgrade(req, endpoint)

@@ -6,7 +6,7 @@ use std::io;
 use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{mpsc, Arc};
+use std::sync::{mpsc, Arc, OnceLock};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
@@ -20,6 +20,7 @@ use tokio::net::{TcpListener, TcpSocket};
 use tokio::sync::oneshot;
 
 use crate::body::ResponseBody;
+use crate::relay;
 use crate::routes::{self, Routed};
 use crate::ws;
 use crate::{ServeError, ServerConfig, Stall};
@@ -43,6 +44,27 @@ pub(crate) struct Counters {
     pub ws_received: AtomicU64,
     pub ws_sent: AtomicU64,
     pub ws_bytes_received: AtomicU64,
+    /// Set by [`crate::RunningServer::record_tags`]: keep each request's loadmark tags.
+    pub recording: std::sync::atomic::AtomicBool,
+    pub tags: std::sync::Mutex<Vec<crate::Tag>>,
+}
+
+/// Keeps the `X-Loadmark-Seq` and `X-Loadmark-Segment` headers of a request, when present.
+fn record_tag<B>(req: &Request<B>, counters: &Counters) {
+    let number = |name: &str| {
+        req.headers()
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.trim().parse::<u64>().ok())
+    };
+    if let Some(seq) = number("x-loadmark-seq") {
+        let segment = number("x-loadmark-segment").map(|s| s as u32);
+        counters.tags.lock().expect("tag list").push(crate::Tag {
+            seq,
+            segment,
+            path: req.uri().path().to_string(),
+        });
+    }
 }
 
 /// Body of the server thread: builds the runtime, binds, reports the bound address (or why
@@ -55,6 +77,7 @@ pub(crate) fn run(
     shutdown: oneshot::Receiver<()>,
 ) {
     let addr = config.addr;
+    let reuse_port = config.reuse_port;
     let runtime = match runtime(config.threads) {
         Ok(rt) => rt,
         Err(e) => {
@@ -63,7 +86,7 @@ pub(crate) fn run(
         }
     };
     runtime.block_on(async move {
-        let listener = match listen(addr) {
+        let listener = match listen(addr, reuse_port) {
             Ok(l) => l,
             Err(e) => {
                 let _ = ready.send(Err(e));
@@ -102,7 +125,9 @@ fn runtime(threads: usize) -> io::Result<tokio::runtime::Runtime> {
     }
 }
 
-fn listen(addr: SocketAddr) -> Result<TcpListener, ServeError> {
+/// `reuse_port` sets SO_REUSEPORT, so the port can be one a test (or a supervisor) holds
+/// bound with SO_REUSEPORT to keep anyone else from taking it until this server listens.
+fn listen(addr: SocketAddr, reuse_port: bool) -> Result<TcpListener, ServeError> {
     let bind_error = |source| ServeError::Bind { addr, source };
     let socket = match addr {
         SocketAddr::V4(_) => TcpSocket::new_v4(),
@@ -113,6 +138,10 @@ fn listen(addr: SocketAddr) -> Result<TcpListener, ServeError> {
     // On Unix this never lets two listeners share a port; Windows semantics differ.
     #[cfg(unix)]
     socket.set_reuseaddr(true).map_err(bind_error)?;
+    #[cfg(unix)]
+    if reuse_port {
+        socket.set_reuseport(true).map_err(bind_error)?;
+    }
     socket.bind(addr).map_err(bind_error)?;
     socket.listen(BACKLOG).map_err(bind_error)
 }
@@ -144,6 +173,7 @@ async fn accept_loop(
                 Target {
                     counters: counters.clone(),
                     stall,
+                    relay: OnceLock::new(),
                 },
             )
             // Lets a `/ws/` endpoint take the socket over after its 101.
@@ -183,6 +213,7 @@ async fn accept_loop_auto(
             Target {
                 counters: counters.clone(),
                 stall,
+                relay: OnceLock::new(),
             },
         );
         tokio::spawn(async move {
@@ -208,6 +239,14 @@ struct Target {
     counters: Arc<Counters>,
     /// The schedule and the instant it counts from.
     stall: Option<(Stall, Instant)>,
+    /// This connection's backend connection for `/relay`, made on first use.
+    relay: OnceLock<relay::Slot>,
+}
+
+impl Target {
+    fn relay_slot(&self) -> relay::Slot {
+        self.relay.get_or_init(Default::default).clone()
+    }
 }
 
 impl Service<Request<Incoming>> for Target {
@@ -219,15 +258,19 @@ impl Service<Request<Incoming>> for Target {
         if req.version() == hyper::Version::HTTP_2 {
             self.counters.http2_requests.fetch_add(1, Ordering::Relaxed);
         }
+        if self.counters.recording.load(Ordering::Relaxed) {
+            record_tag(&req, &self.counters);
+        }
         // Checked only when a stall is configured: no clock read per request otherwise.
         if let Some(wait) = self
             .stall
             .and_then(|(stall, started)| stall.wait(started.elapsed()))
         {
             let counters = self.counters.clone();
+            let slot = self.relay_slot();
             return Reply::Later(counted(self.counters.clone(), async move {
                 tokio::time::sleep(wait).await;
-                answer(req, &counters).await
+                answer(req, &counters, slot).await
             }));
         }
         let later = match routes::route(req) {
@@ -237,6 +280,9 @@ impl Service<Request<Incoming>> for Target {
             }
             Routed::Delay(d) => counted(self.counters.clone(), routes::delay(d)),
             Routed::Echo(req) => counted(self.counters.clone(), routes::echo(req)),
+            Routed::Relay(url) => {
+                counted(self.counters.clone(), relay::relay(url, self.relay_slot()))
+            }
             Routed::Upgrade(req, endpoint) => {
                 let response = ws::accept(req, endpoint, &self.counters);
                 self.counters.requests.fetch_add(1, Ordering::Relaxed);
@@ -248,11 +294,16 @@ impl Service<Request<Incoming>> for Target {
 }
 
 /// The answer to any request, waiting if its endpoint waits.
-async fn answer(req: Request<Incoming>, counters: &Arc<Counters>) -> Response<ResponseBody> {
+async fn answer(
+    req: Request<Incoming>,
+    counters: &Arc<Counters>,
+    slot: relay::Slot,
+) -> Response<ResponseBody> {
     match routes::route(req) {
         Routed::Ready(response) => response,
         Routed::Delay(d) => routes::delay(d).await,
         Routed::Echo(req) => routes::echo(req).await,
+        Routed::Relay(url) => relay::relay(url, slot).await,
         Routed::Upgrade(req, endpoint) => ws::accept(req, endpoint, counters),
     }
 }

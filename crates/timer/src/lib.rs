@@ -162,7 +162,8 @@ mod linux {
                     tv_nsec: 0,
                 },
                 it_value: libc::timespec {
-                    tv_sec: after.as_secs() as libc::time_t,
+                    // Not `as libc::time_t`: that alias is deprecated on musl (the static build).
+                    tv_sec: after.as_secs().try_into().unwrap_or(i32::MAX.into()),
                     // A zero it_value disarms the timer: never ask for exactly 0.
                     tv_nsec: after.subsec_nanos().max(1) as libc::c_long,
                 },

@@ -2,8 +2,6 @@
 
 #![allow(dead_code)]
 
-use std::path::PathBuf;
-
 use loadmark_target::{start, RunningServer, ServerConfig};
 
 /// The `loadmark` binary under test.
@@ -21,44 +19,24 @@ pub fn target() -> RunningServer {
     .unwrap()
 }
 
-/// A fresh, empty directory for one test: `loadmark-<suite>-<name>-<pid>`.
-pub fn temp_dir(suite: &str, name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("loadmark-{suite}-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+// Not every test binary uses every helper.
+#[allow(unused_imports)]
+pub use loadmark_test_support::{
+    is_port_conflict, port, retry_on_port_conflict, wait_until, Daemon, HeldPort, TempDir,
+};
+
+/// A fresh, empty directory for one test (`loadmark-<suite>-<name>-XXXXXX`, made by
+/// mkdtemp), removed when the returned guard drops unless the test failed.
+pub fn temp_dir(suite: &str, name: &str) -> TempDir {
+    TempDir::new(&format!("{suite}-{name}"))
 }
 
-/// A loopback port nothing listens on right now.
-pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-/// A port that refuses connections for as long as the socket lives: bound, never listening,
-/// so no other test can take it meanwhile.
-pub fn refusing_port() -> (std::net::TcpStream, u16) {
-    // SAFETY: plain syscalls on a socket this function owns.
-    unsafe {
-        let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0);
-        assert!(fd >= 0);
-        let sock = <std::net::TcpStream as std::os::fd::FromRawFd>::from_raw_fd(fd);
-        let mut addr: libc::sockaddr_in = std::mem::zeroed();
-        addr.sin_family = libc::AF_INET as libc::sa_family_t;
-        addr.sin_addr.s_addr = u32::from_ne_bytes([127, 0, 0, 1]);
-        let len = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
-        assert_eq!(
-            libc::bind(fd, &addr as *const _ as *const libc::sockaddr, len),
-            0
-        );
-        let mut bound: libc::sockaddr_in = std::mem::zeroed();
-        let mut blen = len;
-        libc::getsockname(fd, &mut bound as *mut _ as *mut libc::sockaddr, &mut blen);
-        (sock, u16::from_be(bound.sin_port))
-    }
+/// A port that refuses connections for as long as the returned guard lives: bound, never
+/// listening, so no other test can take it meanwhile.
+pub fn refusing_port() -> (HeldPort, u16) {
+    let held = loadmark_test_support::refusing_port();
+    let port = held.port;
+    (held, port)
 }
 
 /// Reads a report the binary wrote, after checking it against `loadmark schema result`: every

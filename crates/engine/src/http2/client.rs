@@ -422,7 +422,7 @@ fn pick<T: Transport>(
     h2s: &H2Shared,
     rendered: &mut Vec<u8>,
 ) -> Result<Rc<Prepared>, String> {
-    match shared.source.next(rendered) {
+    match shared.source.next(None, rendered) {
         Picked::Fixed(bytes, _) => {
             let key = bytes.as_ptr() as usize;
             let mut fixed = h2s.fixed.borrow_mut();

@@ -9,7 +9,7 @@ use loadmark_plan::{next_random, RenderContext, WsMode, WsPayload, MAX_WS_MESSAG
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::frame::{self, Header, OP_BINARY, OP_CLOSE, OP_CONTINUATION, OP_PING, OP_PONG, OP_TEXT};
-use super::session::{Failure, Live, Owed, READ_BUFFER_BYTES};
+use super::session::{Failure, Live, Owed, KEPT_READ_CAPACITY};
 
 impl<S: AsyncRead + AsyncWrite + Unpin> Live<'_, S> {
     /// Handles every complete frame read so far. `Ok(true)` when the server sent Close.
@@ -38,10 +38,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Live<'_, S> {
         if self.rstart == self.rend {
             self.rstart = 0;
             self.rend = 0;
-            // A buffer grown for a large frame goes back to its first size.
-            if self.bufs.read.len() > 4 * READ_BUFFER_BYTES {
-                self.bufs.read.truncate(READ_BUFFER_BYTES);
-                self.bufs.read.shrink_to(READ_BUFFER_BYTES);
+            self.bufs.read.clear();
+            // A buffer grown for a large frame is given back: idle sessions hold little.
+            if self.bufs.read.capacity() > KEPT_READ_CAPACITY {
+                self.bufs.read.shrink_to(KEPT_READ_CAPACITY);
             }
         }
         Ok(false)
@@ -238,7 +238,15 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Live<'_, S> {
             (WsPayload::Message(_), Some(template)) => {
                 let scratch = &mut self.bufs.scratch;
                 scratch.clear();
-                template.render(&mut RenderContext { rng, seq, row: &[] }, scratch);
+                template.render(
+                    &mut RenderContext {
+                        rng,
+                        seq,
+                        row: &[],
+                        segment: 0,
+                    },
+                    scratch,
+                );
                 if let Some(field) = &self.ws.spec.reply_match {
                     expect = serde_json::from_slice::<serde_json::Value>(scratch)
                         .ok()

@@ -43,8 +43,21 @@ use crate::closed::Budget;
 use crate::connection::Shared;
 use crate::transport::{classify_io, Transport};
 
-/// First size of a session's read buffer; it grows for larger frames and shrinks back.
-pub(super) const READ_BUFFER_BYTES: usize = 32 * 1024;
+/// The read buffer of a handshake (a 101 head is ~150 bytes); it grows for a longer one.
+/// Every session of a run may be in its handshake at once, so this is a peak of memory.
+const HANDSHAKE_BUFFER_BYTES: usize = 1024;
+
+/// Where every read of a worker's sessions lands, borrowed only inside one poll. A session
+/// keeps only the bytes it has not parsed yet (a frame cut across reads), so an idle session
+/// holds no read buffer: a 32 KiB buffer per session made 10,000 sessions 350 MiB.
+const READ_SCRATCH_BYTES: usize = 64 * 1024;
+
+/// A session's own buffer larger than this is given back once everything in it was parsed.
+pub(super) const KEPT_READ_CAPACITY: usize = 1024;
+
+thread_local! {
+    static READ_SCRATCH: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
 
 /// Unwritten bytes a session may hold before it stops queueing due messages: a server that
 /// does not read makes the session's sends late (and the lag shows), never its memory grow.
@@ -314,7 +327,7 @@ async fn open<T: Transport>(
         bufs.write.clear();
         bufs.fragments.clear();
         bufs.read.clear();
-        bufs.read.resize(READ_BUFFER_BYTES, 0);
+        bufs.read.resize(HANDSHAKE_BUFFER_BYTES, 0);
         let mut filled = 0;
         loop {
             if filled == bufs.read.len() {
@@ -344,6 +357,9 @@ async fn open<T: Transport>(
                         request.len() as u64,
                     );
                     bufs.read.copy_within(head_len..filled, 0);
+                    // From here on the buffer holds exactly the unparsed bytes.
+                    bufs.read.truncate(filled - head_len);
+                    bufs.read.shrink_to(KEPT_READ_CAPACITY);
                     return Ok(Opened {
                         stream,
                         leftover: filled - head_len,
@@ -670,15 +686,21 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Live<'_, S> {
                 }
             }
         }
-        self.make_room(READ_BUFFER_BYTES / 2);
-        let mut buf = ReadBuf::new(&mut self.bufs.read[self.rend..]);
-        match Pin::new(&mut self.stream).poll_read(cx, &mut buf) {
-            Poll::Ready(Ok(())) => {
-                let n = buf.filled().len();
-                if n == 0 {
-                    return Poll::Ready(Io::Eof);
-                }
-                self.rend += n;
+        let read = READ_SCRATCH.with_borrow_mut(|scratch| {
+            if scratch.len() < READ_SCRATCH_BYTES {
+                scratch.resize(READ_SCRATCH_BYTES, 0);
+            }
+            let mut buf = ReadBuf::new(&mut scratch[..]);
+            let polled = Pin::new(&mut self.stream).poll_read(cx, &mut buf);
+            let n = buf.filled().len();
+            if let Poll::Ready(Ok(())) = polled {
+                self.keep_unparsed(&scratch[..n]);
+            }
+            polled.map_ok(|()| n)
+        });
+        match read {
+            Poll::Ready(Ok(0)) => return Poll::Ready(Io::Eof),
+            Poll::Ready(Ok(n)) => {
                 self.read_bytes += n as u64;
                 return Poll::Ready(Io::Read);
             }
@@ -712,19 +734,22 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Live<'_, S> {
         self.bufs.write.len() - self.wpos
     }
 
-    /// Makes at least `want` free bytes after `rend`, moving unparsed bytes to the front.
-    pub(super) fn make_room(&mut self, want: usize) {
+    /// Appends bytes just read to the unparsed ones (`bufs.read` is exactly
+    /// `[..rend]`), moving those to the front first.
+    fn keep_unparsed(&mut self, data: &[u8]) {
         let read = &mut self.bufs.read;
-        if read.len() - self.rend >= want {
-            return;
-        }
         if self.rstart > 0 {
             read.copy_within(self.rstart..self.rend, 0);
             self.rend -= self.rstart;
             self.rstart = 0;
         }
-        if read.len() - self.rend < want {
-            read.resize(self.rend + want.max(READ_BUFFER_BYTES), 0);
-        }
+        read.truncate(self.rend);
+        read.extend_from_slice(data);
+        self.rend = read.len();
+    }
+
+    /// Makes room for `want` more bytes of a frame cut across reads.
+    pub(super) fn make_room(&mut self, want: usize) {
+        self.bufs.read.reserve(want);
     }
 }

@@ -12,6 +12,12 @@ use std::time::Duration;
 
 use loadmark_plan::{Load, Plan, RequestSpec, Stop, Target, Timeouts, TlsPolicy};
 
+/// What a loaded 2-core machine may add to a wall-clock bound: other sessions' builds and
+/// benchmarks stall test threads for a second or more. Upper bounds are "the expected time
+/// plus SLACK" where the failure they catch (a hang, waiting out a 4 s or 30 s answer) is
+/// further away still.
+pub const SLACK: Duration = Duration::from_secs(3);
+
 /// What the server does with the n-th request (numbered from 0 across all connections).
 pub enum Reply {
     /// Write these bytes and keep reading requests.

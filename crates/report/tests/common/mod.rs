@@ -5,7 +5,7 @@ use std::time::{Duration, Instant, UNIX_EPOCH};
 
 use loadmark_metrics::{Aggregate, ErrorKind, Recorder, Sample};
 use loadmark_plan::{Load, Plan, RequestSpec, Stop, Target, Timeouts, TlsPolicy};
-use loadmark_report::{Environment, Report, RunFacts};
+use loadmark_report::{Build, Environment, Report, RunFacts};
 
 /// A closed-loop report whose requests end every `1s / per_second` for `seconds` seconds,
 /// latencies cycling through `latencies_us`; every `fail_every`-th is a 503 (0: none), and
@@ -90,6 +90,7 @@ pub fn env() -> Environment {
         memory_bytes: 24 << 30,
         os: "Debian GNU/Linux 12 (bookworm)".into(),
         kernel: "6.1.0-test".into(),
+        build: None,
     }
 }
 
@@ -192,6 +193,12 @@ pub fn test_environment() -> Environment {
         memory_bytes: 24 << 30,
         os: "Debian GNU/Linux 12 (bookworm)".into(),
         kernel: "6.1.0-test".into(),
+        build: Some(Build {
+            version: "0.1.0".into(),
+            commit: "0123456789ab".into(),
+            features: vec!["mimalloc".into()],
+            target: "x86_64-unknown-linux-musl".into(),
+        }),
     }
 }
 
@@ -285,6 +292,8 @@ pub fn many_steps_bundle(steps: u64) -> loadmark_report::Bundle {
             command: format!("loadmark run http://127.0.0.1:8080/ -c {c} -d 3s"),
             report: report_of(3, 100 + 40 * i, &lat, 0, 0),
             server: None,
+            services: Vec::new(),
+            notes: Vec::new(),
         });
     }
     bundle.compare = vec![loadmark_plan::CompareFile {

@@ -1,0 +1,430 @@
+//! `--slurm N` and `--segment` against a real Slurm cluster on loopback (munged, slurmctld,
+//! three slurmd from Debian's packages) and the built-in target, which records every
+//! request's sequence number and segment so ownership is checked from the server's side.
+//!
+//! One test function runs every scenario on one cluster: starting Slurm costs seconds, and
+//! tests of one binary run in parallel threads that would otherwise start one each.
+
+mod common;
+mod slurm_cluster;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+use common::{loadmark, report_json, temp_dir};
+use loadmark_metrics::{Distribution, Snapshot};
+use slurm_cluster::SlurmCluster;
+
+fn run_in(cluster: &SlurmCluster, args: &[&str]) -> Output {
+    loadmark()
+        .args(args)
+        .env("SLURM_CONF", &cluster.conf)
+        .output()
+        .unwrap()
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "status {}\nstdout:\n{}\nstderr:\n{}",
+        o.status,
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+/// Each sequence number once, sent by its owning segment (equal shares: `seq % 3`), and the
+/// numbers are exactly `0..expected` when `prefix`.
+fn check_tags(server: &loadmark_target::RunningServer, expected: u64, prefix: bool) {
+    let tags = server.tags();
+    assert_eq!(tags.len() as u64, expected, "requests seen by the server");
+    let mut seen = BTreeMap::new();
+    for t in &tags {
+        let segment = t.segment.expect("every request names its segment");
+        assert_eq!(
+            segment as u64,
+            t.seq % 3,
+            "seq {} from segment {segment}",
+            t.seq
+        );
+        assert!(seen.insert(t.seq, segment).is_none(), "seq {} twice", t.seq);
+    }
+    if prefix {
+        assert_eq!(
+            seen.keys().copied().collect::<Vec<_>>(),
+            (0..expected).collect::<Vec<_>>()
+        );
+    }
+}
+
+#[test]
+fn a_run_split_over_three_slurm_tasks_is_exactly_the_single_machine_run() {
+    let t0 = Instant::now();
+    let dir = temp_dir("slurm", "split");
+    let cluster = SlurmCluster::start(&dir);
+    let server = common::target();
+    server.record_tags();
+    let url = format!("http://127.0.0.1:{}/status", server.local_addr().port());
+
+    // Open loop, 300 req/s for 2 s, split 3 ways by srun: 600 requests, each once.
+    let merged_path = dir.join("merged.json");
+    let o = run_in(
+        &cluster,
+        &[
+            "run",
+            &url,
+            "-R",
+            "300",
+            "-d",
+            "2s",
+            "--slurm",
+            "3",
+            "--tag-requests",
+            "-q",
+            "--start-at",
+            "+2s",
+            "-o",
+            merged_path.to_str().unwrap(),
+        ],
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    check_tags(&server, 600, true);
+    let merged = report_json(&std::fs::read_to_string(&merged_path).unwrap()).unwrap();
+    assert_eq!(merged.summary.requests.responses, 600);
+    let split = merged.split.as_ref().expect("a merged split");
+    assert_eq!(split.parts.len(), 3);
+    assert_eq!(
+        split.parts.iter().map(|p| p.responses).sum::<u64>(),
+        merged.summary.requests.responses
+    );
+    assert!(!split.partial);
+    // The machine is shared and srun starts tasks within milliseconds of each other here;
+    // the skew is measured against the agreed start, and 1 s would mean it was not honoured.
+    assert!(split.max_skew_s < 1.0, "skew {}", split.max_skew_s);
+
+    // The same run by hand under srun (--segment env), each segment to its own file: merged
+    // percentiles are those of one histogram of all samples, and the merge does not depend
+    // on the order of its inputs.
+    let seg_dir = dir.join("segments");
+    std::fs::create_dir_all(&seg_dir).unwrap();
+    let start = (std::time::SystemTime::now() + Duration::from_secs(3))
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    let start = loadmark_report::rfc3339(std::time::UNIX_EPOCH + Duration::from_secs(start));
+    let script = format!(
+        "exec {} run {url} -R 300 -d 2s --segment env --start-at {start} --run-id byhand -q --format json -o {}/seg$SLURM_PROCID.json > /dev/null",
+        env!("CARGO_BIN_EXE_loadmark"),
+        seg_dir.display()
+    );
+    let o = Command::new("srun")
+        .args([
+            "--ntasks=3",
+            "--spread-job",
+            "--kill-on-bad-exit=1",
+            "sh",
+            "-c",
+            &script,
+        ])
+        .env("SLURM_CONF", &cluster.conf)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let files: Vec<String> = (0..3)
+        .map(|i| seg_dir.join(format!("seg{i}.json")).display().to_string())
+        .collect();
+    let mut all = Snapshot::default();
+    for f in &files {
+        let r = report_json(&std::fs::read_to_string(f).unwrap()).unwrap();
+        assert_eq!(r.split.as_ref().unwrap().run_id, "byhand");
+        all.merge(&r.totals);
+    }
+    let merge = |order: &[usize], out: &str| {
+        let out = seg_dir.join(out);
+        let mut args: Vec<String> = vec!["merge".into()];
+        args.extend(order.iter().map(|&i| files[i].clone()));
+        args.extend(["-o".into(), out.display().to_string()]);
+        let o = loadmark().args(&args).output().unwrap();
+        assert!(o.status.success(), "{}", text(&o));
+        std::fs::read(out).unwrap()
+    };
+    let a = merge(&[0, 1, 2], "a.json");
+    let b = merge(&[2, 0, 1], "b.json");
+    assert_eq!(a, b, "merge in any order is byte-identical");
+    let merged = report_json(std::str::from_utf8(&a).unwrap()).unwrap();
+    assert_eq!(merged.summary.requests.responses, 600);
+    for p in [50.0, 90.0, 99.0, 99.9] {
+        assert_eq!(
+            merged.summary.latency.percentile(p),
+            Distribution::of(&all.latency).percentile(p),
+            "p{p}"
+        );
+    }
+    // A missing segment is refused by name (exit 2).
+    let o = loadmark()
+        .args(["merge", &files[0], &files[2]])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("missing segment 1"), "{}", text(&o));
+
+    // An impossible threshold is checked on the merged result: exit 3.
+    let o = run_in(
+        &cluster,
+        &[
+            "run",
+            &url,
+            "-R",
+            "60",
+            "-d",
+            "1s",
+            "--slurm",
+            "3",
+            "-q",
+            "--start-at",
+            "+2s",
+            "--threshold",
+            "p99<1us",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(3), "{}", text(&o));
+
+    // Closed loop: -c 6 -n 600 split 3 ways: 200 each, every number once and owned.
+    let server2 = common::target();
+    server2.record_tags();
+    let url2 = format!("http://127.0.0.1:{}/status", server2.local_addr().port());
+    let o = run_in(
+        &cluster,
+        &[
+            "run",
+            &url2,
+            "-c",
+            "6",
+            "-n",
+            "600",
+            "--slurm",
+            "3",
+            "--tag-requests",
+            "-q",
+            "--start-at",
+            "+2s",
+            "--format",
+            "json",
+        ],
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    check_tags(&server2, 600, false);
+    let merged = report_json(&String::from_utf8_lossy(&o.stdout)).unwrap();
+    let parts = &merged.split.as_ref().unwrap().parts;
+    assert_eq!(
+        parts.iter().map(|p| p.responses).collect::<Vec<_>>(),
+        [200, 200, 200]
+    );
+
+    // bench --slurm: every step of a plan split 3 ways and merged; -n 300 per step.
+    let server3 = common::target();
+    let plan = dir.join("split-plan.yaml");
+    std::fs::write(
+        &plan,
+        format!(
+            "name: steps split over Slurm\ntargets:\n  t: {{url: \"http://127.0.0.1:{}/status\"}}\n\
+             load: {{requests: 300}}\nsweep: {{connections: [3, 6]}}\n",
+            server3.local_addr().port()
+        ),
+    )
+    .unwrap();
+    let out_dir = dir.join("bench-out");
+    let o = run_in(
+        &cluster,
+        &[
+            "bench",
+            plan.to_str().unwrap(),
+            "--slurm",
+            "3",
+            "-q",
+            "--out",
+            out_dir.to_str().unwrap(),
+        ],
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(server3.requests_served(), 600, "{}", text(&o));
+    let bundle =
+        common::bundle_json(&std::fs::read_to_string(out_dir.join("bundle.json")).unwrap())
+            .unwrap();
+    assert_eq!(bundle.steps.len(), 2);
+    for step in &bundle.steps {
+        assert_eq!(step.report.summary.requests.responses, 300);
+        let parts = &step.report.split.as_ref().expect("a merged step").parts;
+        assert_eq!(
+            parts.iter().map(|p| p.responses).collect::<Vec<_>>(),
+            [100, 100, 100],
+            "step {}",
+            step.number
+        );
+    }
+
+    // WebSocket: 3 sessions, 90 messages, split 3 ways.
+    let ws_url = format!("ws://127.0.0.1:{}/ws/echo", server2.local_addr().port());
+    let sessions_before = server2.ws_sessions();
+    let o = run_in(
+        &cluster,
+        &[
+            "ws",
+            &ws_url,
+            "-c",
+            "3",
+            "-n",
+            "90",
+            "-i",
+            "10ms",
+            "--slurm",
+            "3",
+            "-q",
+            "--start-at",
+            "+2s",
+            "--format",
+            "json",
+        ],
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let merged = report_json(&String::from_utf8_lossy(&o.stdout)).unwrap();
+    assert_eq!(
+        server2.ws_sessions() - sessions_before,
+        3,
+        "one session per segment"
+    );
+    assert_eq!(server2.ws_messages_received(), 90);
+    assert_eq!(merged.summary.requests.responses, 90);
+
+    // A worker killed mid-run: the run fails and names the missing segment.
+    let run_id = format!("killed-{}", std::process::id());
+    let child = loadmark()
+        .args([
+            "run",
+            &url,
+            "-R",
+            "50",
+            "-d",
+            "6s",
+            "--slurm",
+            "3",
+            "-q",
+            "--start-at",
+            "+1s",
+            "--run-id",
+            &run_id,
+        ])
+        .env("SLURM_CONF", &cluster.conf)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let victim = wait_for_worker(&run_id, 1, Duration::from_secs(30));
+    // SAFETY: kill(2) on the PID of the worker process found just now by its run id.
+    unsafe {
+        libc::kill(victim, libc::SIGKILL);
+    }
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    // Slurm then ends the other tasks (--kill-on-bad-exit: SIGTERM, SIGKILL after KillWait);
+    // on a loaded machine one may be killed before its result is out, and is named too.
+    let all = text(&o);
+    let missing: Vec<&str> = all
+        .split_once("missing segment")
+        .map(|(_, rest)| rest.trim_start_matches('s').trim_start())
+        .and_then(|rest| rest.split(" (").next())
+        .map(|list| list.split(", ").collect())
+        .unwrap_or_default();
+    assert!(missing.contains(&"1"), "{all}");
+
+    // Ctrl-C on the launcher: srun is told to stop the step, every task reports what it
+    // measured, and the merged report says the run was interrupted (exit 130).
+    let run_id = format!("interrupted-{}", std::process::id());
+    let child = loadmark()
+        .args([
+            "run",
+            &url,
+            "-R",
+            "50",
+            "-d",
+            "30s",
+            "--slurm",
+            "3",
+            "-q",
+            "--start-at",
+            "+1s",
+            "--run-id",
+            &run_id,
+            "--format",
+            "json",
+        ])
+        .env("SLURM_CONF", &cluster.conf)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    for task in 0..3 {
+        wait_for_worker(&run_id, task, Duration::from_secs(30));
+    }
+    // Interrupt once load flows (every worker is past its start line, its handlers set).
+    let served = server.requests_served();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while server.requests_served() < served + 30 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let interrupted_at = Instant::now();
+    // SAFETY: kill(2) on our own child, not yet reaped.
+    unsafe {
+        libc::kill(child.id() as libc::pid_t, libc::SIGINT);
+    }
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(130), "{}", text(&o));
+    assert!(
+        interrupted_at.elapsed() < Duration::from_secs(20),
+        "stopped well before 30 s"
+    );
+    let merged = report_json(&String::from_utf8_lossy(&o.stdout)).unwrap();
+    assert!(merged.run.interrupted, "{}", text(&o));
+    assert_eq!(
+        merged.split.as_ref().unwrap().parts.len(),
+        3,
+        "{}",
+        text(&o)
+    );
+
+    drop(cluster);
+    // Generous: 6 srun runs of 1-6 s each plus a cluster start, on a shared 2-core machine.
+    assert!(
+        t0.elapsed() < Duration::from_secs(150),
+        "{:?}",
+        t0.elapsed()
+    );
+}
+
+/// The PID of the worker of segment `task` of run `run_id`, found in /proc by its command
+/// line and Slurm environment.
+fn wait_for_worker(run_id: &str, task: u32, limit: Duration) -> libc::pid_t {
+    let deadline = Instant::now() + limit;
+    while Instant::now() < deadline {
+        for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+            let Ok(pid) = entry.file_name().to_string_lossy().parse::<libc::pid_t>() else {
+                continue;
+            };
+            let dir = Path::new("/proc").join(pid.to_string());
+            let cmdline = std::fs::read(dir.join("cmdline")).unwrap_or_default();
+            let args: Vec<&[u8]> = cmdline.split(|&b| b == 0).collect();
+            let is_worker = args.contains(&&b"worker"[..]) && args.contains(&run_id.as_bytes());
+            if !is_worker {
+                continue;
+            }
+            let env = std::fs::read(dir.join("environ")).unwrap_or_default();
+            let want = format!("SLURM_PROCID={task}");
+            if env.split(|&b| b == 0).any(|v| v == want.as_bytes()) {
+                return pid;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    panic!("no worker of segment {task} of {run_id} appeared");
+}

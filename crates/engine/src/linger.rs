@@ -1,0 +1,82 @@
+//! A closed loop lingers a few microseconds before its event loop sleeps (issue 22).
+//!
+//! loadmark handles a response and sends the next request in a few µs, faster than a busy
+//! server answers the next one, so its worker often runs out of work and sleeps in
+//! `epoll_wait`; the server's next response must then wake it. That wake-up is paid by the
+//! server's core: a rescheduling inter-processor interrupt (on a VM, an exit to the hypervisor)
+//! and the wake-up path itself. Against nginx pinned to one core, loadmark's worker was
+//! woken 0.32-0.37 times per request where wrk's was 0.16-0.21 (wrk is slower per request
+//! and so less often idle), and nginx spent ~1 µs more per request serving loadmark: it
+//! served 0.90x the requests it served wrk (bench/serverview.py, RESULTS.md).
+//!
+//! So when every connection waits on the server, the worker keeps polling its sockets
+//! (each round is a zero-timeout `epoll_wait` that tokio makes before it runs a task that
+//! yielded) for up to [`LINGER`] before it lets the event loop sleep: a response that comes
+//! within that time finds it awake, and no one pays for waking it. The time spent polling
+//! with nothing to do is left out of the worker's busy figure, as the open-loop pacer's is.
+
+use std::cell::Cell;
+use std::future::poll_fn;
+use std::task::{Poll, Waker};
+use std::time::{Duration, Instant};
+
+/// How long an idle worker polls before sleeping: about what nginx takes per request on
+/// this class of machine, so the next response usually comes within it.
+pub(crate) const LINGER: Duration = Duration::from_micros(5);
+
+/// What the lingering task watches: requests ending, and where to wake it when one does.
+#[derive(Default)]
+pub(crate) struct Activity {
+    ended: Cell<u64>,
+    sleeper: Cell<Option<Waker>>,
+}
+
+impl Activity {
+    /// A request ended (called once per request; a counter and, rarely, a wake).
+    #[inline]
+    pub(crate) fn request_ended(&self) {
+        self.ended.set(self.ended.get().wrapping_add(1));
+        if let Some(waker) = self.sleeper.take() {
+            waker.wake();
+        }
+    }
+}
+
+/// Runs beside a closed loop's connections until the run ends: while they all wait, polls
+/// for up to `linger`, then sleeps until a request ends. Adds the polling that found nothing
+/// to `idle`.
+pub(crate) async fn linger_before_sleeping(
+    activity: &Activity,
+    linger: Duration,
+    idle: &Cell<Duration>,
+) {
+    loop {
+        let mut seen = activity.ended.get();
+        let mut idle_since: Option<Instant> = None;
+        loop {
+            tokio::task::yield_now().await;
+            let now = Instant::now();
+            if activity.ended.get() != seen {
+                // Work came: the polling since the last request was not idle after all.
+                seen = activity.ended.get();
+                idle_since = None;
+                continue;
+            }
+            let since = *idle_since.get_or_insert(now);
+            if now - since >= linger {
+                idle.set(idle.get() + (now - since));
+                break;
+            }
+        }
+        // Sleep until a request ends (the event loop sleeps once nothing else can run).
+        poll_fn(|cx| {
+            if activity.ended.get() != seen {
+                Poll::Ready(())
+            } else {
+                activity.sleeper.set(Some(cx.waker().clone()));
+                Poll::Pending
+            }
+        })
+        .await;
+    }
+}
