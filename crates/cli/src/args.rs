@@ -424,6 +424,10 @@ pub struct ServeArgs {
     /// listening) with SO_REUSEPORT until the server is up
     #[arg(long = "reuse-port")]
     pub reuse_port: bool,
+    /// Serve HTTP/2 too: a connection that opens with HTTP/2's preface is h2c (prior
+    /// knowledge), any other HTTP/1.1
+    #[arg(long = "http2")]
+    pub http2: bool,
 }
 
 #[derive(Args, Debug)]

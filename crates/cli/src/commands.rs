@@ -138,6 +138,14 @@ pub(crate) fn run_plan(plan: &Plan, flags: &ReportFlags) -> Result<ExitCode> {
         None => {
             let part = segment.as_ref().map(|s| s.part()).unwrap_or_default();
             let result = execute(plan, &part, flags.quiet)?;
+            if let Some(allowed) = result.http2_server_streams {
+                eprintln!(
+                    "loadmark: the server allows {allowed} concurrent HTTP/2 stream{} per connection, \
+                     fewer than --streams {}: requests waited for a free stream (it was never exceeded)",
+                    if allowed == 1 { "" } else { "s" },
+                    plan.protocol.streams()
+                );
+            }
             let (interrupted, start_skew) = (result.interrupted, result.start_skew);
             let mut report = build_report(plan, result);
             if flags.show_secrets {
@@ -280,13 +288,14 @@ fn serve(args: &ServeArgs) -> Result<ExitCode> {
             }
             _ => None,
         },
-        http2: false,
+        http2: args.http2,
         reuse_port: args.reuse_port,
     })?;
     let signals = signals();
     println!(
-        "loadmark target listening on http://{} ({} thread{}{}); Ctrl-C stops it",
+        "loadmark target listening on http://{} ({}{} thread{}{}); Ctrl-C stops it",
         server.local_addr(),
+        if args.http2 { "HTTP/1.1 and h2c, " } else { "" },
         args.threads,
         if args.threads == 1 { "" } else { "s" },
         match (args.stall, args.every) {

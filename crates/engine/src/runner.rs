@@ -3,6 +3,7 @@
 
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::rc::Rc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
@@ -80,6 +81,9 @@ pub struct RunResult {
     /// With `Part::start_at`: how late the clock started against it, seconds (negative:
     /// early). Machines of a split run compare these to know how well they started together.
     pub start_skew: Option<f64>,
+    /// HTTP/2: the lowest SETTINGS_MAX_CONCURRENT_STREAMS a server announced when it was
+    /// below `--streams` (requests waited for a free stream instead of exceeding it).
+    pub http2_server_streams: Option<usize>,
 }
 
 /// Runs the plan to its end (or until `stop`), calling `on_progress` about twice a second.
@@ -194,6 +198,8 @@ where
         Stop::Requests(n) => Some(n),
         Stop::Duration(_) => None,
     }));
+    // HTTP/2: the lowest stream limit a server set below --streams (usize::MAX: none).
+    let server_limit = Arc::new(AtomicUsize::new(usize::MAX));
     let (tx, rx) = mpsc::channel();
     let mut handles = Vec::with_capacity(threads);
     for index in 0..threads {
@@ -210,15 +216,37 @@ where
                 },
                 load_end.map(|end| end + plan.timeouts.request + Duration::from_secs(2)),
             ),
+            // ---- HTTP/2 (crate::http2): its own executors; HTTP/1.1 takes the arms below.
             Load::Closed { connections, .. } if plan.protocol.http2.is_some() => (
                 Executor::Http2 {
-                    connections: spread(*connections),
+                    connections: spread(mine(*connections)),
                     budget: budget.clone(),
                     streams: plan.protocol.streams(),
                     tls: plan.request.url.scheme().is_tls(),
+                    server_limit: server_limit.clone(),
                 },
                 load_end,
             ),
+            Load::Open {
+                rate,
+                max_connections,
+                ..
+            } if plan.protocol.http2.is_some() => (
+                Executor::Http2Open {
+                    profile: Arc::new(rate.clone()),
+                    share: Share {
+                        index: index as u64,
+                        of: threads as u64,
+                        segment: segment.clone(),
+                    },
+                    max_connections: spread(mine(*max_connections).max(threads)),
+                    streams: plan.protocol.streams(),
+                    tls: plan.request.url.scheme().is_tls(),
+                    server_limit: server_limit.clone(),
+                },
+                load_end.map(|end| end + plan.timeouts.request + Duration::from_millis(500)),
+            ),
+            // ---- end HTTP/2
             Load::Closed { connections, .. } => (
                 Executor::Closed {
                     connections: spread(mine(*connections)),
@@ -341,6 +369,8 @@ where
         busiest_worker,
         addr,
         start_skew,
+        http2_server_streams: Some(server_limit.load(Ordering::Relaxed))
+            .filter(|&n| n != usize::MAX),
     })
 }
 
@@ -368,6 +398,16 @@ enum Executor {
         budget: Arc<Budget>,
         streams: usize,
         tls: bool,
+        server_limit: Arc<AtomicUsize>,
+    },
+    /// HTTP/2's open loop: due requests spread over the streams of a pool of connections.
+    Http2Open {
+        profile: Arc<Profile>,
+        share: Share,
+        max_connections: usize,
+        streams: usize,
+        tls: bool,
+        server_limit: Arc<AtomicUsize>,
     },
     /// WebSocket virtual users, each running one session after another.
     WebSocket {
@@ -478,8 +518,9 @@ where
                     budget,
                     streams,
                     tls,
+                    server_limit,
                 } => {
-                    let h2s = Rc::new(H2Shared::new(*tls, *streams));
+                    let h2s = Rc::new(H2Shared::new(*tls, *streams, server_limit.clone()));
                     for _ in 0..*connections {
                         tasks.spawn_local(slot_loop(
                             ctx.clone(),
@@ -523,6 +564,24 @@ where
                             ((self.index as u64) << 32 | user as u64) ^ 0x9E37_79B9_7F4A_7C15,
                         ));
                     }
+                }
+                Executor::Http2Open {
+                    profile,
+                    share,
+                    max_connections,
+                    streams,
+                    tls,
+                    server_limit,
+                } => {
+                    let h2s = Rc::new(H2Shared::new(*tls, *streams, server_limit.clone()));
+                    tasks.spawn_local(crate::http2::schedule_loop(
+                        ctx.clone(),
+                        h2s,
+                        profile.clone(),
+                        origin,
+                        share.clone(),
+                        *max_connections,
+                    ));
                 }
                 Executor::Open {
                     profile,

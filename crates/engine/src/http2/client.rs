@@ -21,6 +21,7 @@
 use std::cell::{Cell, RefCell};
 use std::future::poll_fn;
 use std::rc::Rc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -78,14 +79,31 @@ pub(crate) struct H2Shared {
     /// Fixed requests, prepared once, by the address of their HTTP/1.1 bytes (which the
     /// source keeps for the whole run).
     fixed: RefCell<Vec<(usize, Rc<Prepared>)>>,
+    /// The lowest SETTINGS_MAX_CONCURRENT_STREAMS a server announced below `streams`, shared
+    /// by the workers and read by the runner for the report (`usize::MAX`: none lower).
+    pub(crate) server_limit: Arc<AtomicUsize>,
 }
 
 impl H2Shared {
-    pub(crate) fn new(tls: bool, streams: usize) -> Self {
+    pub(crate) fn new(tls: bool, streams: usize, server_limit: Arc<AtomicUsize>) -> Self {
         H2Shared {
             scheme: if tls { "https" } else { "http" },
             streams: streams.max(1),
             fixed: RefCell::new(Vec::new()),
+            server_limit,
+        }
+    }
+
+    pub(crate) fn streams(&self) -> usize {
+        self.streams
+    }
+
+    /// Called after a connection's first response, when the server's SETTINGS have been
+    /// read: notes a limit below `--streams` (h2 already keeps to it).
+    pub(crate) fn observe_limit(&self, client: &SendRequest<Bytes>) {
+        let allowed = client.current_max_send_streams();
+        if allowed < self.streams {
+            self.server_limit.fetch_min(allowed, Ordering::Relaxed);
         }
     }
 }
@@ -97,17 +115,17 @@ struct Job {
 }
 
 /// How an exchange failed.
-struct Failure {
-    kind: ErrorKind,
-    message: String,
+pub(crate) struct Failure {
+    pub kind: ErrorKind,
+    pub message: String,
     /// The server did not process it (GOAWAY above its last stream, REFUSED_STREAM): it may
     /// be sent again on a new connection.
-    unprocessed: bool,
+    pub unprocessed: bool,
     /// The connection cannot carry more streams.
-    connection_over: bool,
+    pub connection_over: bool,
 }
 
-fn failure(e: &h2::Error, what: &str) -> Failure {
+pub(crate) fn failure(e: &h2::Error, what: &str) -> Failure {
     let (kind, message) = if let Some(io) = e.get_io() {
         (classify_io(io, ErrorKind::Read), format!("{what}: {io}"))
     } else if e.is_go_away() {
@@ -140,9 +158,9 @@ fn failure(e: &h2::Error, what: &str) -> Failure {
 }
 
 /// Counts a request as in flight if the worker stops it after its HEADERS were queued.
-struct Flight<'a> {
-    in_flight: &'a Cell<u64>,
-    on_air: bool,
+pub(crate) struct Flight<'a> {
+    pub in_flight: &'a Cell<u64>,
+    pub on_air: bool,
 }
 
 impl Drop for Flight<'_> {
@@ -255,14 +273,16 @@ async fn futures_join_all<F: std::future::Future<Output = bool>>(
     out
 }
 
-struct ConnectFailure {
-    kind: ErrorKind,
-    message: String,
+pub(crate) struct ConnectFailure {
+    pub kind: ErrorKind,
+    pub message: String,
 }
 
 /// Opens a connection and runs the HTTP/2 handshake (the preface and SETTINGS); the
 /// connection's frames are then driven by a task of their own.
-async fn connect<T: Transport>(shared: &Shared<T>) -> Result<SendRequest<Bytes>, ConnectFailure>
+pub(crate) async fn connect<T: Transport>(
+    shared: &Shared<T>,
+) -> Result<SendRequest<Bytes>, ConnectFailure>
 where
     T::Stream: Negotiated,
 {
@@ -311,7 +331,7 @@ where
     Ok(client)
 }
 
-fn record_error<T: Transport>(shared: &Shared<T>, kind: ErrorKind, message: &str) {
+pub(crate) fn record_error<T: Transport>(shared: &Shared<T>, kind: ErrorKind, message: &str) {
     shared
         .recorder
         .borrow_mut()
@@ -345,15 +365,27 @@ async fn stream_loop<T: Transport>(
             None => return false,
         };
         // Waits for a stream the server allows (SETTINGS_MAX_CONCURRENT_STREAMS).
-        client = match client.ready().await {
-            Ok(c) => c,
-            Err(e) => {
+        // Bounded: a server that allows no stream (a limit of 0) makes timeouts, not a hang.
+        client = match tokio::time::timeout(shared.timeout, client.ready()).await {
+            Ok(Ok(c)) => c,
+            Ok(Err(e)) => {
                 *last_failure.borrow_mut() = Some(failure(&e, "open a stream"));
                 waiting.borrow_mut().push(job);
                 return true;
             }
+            Err(_) => {
+                record_error(
+                    shared,
+                    ErrorKind::Timeout,
+                    &format!(
+                        "the server allowed no new stream within {:?} (--timeout)",
+                        shared.timeout
+                    ),
+                );
+                return true;
+            }
         };
-        let prepared = match pick(shared, h2s, &mut rendered) {
+        let prepared = match pick(shared, h2s, None, &mut rendered) {
             Ok(p) => p,
             Err(message) => {
                 record_error(shared, ErrorKind::Protocol, &message);
@@ -374,6 +406,9 @@ async fn stream_loop<T: Transport>(
         flight.on_air = false;
         match result {
             Ok(Ok((first_byte, status, bytes_read))) => {
+                if answered.get() == 0 {
+                    h2s.observe_limit(&client);
+                }
                 answered.set(answered.get() + 1);
                 shared.recorder.borrow_mut().record(&Sample {
                     scheduled: None,
@@ -417,12 +452,13 @@ async fn stream_loop<T: Transport>(
 }
 
 /// The next request, prepared: fixed ones once per run, templated ones each time.
-fn pick<T: Transport>(
+pub(crate) fn pick<T: Transport>(
     shared: &Shared<T>,
     h2s: &H2Shared,
+    global: Option<u64>,
     rendered: &mut Vec<u8>,
 ) -> Result<Rc<Prepared>, String> {
-    match shared.source.next(None, rendered) {
+    match shared.source.next(global, rendered) {
         Picked::Fixed(bytes, _) => {
             let key = bytes.as_ptr() as usize;
             let mut fixed = h2s.fixed.borrow_mut();
@@ -440,7 +476,7 @@ fn pick<T: Transport>(
 /// Sends one request (its body within the flow-control windows the server grants) and reads
 /// its whole response, releasing the window as the body is read. Returns when the response
 /// headers arrived, the status, and the body bytes read.
-async fn exchange(
+pub(crate) async fn exchange(
     client: &mut SendRequest<Bytes>,
     prepared: &Prepared,
     on_air: &mut bool,

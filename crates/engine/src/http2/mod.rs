@@ -6,7 +6,9 @@
 //! request, or per request when templated ([`request`]). The same `Sample` goes out.
 
 mod client;
+mod open;
 mod request;
 
 pub use client::Negotiated;
 pub(crate) use client::{slot_loop, H2Shared};
+pub(crate) use open::schedule_loop;
