@@ -106,7 +106,7 @@ fn connection(mut tcp: TcpStream, mode: Mode, answered: &AtomicU64) -> std::io::
                 tcp.write_all(&frame(RST_STREAM, 0, stream, &2u32.to_be_bytes()))?;
             }
             Mode::MalformedSettings => {
-                // A SETTINGS payload must be a multiple of 6 bytes: FRAME_SIZE_ERROR.
+                // A SETTINGS payload must be a multiple of 6 bytes.
                 tcp.write_all(&frame(SETTINGS, 0, 0, &[0, 3, 0, 0, 0]))?;
             }
             Mode::GoawayAfter(n) => {
@@ -232,14 +232,19 @@ fn rst_stream_on_every_stream_is_a_protocol_error_naming_the_code() {
 }
 
 #[test]
-fn a_malformed_frame_is_a_protocol_error_naming_frame_size_error() {
+fn a_malformed_frame_is_a_protocol_error_naming_the_code_loadmark_sent() {
     let (addr, _) = server(Mode::MalformedSettings);
     let r = run(&h2_plan(addr, 1, 2, 10), &StopHandle::new(), |_| {}).unwrap();
     let s = &r.totals.snapshot;
     assert_eq!(s.responses, 0);
     assert_eq!(s.errors.total(), 10, "{:?}", s.errors);
     let e = example(&r, ErrorKind::Protocol);
-    assert!(e.contains("FRAME_SIZE_ERROR"), "{:?}", s.errors);
+    // h2 answers a SETTINGS frame of 5 bytes with GOAWAY PROTOCOL_ERROR.
+    assert!(
+        e.contains("broke the HTTP/2 protocol") && e.contains("GOAWAY PROTOCOL_ERROR"),
+        "{:?}",
+        s.errors
+    );
 }
 
 #[test]

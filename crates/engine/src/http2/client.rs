@@ -130,15 +130,13 @@ pub(crate) fn failure(e: &h2::Error, what: &str) -> Failure {
         (classify_io(io, ErrorKind::Read), format!("{what}: {io}"))
     } else if e.is_go_away() {
         let reason = e.reason().map_or("?".into(), |r| format!("{r:?}"));
-        let side = if e.is_remote() {
-            "the server"
+        let message = if e.is_remote() {
+            format!("{what}: GOAWAY {reason} from the server")
         } else {
-            "loadmark"
+            // h2 found the server's frames malformed and closed the connection itself.
+            format!("{what}: the server broke the HTTP/2 protocol; loadmark sent GOAWAY {reason}")
         };
-        (
-            ErrorKind::Protocol,
-            format!("{what}: GOAWAY {reason} from {side}"),
-        )
+        (ErrorKind::Protocol, message)
     } else if e.is_reset() {
         let reason = e.reason().map_or("?".into(), |r| format!("{r:?}"));
         (
