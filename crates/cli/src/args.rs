@@ -428,6 +428,13 @@ pub struct ServeArgs {
     /// knowledge), any other HTTP/1.1
     #[arg(long = "http2")]
     pub http2: bool,
+    /// TLS with a self-signed certificate made at start (written to a file named on the
+    /// first line); with --http2, h2 is offered by ALPN
+    #[arg(long = "tls")]
+    pub tls: bool,
+    /// Also listen on this Unix domain socket (it must not exist; removed at exit)
+    #[arg(long = "unix-socket", value_name = "PATH")]
+    pub unix_socket: Option<PathBuf>,
 }
 
 #[derive(Args, Debug)]

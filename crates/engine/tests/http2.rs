@@ -157,3 +157,33 @@ fn tls_server_without_h2_is_refused_before_any_load() {
         ),
     }
 }
+
+#[test]
+fn h2_over_tls_by_alpn_against_the_built_in_target() {
+    let server = start(ServerConfig {
+        addr: ([127, 0, 0, 1], 0).into(),
+        http2: true,
+        tls: true,
+        ..Default::default()
+    })
+    .unwrap();
+    assert!(server.tls_cert_pem().unwrap().contains("BEGIN CERTIFICATE"));
+    let url = format!("https://{}/status", server.local_addr());
+    let mut p = h2(plan(&url, 2, 1, Stop::Requests(500)), 10);
+    p.tls = TlsPolicy::Insecure;
+    let r = run(&p, &StopHandle::new(), |_| {}).unwrap();
+    no_errors(&r);
+    assert_eq!(r.totals.snapshot.responses, 500);
+    assert_eq!(r.totals.snapshot.connections_opened, 2);
+    assert_eq!(settled_count(|| server.http2_requests(), 500), 500);
+    // The same server still speaks HTTP/1.1 to a client that offers only it.
+    let p = {
+        let mut p = plan(&url, 1, 1, Stop::Requests(50));
+        p.tls = TlsPolicy::Insecure;
+        p
+    };
+    let r = run(&p, &StopHandle::new(), |_| {}).unwrap();
+    no_errors(&r);
+    assert_eq!(settled_count(|| server.requests_served(), 550), 550);
+    assert_eq!(server.http2_requests(), 500);
+}

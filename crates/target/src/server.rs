@@ -14,12 +14,12 @@ use hyper::body::Incoming;
 use hyper::server::conn::http1;
 use hyper::service::Service;
 use hyper::{Request, Response};
-use hyper_util::rt::{TokioExecutor, TokioIo};
-use hyper_util::server::conn::auto;
+use hyper_util::rt::TokioIo;
 use tokio::net::{TcpListener, TcpSocket};
 use tokio::sync::oneshot;
 
 use crate::body::ResponseBody;
+use crate::listeners;
 use crate::relay;
 use crate::routes::{self, Routed};
 use crate::ws;
@@ -32,7 +32,7 @@ const BACKLOG: u32 = 1024;
 
 /// How long to wait before accepting again after an error such as EMFILE, which would
 /// otherwise spin the accept loop at full CPU until a descriptor frees up.
-const ACCEPT_BACKOFF: Duration = Duration::from_millis(10);
+pub(crate) const ACCEPT_BACKOFF: Duration = Duration::from_millis(10);
 
 /// Exact counts, shared by every connection task.
 #[derive(Debug, Default)]
@@ -73,7 +73,7 @@ fn record_tag<B>(req: &Request<B>, counters: &Counters) {
 pub(crate) fn run(
     config: ServerConfig,
     counters: Arc<Counters>,
-    ready: mpsc::Sender<Result<SocketAddr, ServeError>>,
+    ready: mpsc::Sender<Result<(SocketAddr, Option<String>), ServeError>>,
     shutdown: oneshot::Receiver<()>,
 ) {
     let addr = config.addr;
@@ -93,17 +93,56 @@ pub(crate) fn run(
                 return;
             }
         };
-        let local = listener.local_addr();
-        let _ = ready.send(local.map_err(|source| ServeError::Bind { addr, source }));
+        let local = match listener.local_addr() {
+            Ok(a) => a,
+            Err(source) => {
+                let _ = ready.send(Err(ServeError::Bind { addr, source }));
+                return;
+            }
+        };
+        let tls = match config.tls.then(|| listeners::self_signed(config.http2)) {
+            Some(Err(e)) => {
+                let _ = ready.send(Err(ServeError::Tls(e)));
+                return;
+            }
+            Some(Ok(pair)) => Some(pair),
+            None => None,
+        };
+        let unix = match config.unix_socket.as_deref().map(listeners::bind_unix) {
+            Some(Err(e)) => {
+                let _ = ready.send(Err(e));
+                return;
+            }
+            Some(Ok(l)) => Some(l),
+            None => None,
+        };
+        // Removed when the server stops (this block returns).
+        let _socket_file = listeners::SocketFile(config.unix_socket.clone());
         // A stall schedule counts from the moment the server can be reached.
         let stall = config.stall.map(|stall| (stall, Instant::now()));
+        let serving = listeners::Serving {
+            counters: counters.clone(),
+            stall,
+            http2: config.http2,
+        };
+        let pem = tls.as_ref().map(|(_, pem)| pem.clone());
+        if let Some(unix) = unix {
+            tokio::spawn(listeners::accept_unix(unix, serving.clone()));
+        }
         // Spawned rather than awaited here so that, on a multi-thread runtime, the accept
         // loop runs on a worker and new connections land on workers' local queues.
-        if config.http2 {
-            tokio::spawn(accept_loop_auto(listener, counters, stall));
-        } else {
-            tokio::spawn(accept_loop(listener, counters, stall));
+        match tls {
+            Some((acceptor, _)) => {
+                tokio::spawn(listeners::accept_tls(listener, acceptor, serving));
+            }
+            None if config.http2 => {
+                tokio::spawn(listeners::accept_auto(listener, serving));
+            }
+            None => {
+                tokio::spawn(accept_loop(listener, counters, stall));
+            }
         }
+        let _ = ready.send(Ok((local, pem)));
         let _ = shutdown.await;
     });
 }
@@ -185,47 +224,8 @@ async fn accept_loop(
     }
 }
 
-/// As [`accept_loop`], speaking HTTP/2 (h2c with prior knowledge) to clients that open with
-/// its preface and HTTP/1.1 to the others.
-async fn accept_loop_auto(
-    listener: TcpListener,
-    counters: Arc<Counters>,
-    stall: Option<(Stall, Instant)>,
-) {
-    let mut http = auto::Builder::new(TokioExecutor::new());
-    http.http1().keep_alive(true).pipeline_flush(true);
-    // As nginx's default: clients may open this many streams at once per connection.
-    http.http2().max_concurrent_streams(128);
-    let http = Arc::new(http);
-    loop {
-        let stream = match listener.accept().await {
-            Ok((stream, _)) => stream,
-            Err(e) if is_per_connection(&e) => continue,
-            Err(_) => {
-                tokio::time::sleep(ACCEPT_BACKOFF).await;
-                continue;
-            }
-        };
-        counters.accepts.fetch_add(1, Ordering::Relaxed);
-        let _ = stream.set_nodelay(true);
-        let (http, service) = (
-            http.clone(),
-            Target {
-                counters: counters.clone(),
-                stall,
-                relay: OnceLock::new(),
-            },
-        );
-        tokio::spawn(async move {
-            let _ = http
-                .serve_connection_with_upgrades(TokioIo::new(stream), service)
-                .await;
-        });
-    }
-}
-
 /// Errors that concern one connection that went away before we accepted it.
-fn is_per_connection(e: &io::Error) -> bool {
+pub(crate) fn is_per_connection(e: &io::Error) -> bool {
     matches!(
         e.kind(),
         io::ErrorKind::ConnectionAborted
@@ -235,7 +235,7 @@ fn is_per_connection(e: &io::Error) -> bool {
 }
 
 /// The hyper service of one connection.
-struct Target {
+pub(crate) struct Target {
     counters: Arc<Counters>,
     /// The schedule and the instant it counts from.
     stall: Option<(Stall, Instant)>,
@@ -244,6 +244,14 @@ struct Target {
 }
 
 impl Target {
+    pub(crate) fn new(counters: Arc<Counters>, stall: Option<(Stall, Instant)>) -> Target {
+        Target {
+            counters,
+            stall,
+            relay: OnceLock::new(),
+        }
+    }
+
     fn relay_slot(&self) -> relay::Slot {
         self.relay.get_or_init(Default::default).clone()
     }
