@@ -193,6 +193,11 @@ pub struct RunArgs {
     #[arg(long = "unix-socket", value_name = "PATH")]
     pub unix_socket: Option<PathBuf>,
 
+    /// HTTP/1.1 pipelining: P requests written together per connection, responses read in
+    /// order, then the next P (wrk's pipeline script; P = 16 in TechEmpower's plaintext)
+    #[arg(long = "pipeline", value_name = "P", value_parser = at_least_one, allow_negative_numbers = true)]
+    pub pipeline: Option<usize>,
+
     #[command(flatten)]
     pub tls: TlsFlags,
 
@@ -746,6 +751,7 @@ impl RunArgs {
             http2: self.http2,
             streams: self.streams,
             unix_socket: self.unix_socket.clone(),
+            pipeline: self.pipeline,
         };
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         let mut plan = settings.to_plan(request, cores)?;

@@ -29,6 +29,7 @@ pub mod http1;
 mod http2;
 mod linger;
 mod open;
+mod pipeline;
 mod runner;
 mod source;
 mod sys;

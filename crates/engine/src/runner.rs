@@ -247,6 +247,15 @@ where
                 load_end.map(|end| end + plan.timeouts.request + Duration::from_millis(500)),
             ),
             // ---- end HTTP/2
+            // ---- HTTP/1.1 pipelining (crate::pipeline)
+            Load::Closed { connections, .. } if plan.protocol.pipeline.is_some() => (
+                Executor::Pipeline {
+                    connections: spread(mine(*connections)),
+                    budget: budget.clone(),
+                    depth: plan.protocol.pipeline.unwrap_or(1),
+                },
+                load_end,
+            ),
             Load::Closed { connections, .. } => (
                 Executor::Closed {
                     connections: spread(mine(*connections)),
@@ -399,6 +408,12 @@ enum Executor {
         streams: usize,
         tls: bool,
         server_limit: Arc<AtomicUsize>,
+    },
+    /// HTTP/1.1 connections each writing `depth` requests at a time.
+    Pipeline {
+        connections: usize,
+        budget: Arc<Budget>,
+        depth: usize,
     },
     /// HTTP/2's open loop: due requests spread over the streams of a pool of connections.
     Http2Open {
@@ -562,6 +577,20 @@ where
                             budget.clone(),
                             self.load_end,
                             ((self.index as u64) << 32 | user as u64) ^ 0x9E37_79B9_7F4A_7C15,
+                        ));
+                    }
+                }
+                Executor::Pipeline {
+                    connections,
+                    budget,
+                    depth,
+                } => {
+                    for _ in 0..*connections {
+                        tasks.spawn_local(crate::pipeline::pipeline_loop(
+                            ctx.clone(),
+                            budget.clone(),
+                            *depth,
+                            self.load_end,
                         ));
                     }
                 }

@@ -25,6 +25,7 @@ fn h2(mut p: Plan, streams: usize) -> Plan {
     p.protocol = Protocol {
         http2: Some(Http2 { streams }),
         unix_socket: None,
+        pipeline: None,
     };
     p
 }

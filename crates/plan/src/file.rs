@@ -284,6 +284,9 @@ pub struct LoadFile {
     /// Connect to this Unix domain socket instead of the URL's host and port.
     #[serde(default)]
     pub unix_socket: Option<std::path::PathBuf>,
+    /// HTTP/1.1 requests written together per connection (wrk's pipeline script).
+    #[serde(default)]
+    pub pipeline: Option<usize>,
 }
 
 /// Values to sweep; several keys make a matrix (targets outermost, then in this order).

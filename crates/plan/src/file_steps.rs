@@ -300,6 +300,7 @@ fn expand(
         http2: load.http2.unwrap_or(false),
         streams: load.streams,
         unix_socket: load.unix_socket.clone(),
+        pipeline: load.pipeline,
     };
     let websocket = match &file.websocket {
         Some(w) => Some(websocket_spec(w, &err, &duration)?),

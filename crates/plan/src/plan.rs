@@ -230,6 +230,9 @@ pub struct Plan {
 /// 9113 suggests servers allow at least 100, and more than this only queues in the client.
 pub const MAX_STREAMS: usize = 10_000;
 
+/// Deepest `--pipeline`: more only grows one write and one read burst.
+pub const MAX_PIPELINE: usize = 1024;
+
 /// How requests travel, beside what they say.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct Protocol {
@@ -241,6 +244,10 @@ pub struct Protocol {
     /// `--unix-socket`); the URL still gives the Host header and the path.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unix_socket: Option<std::path::PathBuf>,
+    /// HTTP/1.1 pipelining (`--pipeline P`): P requests written together per connection,
+    /// responses read in order. Absent: one request at a time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pipeline: Option<usize>,
 }
 
 impl Protocol {
@@ -432,6 +439,40 @@ impl Plan {
     }
 
     fn validate_protocol(&self) -> Result<(), PlanError> {
+        if let Some(depth) = self.protocol.pipeline {
+            if !(1..=MAX_PIPELINE).contains(&depth) {
+                return Err(PlanError::invalid(
+                    "--pipeline",
+                    depth.to_string(),
+                    "between 1 and 1024 requests written together per connection",
+                ));
+            }
+            let conflict = |second, why| {
+                Err(PlanError::Conflict {
+                    first: "--pipeline",
+                    second,
+                    why,
+                })
+            };
+            if self.protocol.http2.is_some() {
+                return conflict("--http2", "pipelining is HTTP/1.1's; HTTP/2 has --streams");
+            }
+            if self.websocket.is_some() {
+                return conflict("loadmark ws", "WebSocket sessions do not pipeline");
+            }
+            if !matches!(self.load, Load::Closed { .. }) {
+                return conflict(
+                    "--rate/--stages",
+                    "pipelining runs in a closed loop (-c, -n/-d), as wrk's pipeline script",
+                );
+            }
+            if !self.request.keep_alive {
+                return conflict(
+                    "--no-keepalive/Connection: close",
+                    "a pipelined connection carries many requests",
+                );
+            }
+        }
         let Some(h2) = self.protocol.http2 else {
             return Ok(());
         };

@@ -38,6 +38,8 @@ pub struct Settings {
     pub streams: Option<usize>,
     /// `--unix-socket PATH`.
     pub unix_socket: Option<std::path::PathBuf>,
+    /// `--pipeline P`: HTTP/1.1 requests written together per connection.
+    pub pipeline: Option<usize>,
 }
 
 fn conflict(first: &'static str, second: &'static str, why: &'static str) -> PlanError {
@@ -58,6 +60,7 @@ impl Settings {
                 streams: self.streams.unwrap_or(1),
             }),
             unix_socket: self.unix_socket.clone(),
+            pipeline: self.pipeline,
         })
     }
 

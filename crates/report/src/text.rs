@@ -121,6 +121,12 @@ fn notices(o: &mut String, r: &Report) {
             }
         );
     }
+    if let Some(depth) = r.plan.protocol.pipeline {
+        let _ = writeln!(
+            o,
+            "  HTTP/1.1 pipelining, {depth} requests written together per connection"
+        );
+    }
     if let Some(path) = &r.plan.protocol.unix_socket {
         let _ = writeln!(o, "  over the Unix socket {}", path.display());
     }
