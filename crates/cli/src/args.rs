@@ -198,6 +198,15 @@ pub struct RunArgs {
     #[arg(long = "pipeline", value_name = "P", value_parser = at_least_one, allow_negative_numbers = true)]
     pub pipeline: Option<usize>,
 
+    /// A wrk Lua script (wrk's -s): its wrk table, setup/init/request/response/delay/done
+    /// run as in wrk; arguments after `--` go to its init(args)
+    #[arg(short = 's', long = "script", value_name = "FILE")]
+    pub script: Option<PathBuf>,
+
+    /// Arguments for the script's init(args), after `--` (args[0] is the URL, as in wrk)
+    #[arg(last = true, value_name = "SCRIPT ARGS", requires = "script")]
+    pub script_args: Vec<String>,
+
     #[command(flatten)]
     pub tls: TlsFlags,
 

@@ -100,12 +100,31 @@ fn run(args: &RunArgs) -> Result<ExitCode> {
         })?),
         None => None,
     };
-    let plan = args.to_plan(body)?;
-    run_plan(&plan, &args.report)
+    let mut plan = args.to_plan(body)?;
+    let script = match &args.script {
+        Some(path) => {
+            if args.report.split.slurm.is_some() {
+                return Err(UsageError(
+                    "--script with --slurm: a script's threads share one process (setup() and \
+                     done() see all of them); run it without --slurm"
+                        .into(),
+                )
+                .into());
+            }
+            Some(crate::script::prepare(&mut plan, path, &args.script_args)?)
+        }
+        None => None,
+    };
+    run_plan(&plan, &args.report, script.as_ref())
 }
 
-/// Runs a plan made from flags (`run`, `ws`) and writes its report as the flags say.
-pub(crate) fn run_plan(plan: &Plan, flags: &ReportFlags) -> Result<ExitCode> {
+/// Runs a plan made from flags (`run`, `ws`) and writes its report as the flags say; a
+/// script's `done()` runs after the report is printed, as wrk's does.
+pub(crate) fn run_plan(
+    plan: &Plan,
+    flags: &ReportFlags,
+    script: Option<&loadmark_script::Script>,
+) -> Result<ExitCode> {
     let thresholds = crate::gate::thresholds_before_run(flags)?;
     let segment = crate::split::resolve(&flags.split)?;
     let tagged;
@@ -136,7 +155,8 @@ pub(crate) fn run_plan(plan: &Plan, flags: &ReportFlags) -> Result<ExitCode> {
             crate::split::run_slurm(plan, &crate::split::SlurmRun::from_flags(flags, tasks)?)?
         }
         None => {
-            let part = segment.as_ref().map(|s| s.part()).unwrap_or_default();
+            let mut part = segment.as_ref().map(|s| s.part()).unwrap_or_default();
+            part.script = script.and_then(|s| s.hooks());
             let result = execute(plan, &part, flags.quiet)?;
             if let Some(allowed) = result.http2_server_streams {
                 eprintln!(
@@ -163,6 +183,11 @@ pub(crate) fn run_plan(plan: &Plan, flags: &ReportFlags) -> Result<ExitCode> {
         _ => Format::Text,
     };
     print!("{}", render_with(&report, stdout_format, &flags.table));
+    if let Some(script) = script {
+        use std::io::Write;
+        let _ = std::io::stdout().flush();
+        crate::script::done(script, &report)?;
+    }
     if let Some((path, format)) = output {
         write_atomic(&path, &render_with(&report, format, &flags.table))?;
         eprintln!("loadmark: report written to {}", path.display());
@@ -272,7 +297,7 @@ fn exit_code(interrupted: bool) -> ExitCode {
 
 fn ws(args: &WsArgs) -> Result<ExitCode> {
     let plan = args.to_plan()?;
-    run_plan(&plan, &args.report)
+    run_plan(&plan, &args.report, None)
 }
 
 fn serve(args: &ServeArgs) -> Result<ExitCode> {
@@ -379,6 +404,7 @@ fn quickstart(args: &QuickstartArgs) -> Result<ExitCode> {
         mix: Default::default(),
         websocket: None,
         protocol: Default::default(),
+        script: None,
     };
     eprintln!(
         "loadmark quickstart: built-in target on {}, {} connections for {:?} (target and client share this process: one thread each)",

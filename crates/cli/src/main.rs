@@ -12,6 +12,7 @@ mod gate;
 mod k8s;
 mod output;
 mod progress;
+mod script;
 mod services;
 mod split;
 

@@ -164,6 +164,7 @@ impl Resolved {
         Part {
             segment: self.segment.clone(),
             start_at: self.start_at,
+            script: None,
         }
     }
 

@@ -49,9 +49,30 @@ pub(crate) async fn connection_loop<T: Transport>(
 ) {
     let mut conn = Connection::new();
     let mut now = Instant::now();
-    while deadline.is_none_or(|d| now < d) && budget.claim() {
+    while deadline.is_none_or(|d| now < d) && !scripted_wait(&shared).await && budget.claim() {
         now = perform(&shared, &mut conn, None, None).await;
     }
+}
+
+/// A script's say before a connection's next request: its `delay()` is waited out here
+/// (wrk waits before every request); true when the script stopped its thread. No cost
+/// without a script.
+async fn scripted_wait<T: Transport>(shared: &Shared<T>) -> bool {
+    match shared.source.delay() {
+        Ok(Some(wait)) => tokio::time::sleep(wait).await,
+        Ok(None) => {}
+        Err(message) => {
+            let now = Instant::now();
+            shared.recorder.borrow_mut().record_error(
+                loadmark_metrics::ErrorKind::Script,
+                now,
+                &message,
+            );
+            // A failing delay() must not spin the event loop without yielding.
+            tokio::task::consume_budget().await;
+        }
+    }
+    shared.source.stopped()
 }
 
 /// Follows a connection-count profile: every [`RAMP_STEP`] this worker's share of the count is
@@ -93,7 +114,11 @@ pub(crate) async fn ramp_loop<T: Transport>(
                 connections.spawn_local(async move {
                     let mut conn = Connection::new();
                     let mut now = Instant::now();
-                    while id < wanted.get() && now < end && budget.claim() {
+                    while id < wanted.get()
+                        && now < end
+                        && !scripted_wait(&shared).await
+                        && budget.claim()
+                    {
                         now = perform(&shared, &mut conn, None, None).await;
                     }
                     alive.borrow_mut()[id] = false;

@@ -93,6 +93,8 @@ pub(crate) struct Connection<S> {
     reader: Reader,
     /// Where templated requests are rendered (stays empty for fixed requests).
     rendered: Vec<u8>,
+    /// The bytes of responses a script wants to see (stays empty otherwise).
+    captured: Vec<u8>,
     /// The request timeout, kept registered between requests: it is moved only when it fires
     /// before the current request's deadline, so a request costs no timer registration.
     timer: Option<Pin<Box<Sleep>>>,
@@ -108,6 +110,7 @@ impl<S> Connection<S> {
                 head_hint: 0,
             },
             rendered: Vec::new(),
+            captured: Vec::new(),
             timer: None,
         }
     }
@@ -278,6 +281,10 @@ async fn request<T: Transport>(
     let outcome = match shared.source.next(global, &mut rendered) {
         Picked::Fixed(bytes, meta) => send(shared, conn, scheduled, bytes, meta, on_air).await,
         Picked::Rendered(meta) => send(shared, conn, scheduled, &rendered, meta, on_air).await,
+        Picked::Failed(message) => Outcome::Failed(Failure {
+            kind: ErrorKind::Script,
+            message,
+        }),
     };
     conn.rendered = rendered;
     outcome
@@ -335,6 +342,15 @@ async fn send<T: Transport>(
             on_air: Some(on_air),
             ..Progress::default()
         };
+        conn.captured.clear();
+        let mut batch = Batch {
+            left: meta.batch.max(1),
+            head: meta.head,
+            earlier: Vec::new(),
+            capture: shared.source.wants_response().then_some(&mut conn.captured),
+            source: &shared.source,
+            script_error: None,
+        };
         let result = within(
             deadline,
             &mut conn.timer,
@@ -343,12 +359,17 @@ async fn send<T: Transport>(
                 bytes,
                 &shared.scratch,
                 &mut conn.reader,
-                meta.head,
+                &mut batch,
                 &mut progress,
             ),
         )
         .await;
         bytes_written += progress.written as u64;
+        let Batch {
+            earlier,
+            script_error,
+            ..
+        } = batch;
         match result {
             Ok(Ok(ex)) => {
                 // After a request that said `Connection: close`, the connection is closed by
@@ -356,13 +377,34 @@ async fn send<T: Transport>(
                 if !ex.reusable || meta.close {
                     conn.close();
                 }
+                // Pipelined responses before the last: each one a response of its own,
+                // timed from the batch's first byte written.
+                let mut earlier_bytes = 0;
+                for &(status, ended, bytes) in &earlier {
+                    earlier_bytes += bytes;
+                    shared.recorder.borrow_mut().record(&Sample {
+                        scheduled,
+                        started,
+                        first_byte: ex.first_byte,
+                        ended,
+                        status,
+                        bytes_read: bytes,
+                        bytes_written: 0,
+                    });
+                }
+                if let Some(message) = script_error {
+                    return Outcome::Failed(Failure {
+                        kind: ErrorKind::Script,
+                        message,
+                    });
+                }
                 return Outcome::Response(Sample {
                     scheduled,
                     started,
                     first_byte: ex.first_byte,
                     ended: ex.ended,
                     status: ex.status,
-                    bytes_read: progress.received,
+                    bytes_read: progress.received - earlier_bytes,
                     bytes_written,
                 });
             }
@@ -529,17 +571,48 @@ fn poll_send<S: AsyncWrite + Unpin>(
     Poll::Ready(())
 }
 
-/// Writes the request and reads one whole response, counting its bytes.
+/// What a script adds to an exchange: more than one response to read (pipelined requests),
+/// and responses handed to its `response()`.
+struct Batch<'a> {
+    /// Responses still to read for these request bytes (1: the usual one).
+    left: u32,
+    /// The requests are HEAD requests (their responses have no body).
+    head: bool,
+    /// Responses of the batch before the last: status, end, bytes.
+    earlier: Vec<(u16, Instant, u64)>,
+    /// Every byte read, kept while the script wants responses.
+    capture: Option<&'a mut Vec<u8>>,
+    source: &'a RequestSource,
+    /// The first error of the script's `response()`: the request's outcome.
+    script_error: Option<String>,
+}
+
+impl Batch<'_> {
+    /// A response ended `rest` bytes before the end of what was read: hands its bytes to
+    /// the script when it wants them.
+    fn ended(&mut self, rest: usize) {
+        if let Some(capture) = self.capture.as_deref_mut() {
+            let end = capture.len().saturating_sub(rest);
+            if let Err(e) = self.source.response(&capture[..end]) {
+                self.script_error.get_or_insert(e);
+            }
+            capture.drain(..end);
+        }
+    }
+}
+
+/// Writes the request and reads one whole response (or a pipelined batch's), counting
+/// their bytes.
 async fn exchange<S: AsyncRead + AsyncWrite + Discard + Unpin>(
     stream: &mut S,
     request: &[u8],
     scratch: &Scratch,
     reader: &mut Reader,
-    head_request: bool,
+    batch: &mut Batch<'_>,
     p: &mut Progress<'_>,
 ) -> Result<Exchange, Failure> {
-    reader.parser.reset(head_request);
-    let result = receive(stream, request, scratch, reader, p).await;
+    reader.parser.reset(batch.head);
+    let result = receive(stream, request, scratch, reader, batch, p).await;
     let write_failure = |p: &Progress<'_>| {
         p.write_error.as_ref().map(|e| Failure {
             kind: classify_io(e, ErrorKind::Write),
@@ -608,6 +681,7 @@ async fn receive<S: AsyncRead + AsyncWrite + Discard + Unpin>(
     request: &[u8],
     scratch: &Scratch,
     reader: &mut Reader,
+    batch: &mut Batch<'_>,
     p: &mut Progress<'_>,
 ) -> Result<Received, Failure> {
     let Reader {
@@ -621,7 +695,7 @@ async fn receive<S: AsyncRead + AsyncWrite + Discard + Unpin>(
         let mut buf = scratch.0.borrow_mut();
         loop {
             let keep = pending.len();
-            let droppable = if S::CAN_DISCARD && keep == 0 {
+            let droppable = if S::CAN_DISCARD && keep == 0 && batch.capture.is_none() {
                 parser.body_left().filter(|&left| left > DISCARD_MIN_BYTES)
             } else {
                 None
@@ -665,9 +739,12 @@ async fn receive<S: AsyncRead + AsyncWrite + Discard + Unpin>(
             // (parsing it takes well under a microsecond): one clock read, not two.
             let ended = || if first_read { first } else { Instant::now() };
             if n == 0 {
+                let result = parser.finish_eof();
+                if result.is_ok() {
+                    batch.ended(0);
+                }
                 return Poll::Ready(
-                    parser
-                        .finish_eof()
+                    result
                         .map(|response| Received {
                             response,
                             first_byte: first,
@@ -678,6 +755,9 @@ async fn receive<S: AsyncRead + AsyncWrite + Discard + Unpin>(
                 );
             }
             p.received += n as u64;
+            if let (false, Some(capture)) = (drop_body, batch.capture.as_deref_mut()) {
+                capture.extend_from_slice(&buf[keep..keep + n]);
+            }
             let mut done = |response: Response, extra| {
                 *head_hint = next_head_hint::<S>(&response);
                 Poll::Ready(Ok(Received {
@@ -689,24 +769,50 @@ async fn receive<S: AsyncRead + AsyncWrite + Discard + Unpin>(
             };
             if drop_body {
                 match parser.skip_body(n as u64) {
+                    Some(response) if batch.left > 1 => {
+                        // A pipelined batch: the next response follows.
+                        batch.left -= 1;
+                        let bytes = response.head_bytes + response.body_bytes;
+                        batch.earlier.push((response.status, ended(), bytes));
+                        parser.reset(batch.head);
+                        continue;
+                    }
                     Some(response) => return done(response, None),
                     None => continue,
                 }
             }
-            let data = &buf[..keep + n];
-            match parser.feed(data) {
-                Err(e) => return Poll::Ready(Err(parse_failure(e))),
-                Ok(Feed::Done { consumed, response }) => {
-                    pending.clear();
-                    let rest = &data[consumed..];
-                    return done(
-                        response,
-                        (!rest.is_empty()).then(|| (rest.len(), excerpt(rest))),
-                    );
-                }
-                Ok(Feed::NeedMore { consumed }) => {
-                    pending.clear();
-                    pending.extend_from_slice(&data[consumed..]);
+            let mut data = &buf[..keep + n];
+            loop {
+                match parser.feed(data) {
+                    Err(e) => return Poll::Ready(Err(parse_failure(e))),
+                    Ok(Feed::Done { consumed, response }) => {
+                        let rest = &data[consumed..];
+                        batch.ended(rest.len());
+                        if batch.left > 1 {
+                            // A pipelined batch: the next response starts in `rest`, or
+                            // in a later read.
+                            batch.left -= 1;
+                            let bytes = response.head_bytes + response.body_bytes;
+                            batch.earlier.push((response.status, ended(), bytes));
+                            parser.reset(batch.head);
+                            data = rest;
+                            if data.is_empty() {
+                                pending.clear();
+                                break;
+                            }
+                            continue;
+                        }
+                        pending.clear();
+                        return done(
+                            response,
+                            (!rest.is_empty()).then(|| (rest.len(), excerpt(rest))),
+                        );
+                    }
+                    Ok(Feed::NeedMore { consumed }) => {
+                        pending.clear();
+                        pending.extend_from_slice(&data[consumed..]);
+                        break;
+                    }
                 }
             }
         }

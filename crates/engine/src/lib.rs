@@ -31,6 +31,7 @@ mod linger;
 mod open;
 mod pipeline;
 mod runner;
+pub mod script;
 mod source;
 mod sys;
 pub mod transport;

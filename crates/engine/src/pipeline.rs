@@ -249,6 +249,8 @@ fn append<T: Transport>(
             out.extend_from_slice(rendered);
             (rendered.len() as u64, meta)
         }
+        // Scripts are refused with --pipeline when the plan is validated.
+        Picked::Failed(message) => unreachable!("a script with --pipeline: {message}"),
     };
     (meta.0, meta.1.head, meta.1.idempotent)
 }

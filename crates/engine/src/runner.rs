@@ -304,7 +304,13 @@ where
             load_end: None,
             hard_stop: None,
             transport: transport.clone(),
-            source: RequestSource::new(plan, index as u64, threads as u64, &segment)?,
+            source: {
+                let source = RequestSource::new(plan, index as u64, threads as u64, &segment)?;
+                match &part.script {
+                    Some(scripts) => source.with_script(scripts.worker(index)),
+                    None => source,
+                }
+            },
             timeout: plan.timeouts.request,
             connect_timeout: plan.timeouts.connect,
             url: plan.request.url.clone(),
@@ -683,6 +689,8 @@ pub struct Part {
     /// The wall-clock start of the schedule, the same for every machine of a split run: each
     /// request keeps the single-machine schedule's intended time relative to it.
     pub start_at: Option<SystemTime>,
+    /// A request script (wrk's Lua API): each worker gets its own.
+    pub script: Option<crate::script::Scripts>,
 }
 
 impl Default for Part {
@@ -690,6 +698,7 @@ impl Default for Part {
         Part {
             segment: Segment::whole(),
             start_at: None,
+            script: None,
         }
     }
 }

@@ -2,11 +2,12 @@
 //! per request), or a weighted mix of requests, some with templates rendered per request into
 //! the connection's reusable buffer.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 
 use loadmark_plan::{parse_csv, Plan, RenderContext, RequestSpec, Segment, Template};
 
 use crate::http1::encode_request;
+use crate::script::WorkerScript;
 
 /// A request whose bytes are rendered per request.
 struct Templated {
@@ -39,6 +40,8 @@ pub(crate) struct Meta {
     /// The method is idempotent: it may be sent again when a reused connection turns out
     /// to have been closed before any response byte (RFC 9110 §9.2.2).
     pub idempotent: bool,
+    /// How many requests the bytes hold: more than one when a script pipelines them.
+    pub batch: u32,
 }
 
 /// Picks and produces requests; one per worker, so no locks.
@@ -56,12 +59,19 @@ pub(crate) struct RequestSource {
     worker: u64,
     workers: u64,
     segment: Segment,
+    /// The worker's script, when the run has one (see [`crate::script`]).
+    script: Option<RefCell<Box<dyn WorkerScript>>>,
+    /// The script makes every request (its `request()`); else the plan's request is sent.
+    dynamic: bool,
+    wants_response: bool,
 }
 
 /// The request to send: borrowed from the source, or rendered into the caller's buffer.
 pub(crate) enum Picked<'a> {
     Fixed(&'a [u8], Meta),
     Rendered(Meta),
+    /// The script failed to make a request; the message says why.
+    Failed(String),
 }
 
 /// Why a plan's requests cannot be prepared.
@@ -173,6 +183,7 @@ impl RequestSource {
                     head: spec.method == "HEAD",
                     close: !spec.keep_alive || spec.says_close(),
                     idempotent: spec.idempotent(),
+                    batch: 1,
                 },
                 bytes,
             });
@@ -188,7 +199,67 @@ impl RequestSource {
             worker,
             workers,
             segment: segment.clone(),
+            script: None,
+            dynamic: false,
+            wants_response: false,
         })
+    }
+
+    /// Hands this worker's script its calls: requests when it makes them, responses when it
+    /// wants them, delays.
+    pub(crate) fn with_script(mut self, script: Box<dyn WorkerScript>) -> Self {
+        self.dynamic = script.dynamic();
+        self.wants_response = script.wants_response();
+        self.script = Some(RefCell::new(script));
+        self
+    }
+
+    /// True when responses go to the script: their bytes must be kept, not dropped.
+    pub(crate) fn wants_response(&self) -> bool {
+        self.wants_response
+    }
+
+    /// Hands one whole response (as read) to the script.
+    pub(crate) fn response(&self, bytes: &[u8]) -> Result<(), String> {
+        let Some(script) = &self.script else {
+            return Ok(());
+        };
+        let (status, headers, body) = crate::script::split_response(bytes);
+        script.borrow_mut().response(status, &headers, &body)
+    }
+
+    /// The script's wait before the next request of a connection, if any.
+    pub(crate) fn delay(&self) -> Result<Option<std::time::Duration>, String> {
+        match &self.script {
+            Some(script) => script.borrow_mut().delay(),
+            None => Ok(None),
+        }
+    }
+
+    /// The script stopped its thread.
+    pub(crate) fn stopped(&self) -> bool {
+        self.script.as_ref().is_some_and(|s| s.borrow().stopped())
+    }
+
+    fn scripted(&self, buf: &mut Vec<u8>) -> Picked<'_> {
+        let script = self.script.as_ref().expect("dynamic implies a script");
+        buf.clear();
+        match script.borrow_mut().request(buf) {
+            Ok(batch) => {
+                let method = buf.split(|&b| b == b' ').next().unwrap_or(b"");
+                let close = batch == 1 && says_close(buf);
+                Picked::Rendered(Meta {
+                    head: method == b"HEAD",
+                    close,
+                    idempotent: matches!(
+                        method,
+                        b"GET" | b"HEAD" | b"PUT" | b"DELETE" | b"OPTIONS" | b"TRACE"
+                    ),
+                    batch,
+                })
+            }
+            Err(message) => Picked::Failed(message),
+        }
     }
 
     /// The next request: a weighted pick, rendered into `buf` when it has templates.
@@ -197,6 +268,9 @@ impl RequestSource {
     /// are functions of that number, so a request is the same whichever machine or worker
     /// sends it and a split run sends exactly the mix and rows of one machine.
     pub(crate) fn next<'a>(&'a self, global: Option<u64>, buf: &mut Vec<u8>) -> Picked<'a> {
+        if self.dynamic {
+            return self.scripted(buf);
+        }
         if self.choices.len() == 1 {
             if let Bytes::Fixed(bytes) = &self.choices[0].bytes {
                 return Picked::Fixed(bytes, self.choices[0].meta);
@@ -237,6 +311,22 @@ impl RequestSource {
         self.rng.set(rng);
         picked
     }
+}
+
+/// True when a script's request head says `Connection: close` (any case): the connection
+/// is then not reused after it. Only the head is looked at.
+fn says_close(request: &[u8]) -> bool {
+    let head_end = request
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .unwrap_or(request.len());
+    request[..head_end].split(|&b| b == b'\n').any(|line| {
+        line.len() > 11
+            && line[..11].eq_ignore_ascii_case(b"connection:")
+            && line[11..]
+                .windows(5)
+                .any(|w| w.eq_ignore_ascii_case(b"close"))
+    })
 }
 
 /// splitmix64's finalizer: consecutive request numbers give unrelated picks.

@@ -55,6 +55,7 @@ fn plan(url: &str, load: Load, stop: Stop) -> Plan {
         mix: Default::default(),
         websocket: None,
         protocol: Default::default(),
+        script: None,
     }
 }
 

@@ -63,6 +63,7 @@ fn mixed_plan(port: u16, data: &std::path::Path) -> Plan {
         },
         websocket: None,
         protocol: Default::default(),
+        script: None,
     }
 }
 
@@ -70,6 +71,7 @@ fn run_segment(plan: &Plan, segment: Segment) -> loadmark_engine::RunResult {
     let part = Part {
         segment,
         start_at: None,
+        script: None,
     };
     run_part(plan, &part, &StopHandle::new(), |_| {}).unwrap()
 }
@@ -163,6 +165,7 @@ fn closed_loop_counts_and_connections_split_by_weight() {
         },
         websocket: None,
         protocol: Default::default(),
+        script: None,
     };
     let weights = vec![3, 1];
     let mut responses = Vec::new();

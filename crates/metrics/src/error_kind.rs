@@ -45,11 +45,15 @@ pub enum ErrorKind {
     /// WebSocket: the server ended a session before loadmark did (a Close frame, or the
     /// connection dropped without one). The close code, when sent, is counted too.
     Closed,
+    /// A request script (`-s`, wrk's Lua API) failed: a Lua runtime error in `request()`,
+    /// `response()` or `delay()`, or a `request()` that returned no valid HTTP request. The
+    /// example names the script's line.
+    Script,
 }
 
 impl ErrorKind {
     /// Every kind, in report order.
-    pub const ALL: [ErrorKind; 9] = [
+    pub const ALL: [ErrorKind; 10] = [
         ErrorKind::Connect,
         ErrorKind::Tls,
         ErrorKind::Write,
@@ -59,6 +63,7 @@ impl ErrorKind {
         ErrorKind::Resource,
         ErrorKind::Handshake,
         ErrorKind::Closed,
+        ErrorKind::Script,
     ];
 
     /// The lower-case name used in reports and JSON.
@@ -73,6 +78,7 @@ impl ErrorKind {
             ErrorKind::Resource => "resource",
             ErrorKind::Handshake => "handshake",
             ErrorKind::Closed => "closed",
+            ErrorKind::Script => "script",
         }
     }
 

@@ -43,7 +43,7 @@ pub use file_steps::{
     Step,
 };
 pub use plan::{
-    Http2, Load, Mix, Plan, Protocol, RequestSpec, Stop, Timeouts, TlsFiles, TlsPolicy,
+    Http2, Load, Mix, Plan, Protocol, RequestSpec, ScriptRef, Stop, Timeouts, TlsFiles, TlsPolicy,
     DEFAULT_TIMEOUT, MAX_STREAMS,
 };
 pub use schedule::{Pace, Profile, Stage};

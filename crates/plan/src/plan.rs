@@ -224,6 +224,10 @@ pub struct Plan {
     /// plan written before HTTP/2 existed: HTTP/1.1 over TCP.
     #[serde(default, skip_serializing_if = "Protocol::is_default")]
     pub protocol: Protocol,
+    /// A wrk Lua script (`-s FILE -- ARGS`) that shapes the requests; `request` then holds
+    /// the `wrk` table's request after the script's `init()`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub script: Option<ScriptRef>,
 }
 
 /// Most concurrent streams one HTTP/2 connection may be asked to carry (`--streams`); RFC
@@ -275,6 +279,14 @@ pub struct Http2 {
     /// Concurrent streams per connection (h2load's `-m`, oha's `--http2-parallel`); a server
     /// that allows fewer (SETTINGS_MAX_CONCURRENT_STREAMS) is never asked for more.
     pub streams: usize,
+}
+
+/// The script a run used and the arguments its `init(args)` received.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ScriptRef {
+    pub path: String,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub args: Vec<String>,
 }
 
 /// Several requests by weight, and templates expanded per request.
@@ -439,6 +451,22 @@ impl Plan {
     }
 
     fn validate_protocol(&self) -> Result<(), PlanError> {
+        if self.script.is_some() {
+            let with = if self.protocol.http2.is_some() {
+                Some("--http2")
+            } else if self.protocol.pipeline.is_some() {
+                Some("--pipeline")
+            } else {
+                None
+            };
+            if let Some(first) = with {
+                return Err(PlanError::Conflict {
+                    first,
+                    second: "-s/--script",
+                    why: "wrk scripts run over HTTP/1.1 one request at a time so far",
+                });
+            }
+        }
         if let Some(depth) = self.protocol.pipeline {
             if !(1..=MAX_PIPELINE).contains(&depth) {
                 return Err(PlanError::invalid(
@@ -607,6 +635,7 @@ mod tests {
             mix: Mix::default(),
             websocket: None,
             protocol: Default::default(),
+            script: None,
         }
     }
 

@@ -219,6 +219,7 @@ impl Settings {
             mix: Default::default(),
             websocket: websocket.clone(),
             protocol: self.protocol()?,
+            script: None,
         };
         plan.validate()?;
         Ok(plan)

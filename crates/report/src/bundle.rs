@@ -268,13 +268,15 @@ pub fn equivalent_command(plan: &Plan) -> String {
             Stop::Requests(n) => args.push(format!("-n {n}")),
         }
     }
-    if plan.request.method != "GET" && plan.websocket.is_none() {
+    // A script's request comes from the script: its method, headers and body are not flags.
+    let flags_request = plan.script.is_none();
+    if flags_request && plan.request.method != "GET" && plan.websocket.is_none() {
         args.push(format!("-m {}", plan.request.method));
     }
-    for (name, value) in &plan.request.headers {
+    for (name, value) in plan.request.headers.iter().filter(|_| flags_request) {
         args.push(format!("-H {}", quote(&format!("{name}: {value}"))));
     }
-    if !plan.request.body.is_empty() {
+    if flags_request && !plan.request.body.is_empty() {
         args.push(format!(
             "-b {}",
             quote(&String::from_utf8_lossy(&plan.request.body))
@@ -295,6 +297,13 @@ pub fn equivalent_command(plan: &Plan) -> String {
             if let Some(file) = file {
                 args.push(format!("{flag} {}", quote(&file.display().to_string())));
             }
+        }
+    }
+    if let Some(script) = &plan.script {
+        args.push(format!("-s {}", quote(&script.path)));
+        if !script.args.is_empty() {
+            args.push("--".into());
+            args.extend(script.args.iter().map(|a| quote(a)));
         }
     }
     args.join(" ")

@@ -46,6 +46,14 @@ fn header(o: &mut String, r: &Report) {
         "loadmark {}: {} {}",
         r.loadmark_version, req.method, req.url
     );
+    if let Some(script) = &r.plan.script {
+        let args = if script.args.is_empty() {
+            String::new()
+        } else {
+            format!(", init(args) given: {}", script.args.join(" "))
+        };
+        let _ = writeln!(o, "  wrk script {}{args}", script.path);
+    }
     let stop = match r.plan.stop {
         Stop::Duration(d) => format!("for {}", format_duration(d)),
         Stop::Requests(n) => format!("{n} requests"),

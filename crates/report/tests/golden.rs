@@ -61,6 +61,7 @@ fn fixed_report() -> Report {
         mix: Default::default(),
         websocket: None,
         protocol: Default::default(),
+        script: None,
     };
     let facts = RunFacts {
         started_at: UNIX_EPOCH + Duration::from_secs(1_795_381_503),

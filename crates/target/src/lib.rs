@@ -136,6 +136,10 @@ pub struct Tag {
     pub segment: Option<u32>,
     /// The request's path (which request of a mix, which data row).
     pub path: String,
+    /// Its method, and its headers (names lower-case) in arrival order: tests of request
+    /// scripts check from the server's side what a script sent.
+    pub method: String,
+    pub headers: Vec<(String, String)>,
 }
 
 /// Where and how to serve.

@@ -63,6 +63,12 @@ fn record_tag<B>(req: &Request<B>, counters: &Counters) {
             seq,
             segment,
             path: req.uri().path().to_string(),
+            method: req.method().to_string(),
+            headers: req
+                .headers()
+                .iter()
+                .map(|(n, v)| (n.to_string(), String::from_utf8_lossy(v.as_bytes()).into()))
+                .collect(),
         });
     }
 }

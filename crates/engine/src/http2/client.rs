@@ -457,6 +457,8 @@ pub(crate) fn pick<T: Transport>(
     rendered: &mut Vec<u8>,
 ) -> Result<Rc<Prepared>, String> {
     match shared.source.next(global, rendered) {
+        // Scripts are refused with --http2 when the plan is validated; kept for safety.
+        Picked::Failed(message) => Err(message),
         Picked::Fixed(bytes, _) => {
             let key = bytes.as_ptr() as usize;
             let mut fixed = h2s.fixed.borrow_mut();

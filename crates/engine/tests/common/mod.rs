@@ -200,6 +200,7 @@ pub fn plan(url: &str, connections: usize, threads: usize, stop: Stop) -> Plan {
         mix: Default::default(),
         websocket: None,
         protocol: Default::default(),
+        script: None,
     }
 }
 

@@ -80,6 +80,7 @@ pub fn plan() -> Plan {
         mix: Default::default(),
         websocket: None,
         protocol: Default::default(),
+        script: None,
     }
 }
 
