@@ -304,6 +304,12 @@ pub struct SweepFile {
     pub keepalive: Option<Vec<bool>>,
     #[serde(default)]
     pub threads: Option<Vec<usize>>,
+    /// HTTP/2 streams per connection (`load.http2: true`).
+    #[serde(default)]
+    pub streams: Option<Vec<usize>>,
+    /// HTTP/1.1 pipeline depths.
+    #[serde(default)]
+    pub pipeline: Option<Vec<usize>>,
 }
 
 /// The figure a comparison shows.

@@ -396,7 +396,8 @@ fn expand(
         }
         None => file.targets.keys().cloned().collect(),
     };
-    // The matrix of swept values, in a fixed order: connections, rate, keepalive, threads.
+    // The matrix of swept values, in a fixed order: connections, rate, keepalive, threads,
+    // streams, pipeline.
     let mut combos: Vec<Vec<(String, String)>> = vec![Vec::new()];
     let mut add_axis = |name: &str, values: Option<Vec<String>>| {
         if let Some(values) = values {
@@ -422,6 +423,8 @@ fn expand(
     add_axis("rate", texts(&sw.rate));
     add_axis("keepalive", texts(&sw.keepalive));
     add_axis("threads", texts(&sw.threads));
+    add_axis("streams", texts(&sw.streams));
+    add_axis("pipeline", texts(&sw.pipeline));
     let mut steps = Vec::new();
     for name in &names {
         let target = &file.targets[name];
@@ -465,6 +468,8 @@ fn expand(
                     "connections" => s.connections = value.parse().ok(),
                     "rate" => s.rate = value.parse().ok(),
                     "keepalive" => s.keep_alive = value.parse().ok(),
+                    "streams" => s.streams = value.parse().ok(),
+                    "pipeline" => s.pipeline = value.parse().ok(),
                     _ => s.threads = value.parse().ok(),
                 }
             }
