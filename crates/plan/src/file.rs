@@ -89,6 +89,10 @@ pub struct TargetFile {
     /// Services (from `services:`) this target needs running during its steps.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub depends_on: Vec<String>,
+    /// Connect to this Unix domain socket instead of the URL's host and port (as
+    /// `--unix-socket`; the URL still gives Host and the path); overrides `load.unix_socket`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unix: Option<std::path::PathBuf>,
 }
 
 /// A process the plan keeps up while the steps that need it run (a backend, a database, a

@@ -463,6 +463,9 @@ fn expand(
         }
         for combo in &combos {
             let mut s = base_settings.clone();
+            if let Some(path) = &target.unix {
+                s.unix_socket = Some(path.clone());
+            }
             for (key, value) in combo {
                 match key.as_str() {
                     "connections" => s.connections = value.parse().ok(),

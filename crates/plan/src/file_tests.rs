@@ -274,6 +274,23 @@ sweep:
     let p = load_plan_text(text, "pipe.yaml", 2).unwrap();
     let depths: Vec<_> = p.steps.iter().map(|s| s.plan.protocol.pipeline).collect();
     assert_eq!(depths, vec![Some(1), Some(16)]);
+    // A target's own socket.
+    let text = r#"
+targets:
+  local: {url: "http://app.local", unix: /run/a.sock}
+  tcp: {url: "http://127.0.0.1:8080"}
+load: {requests: 100}
+"#;
+    let p = load_plan_text(text, "unix.yaml", 2).unwrap();
+    let sockets: Vec<_> = p
+        .steps
+        .iter()
+        .map(|s| (s.target.as_str(), s.plan.protocol.unix_socket.clone()))
+        .collect();
+    assert_eq!(
+        sockets,
+        vec![("local", Some("/run/a.sock".into())), ("tcp", None)]
+    );
     // Streams without HTTP/2: refused, pointing at the sweep key.
     let text = r#"
 targets:
