@@ -557,6 +557,17 @@ fn expand(
     let mut launches = Vec::new();
     for (name, target) in &file.targets {
         let Some(l) = &target.launch else { continue };
+        let r = &l.ready;
+        if target.unix.is_some() && r.port.is_none() && r.http.is_none() && r.delay.is_none() {
+            // Readiness defaults to the URL's TCP port, which a socket target does not open.
+            return Err(err(
+                &["targets", name, "unix"],
+                format!(
+                    "targets.{name}: a target on a Unix socket has no TCP port to wait for; \
+                     give launch.ready (http: a URL answering 2xx, port: host:port, or delay)"
+                ),
+            ));
+        }
         let launch = crate::services::resolve_launch(
             l.into(),
             &["targets", name, "launch"],

@@ -291,6 +291,18 @@ load: {requests: 100}
         sockets,
         vec![("local", Some("/run/a.sock".into())), ("tcp", None)]
     );
+    // Launched on a socket: readiness must be said, the URL's port would never open.
+    let text = r#"
+targets:
+  local: {url: "http://app.local", unix: /run/a.sock, launch: {command: ./app}}
+"#;
+    let e = load_plan_text(text, "unix.yaml", 2)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("unix.yaml:3:") && e.contains("launch.ready"),
+        "{e}"
+    );
     // Streams without HTTP/2: refused, pointing at the sweep key.
     let text = r#"
 targets:
