@@ -179,6 +179,25 @@ pub struct RunArgs {
     #[arg(long = "insecure")]
     pub insecure: bool,
 
+    /// Speak HTTP/2: negotiated with ALPN over https:// (refused if the server does not
+    /// offer h2), from the first byte over http:// (h2c with prior knowledge)
+    #[arg(long = "http2")]
+    pub http2: bool,
+
+    /// Concurrent streams per HTTP/2 connection (h2load's -m) [default: 1]
+    #[arg(long = "streams", value_parser = at_least_one, allow_negative_numbers = true, requires = "http2")]
+    pub streams: Option<usize>,
+
+    /// Connect to this Unix domain socket instead of the URL's host and port (as curl); the
+    /// URL still gives the Host header and the path
+    #[arg(long = "unix-socket", value_name = "PATH")]
+    pub unix_socket: Option<PathBuf>,
+
+    /// HTTP/1.1 pipelining: P requests written together per connection, responses read in
+    /// order, then the next P (wrk's pipeline script; P = 16 in TechEmpower's plaintext)
+    #[arg(long = "pipeline", value_name = "P", value_parser = at_least_one, allow_negative_numbers = true)]
+    pub pipeline: Option<usize>,
+
     /// A wrk Lua script (wrk's -s): its wrk table, setup/init/request/response/delay/done
     /// run as in wrk; arguments after `--` go to its init(args)
     #[arg(short = 's', long = "script", value_name = "FILE")]
@@ -435,6 +454,17 @@ pub struct ServeArgs {
     /// listening) with SO_REUSEPORT until the server is up
     #[arg(long = "reuse-port")]
     pub reuse_port: bool,
+    /// Serve HTTP/2 too: a connection that opens with HTTP/2's preface is h2c (prior
+    /// knowledge), any other HTTP/1.1
+    #[arg(long = "http2")]
+    pub http2: bool,
+    /// TLS with a self-signed certificate made at start (written to a file named on the
+    /// first line); with --http2, h2 is offered by ALPN
+    #[arg(long = "tls")]
+    pub tls: bool,
+    /// Also listen on this Unix domain socket (it must not exist; removed at exit)
+    #[arg(long = "unix-socket", value_name = "PATH")]
+    pub unix_socket: Option<PathBuf>,
 }
 
 #[derive(Args, Debug)]
@@ -751,6 +781,10 @@ impl RunArgs {
             connect_timeout: self.connect_timeout,
             warmup: self.warmup,
             insecure: self.insecure,
+            http2: self.http2,
+            streams: self.streams,
+            unix_socket: self.unix_socket.clone(),
+            pipeline: self.pipeline,
         };
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         let mut plan = settings.to_plan(request, cores)?;

@@ -169,6 +169,14 @@ pub(crate) fn run_plan(
             let mut part = segment.as_ref().map(|s| s.part()).unwrap_or_default();
             part.script = script.and_then(|s| s.hooks());
             let result = execute(plan, &part, flags.quiet, &mut live)?;
+            if let Some(allowed) = result.http2_server_streams {
+                eprintln!(
+                    "loadmark: the server allows {allowed} concurrent HTTP/2 stream{} per connection, \
+                     fewer than --streams {}: requests waited for a free stream (it was never exceeded)",
+                    if allowed == 1 { "" } else { "s" },
+                    plan.protocol.streams()
+                );
+            }
             let (interrupted, start_skew) = (result.interrupted, result.start_skew);
             let mut report = build_report(plan, result);
             if flags.show_secrets {
@@ -326,12 +334,39 @@ fn serve(args: &ServeArgs) -> Result<ExitCode> {
             }
             _ => None,
         },
+        http2: args.http2,
         reuse_port: args.reuse_port,
+        tls: args.tls,
+        unix_socket: args.unix_socket.clone(),
     })?;
+    // The certificate is new each start: clients that verify need it in a file.
+    let cert_note = match server.tls_cert_pem() {
+        Some(pem) => {
+            let path =
+                std::env::temp_dir().join(format!("loadmark-serve-{}.pem", std::process::id()));
+            std::fs::write(&path, pem)
+                .with_context(|| format!("writing the certificate to {}", path.display()))?;
+            format!(
+                "; self-signed certificate in {} (--cacert it, or --insecure)",
+                path.display()
+            )
+        }
+        None => String::new(),
+    };
+    let unix_note = match &args.unix_socket {
+        Some(path) => format!(" and on the Unix socket {}", path.display()),
+        None => String::new(),
+    };
     let signals = signals();
     println!(
-        "loadmark target listening on http://{} ({} thread{}{}); Ctrl-C stops it",
+        "loadmark target listening on {}://{}{unix_note} ({}{} thread{}{}){cert_note}; Ctrl-C stops it",
+        if args.tls { "https" } else { "http" },
         server.local_addr(),
+        match (args.http2, args.tls) {
+            (true, true) => "HTTP/1.1 and h2 by ALPN, ",
+            (true, false) => "HTTP/1.1 and h2c, ",
+            _ => "",
+        },
         args.threads,
         if args.threads == 1 { "" } else { "s" },
         match (args.stall, args.every) {
@@ -389,6 +424,7 @@ fn quickstart(args: &QuickstartArgs) -> Result<ExitCode> {
         tls: TlsPolicy::Verify,
         mix: Default::default(),
         websocket: None,
+        protocol: Default::default(),
         script: None,
         checks: Vec::new(),
     };

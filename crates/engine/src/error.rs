@@ -23,6 +23,14 @@ pub enum EngineError {
     /// The plan's requests could not be prepared (data file, template).
     #[error(transparent)]
     Source(#[from] crate::source::SourceError),
+    /// `--http2` over TLS, and the server did not choose h2 with ALPN: it speaks only
+    /// HTTP/1.1 there. Drop `--http2`, or point at a server that offers HTTP/2.
+    #[error("HTTP/2 refused: {0}")]
+    Http2NotOffered(String),
+    /// `--unix-socket` with an https:// URL: TLS over a Unix socket is not supported; use
+    /// an http:// URL (the socket is local) or TCP.
+    #[error("--unix-socket carries plain HTTP only: use an http:// URL with it")]
+    UnixTls,
     /// A worker thread could not be started.
     #[error("cannot start a worker thread: {0}")]
     Thread(#[source] std::io::Error),

@@ -3,6 +3,7 @@
 
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::rc::Rc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
@@ -14,10 +15,12 @@ use tokio::sync::watch;
 use crate::closed::{connection_loop, ramp_loop, Budget};
 use crate::connection::{preconnect, Scratch, Shared};
 use crate::error::EngineError;
+use crate::http2::{slot_loop, H2Shared, Negotiated};
 use crate::open::{schedule_loop, Share};
 use crate::source::RequestSource;
 use crate::sys::{raise_file_limit, thread_cpu_time, CpuTime};
 use crate::transport::{DirectTcp, Tcp, Tls, Transport};
+use crate::unix::Unix;
 use crate::ws::{session_loop, WsShared};
 
 /// Stops a run from another thread (a signal handler): the load stops, and the run returns
@@ -87,6 +90,9 @@ pub struct RunResult {
     /// With `Part::start_at`: how late the clock started against it, seconds (negative:
     /// early). Machines of a split run compare these to know how well they started together.
     pub start_skew: Option<f64>,
+    /// HTTP/2: the lowest SETTINGS_MAX_CONCURRENT_STREAMS a server announced when it was
+    /// below `--streams` (requests waited for a free stream instead of exceeding it).
+    pub http2_server_streams: Option<usize>,
 }
 
 /// Runs the plan to its end (or until `stop`), calling `on_progress` about twice a second.
@@ -109,16 +115,49 @@ pub fn run_part(
     plan.validate()?;
     raise_file_limit(plan.load.max_connections())?;
     let url = &plan.request.url;
+    if let Some(path) = &plan.protocol.unix_socket {
+        if url.scheme().is_tls() {
+            return Err(EngineError::UnixTls);
+        }
+        // The URL names the service for Host; it need not resolve.
+        let addr = resolve(url.host(), url.port())
+            .unwrap_or_else(|_| SocketAddr::from(([127, 0, 0, 1], url.port())));
+        let unix = Unix {
+            path: path.clone(),
+            connect_timeout: plan.timeouts.connect,
+        };
+        return run_with(plan, part, addr, unix, stop, &mut on_progress);
+    }
     let addr = resolve(url.host(), url.port())?;
     let tcp = Tcp {
         addr,
         connect_timeout: plan.timeouts.connect,
     };
-    if url.scheme().is_tls() {
+    if url.scheme().is_tls() && plan.protocol.http2.is_some() {
+        let tls = Tls::with_alpn(tcp, url.host(), &plan.tls, &[b"h2", b"http/1.1"])
+            .map_err(|e| EngineError::Tls(e.message))?;
+        refuse_without_h2(&tls)?;
+        run_with(plan, part, addr, tls, stop, &mut on_progress)
+    } else if url.scheme().is_tls() {
         let tls = Tls::new(tcp, url.host(), &plan.tls).map_err(|e| EngineError::Tls(e.message))?;
         run_with(plan, part, addr, tls, stop, &mut on_progress)
     } else {
         run_with(plan, part, addr, DirectTcp(tcp), stop, &mut on_progress)
+    }
+}
+
+/// Over TLS, asks the server once before any load whether it speaks HTTP/2 (ALPN): a run
+/// against a server that does not would only fail every connection the same way. A server
+/// that cannot be reached is left to the run, which counts its connect errors.
+fn refuse_without_h2(tls: &Tls) -> Result<(), EngineError> {
+    use crate::http2::Negotiated;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(EngineError::Thread)?;
+    match runtime.block_on(tls.connect()) {
+        Ok(stream) => stream.h2_negotiated().map_err(EngineError::Http2NotOffered),
+        Err(_) => Ok(()),
     }
 }
 
@@ -148,7 +187,10 @@ fn run_with<T: Transport>(
     transport: T,
     stop: &StopHandle,
     on_progress: &mut dyn FnMut(&Progress),
-) -> Result<RunResult, EngineError> {
+) -> Result<RunResult, EngineError>
+where
+    T::Stream: Negotiated,
+{
     let threads = plan.load.threads();
     // When the load itself ends, from the start: no request starts after it.
     let load_end = match plan.stop {
@@ -165,6 +207,8 @@ fn run_with<T: Transport>(
         Stop::Requests(n) => Some(n),
         Stop::Duration(_) => None,
     }));
+    // HTTP/2: the lowest stream limit a server set below --streams (usize::MAX: none).
+    let server_limit = Arc::new(AtomicUsize::new(usize::MAX));
     let (tx, rx) = mpsc::channel();
     let mut handles = Vec::with_capacity(threads);
     for index in 0..threads {
@@ -180,6 +224,46 @@ fn run_with<T: Transport>(
                     spec: plan.websocket.clone().expect("checked"),
                 },
                 load_end.map(|end| end + plan.timeouts.request + Duration::from_secs(2)),
+            ),
+            // ---- HTTP/2 (crate::http2): its own executors; HTTP/1.1 takes the arms below.
+            Load::Closed { connections, .. } if plan.protocol.http2.is_some() => (
+                Executor::Http2 {
+                    connections: spread(mine(*connections)),
+                    budget: budget.clone(),
+                    streams: plan.protocol.streams(),
+                    tls: plan.request.url.scheme().is_tls(),
+                    server_limit: server_limit.clone(),
+                },
+                load_end,
+            ),
+            Load::Open {
+                rate,
+                max_connections,
+                ..
+            } if plan.protocol.http2.is_some() => (
+                Executor::Http2Open {
+                    profile: Arc::new(rate.clone()),
+                    share: Share {
+                        index: index as u64,
+                        of: threads as u64,
+                        segment: segment.clone(),
+                    },
+                    max_connections: spread(mine(*max_connections).max(threads)),
+                    streams: plan.protocol.streams(),
+                    tls: plan.request.url.scheme().is_tls(),
+                    server_limit: server_limit.clone(),
+                },
+                load_end.map(|end| end + plan.timeouts.request + Duration::from_millis(500)),
+            ),
+            // ---- end HTTP/2
+            // ---- HTTP/1.1 pipelining (crate::pipeline)
+            Load::Closed { connections, .. } if plan.protocol.pipeline.is_some() => (
+                Executor::Pipeline {
+                    connections: spread(mine(*connections)),
+                    budget: budget.clone(),
+                    depth: plan.protocol.pipeline.unwrap_or(1),
+                },
+                load_end,
             ),
             Load::Closed { connections, .. } => (
                 Executor::Closed {
@@ -329,6 +413,8 @@ fn run_with<T: Transport>(
         busiest_worker,
         addr,
         start_skew,
+        http2_server_streams: Some(server_limit.load(Ordering::Relaxed))
+            .filter(|&n| n != usize::MAX),
     })
 }
 
@@ -349,6 +435,29 @@ enum Executor {
         max_connections: usize,
         /// Connections opened before the schedule starts.
         preopen: usize,
+    },
+    /// HTTP/2 connections, each carrying `streams` closed loops.
+    Http2 {
+        connections: usize,
+        budget: Arc<Budget>,
+        streams: usize,
+        tls: bool,
+        server_limit: Arc<AtomicUsize>,
+    },
+    /// HTTP/1.1 connections each writing `depth` requests at a time.
+    Pipeline {
+        connections: usize,
+        budget: Arc<Budget>,
+        depth: usize,
+    },
+    /// HTTP/2's open loop: due requests spread over the streams of a pool of connections.
+    Http2Open {
+        profile: Arc<Profile>,
+        share: Share,
+        max_connections: usize,
+        streams: usize,
+        tls: bool,
+        server_limit: Arc<AtomicUsize>,
     },
     /// WebSocket virtual users, each running one session after another.
     WebSocket {
@@ -390,7 +499,10 @@ fn linger_time() -> Duration {
         .map_or(crate::linger::LINGER, Duration::from_micros)
 }
 
-impl<T: Transport> Worker<T> {
+impl<T: Transport> Worker<T>
+where
+    T::Stream: Negotiated,
+{
     /// One thread, one event loop (wrk's model): connections are tasks on a current-thread
     /// runtime, sharing the recorder without locks.
     fn run(mut self) {
@@ -454,6 +566,23 @@ impl<T: Transport> Worker<T> {
                         ));
                     }
                 }
+                Executor::Http2 {
+                    connections,
+                    budget,
+                    streams,
+                    tls,
+                    server_limit,
+                } => {
+                    let h2s = Rc::new(H2Shared::new(*tls, *streams, server_limit.clone()));
+                    for _ in 0..*connections {
+                        tasks.spawn_local(slot_loop(
+                            ctx.clone(),
+                            h2s.clone(),
+                            budget.clone(),
+                            self.load_end,
+                        ));
+                    }
+                }
                 Executor::Ramp {
                     profile,
                     share,
@@ -488,6 +617,38 @@ impl<T: Transport> Worker<T> {
                             ((self.index as u64) << 32 | user as u64) ^ 0x9E37_79B9_7F4A_7C15,
                         ));
                     }
+                }
+                Executor::Pipeline {
+                    connections,
+                    budget,
+                    depth,
+                } => {
+                    for _ in 0..*connections {
+                        tasks.spawn_local(crate::pipeline::pipeline_loop(
+                            ctx.clone(),
+                            budget.clone(),
+                            *depth,
+                            self.load_end,
+                        ));
+                    }
+                }
+                Executor::Http2Open {
+                    profile,
+                    share,
+                    max_connections,
+                    streams,
+                    tls,
+                    server_limit,
+                } => {
+                    let h2s = Rc::new(H2Shared::new(*tls, *streams, server_limit.clone()));
+                    tasks.spawn_local(crate::http2::schedule_loop(
+                        ctx.clone(),
+                        h2s,
+                        profile.clone(),
+                        origin,
+                        share.clone(),
+                        *max_connections,
+                    ));
                 }
                 Executor::Open {
                     profile,

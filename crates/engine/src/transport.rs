@@ -374,6 +374,16 @@ impl Tls {
     /// under `--insecure`) and whether to present a client certificate (mutual TLS). A file
     /// that cannot be read or parsed is an error here, before any load.
     pub fn new(tcp: Tcp, host: &str, policy: &TlsPolicy) -> Result<Tls, ConnectError> {
+        Self::with_alpn(tcp, host, policy, &[b"http/1.1"])
+    }
+
+    /// As [`Tls::new`], offering these protocols with ALPN (`h2` first for HTTP/2).
+    pub fn with_alpn(
+        tcp: Tcp,
+        host: &str,
+        policy: &TlsPolicy,
+        alpn: &[&[u8]],
+    ) -> Result<Tls, ConnectError> {
         use rustls::pki_types::pem::PemObject;
         use rustls::pki_types::{CertificateDer, PrivateKeyDer};
         let provider = Arc::new(rustls::crypto::ring::default_provider());
@@ -431,7 +441,7 @@ impl Tls {
             }
             None => trusting.with_no_client_auth(),
         };
-        config.alpn_protocols = vec![b"http/1.1".to_vec()];
+        config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
         let server_name = rustls::pki_types::ServerName::try_from(host.to_string())
             .map_err(|e| tls_error(format!("invalid TLS server name {host:?}: {e}")))?;
         Ok(Tls {

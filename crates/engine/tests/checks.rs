@@ -43,6 +43,7 @@ fn plan(server: &RunningServer, path: &str, requests: u64, checks: &[&str]) -> P
         },
         websocket: None,
         script: None,
+        protocol: Default::default(),
         checks: checks.iter().map(|c| Check::parse(c).unwrap()).collect(),
     }
 }

@@ -54,6 +54,7 @@ fn plan(url: &str, load: Load, stop: Stop) -> Plan {
         tls: TlsPolicy::Verify,
         mix: Default::default(),
         websocket: None,
+        protocol: Default::default(),
         script: None,
         checks: Vec::new(),
     }

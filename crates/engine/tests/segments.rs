@@ -64,6 +64,7 @@ fn mixed_plan(port: u16, data: &std::path::Path) -> Plan {
             data: Some(data.to_path_buf()),
         },
         websocket: None,
+        protocol: Default::default(),
         script: None,
         checks: Vec::new(),
     }
@@ -166,6 +167,7 @@ fn closed_loop_counts_and_connections_split_by_weight() {
             ..Default::default()
         },
         websocket: None,
+        protocol: Default::default(),
         script: None,
         checks: Vec::new(),
     };

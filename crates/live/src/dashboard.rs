@@ -443,6 +443,7 @@ mod tests {
             mix: Default::default(),
             websocket: None,
             script: None,
+            protocol: Default::default(),
             checks: Vec::new(),
         }
     }

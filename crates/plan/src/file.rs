@@ -94,6 +94,10 @@ pub struct TargetFile {
     /// Services (from `services:`) this target needs running during its steps.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub depends_on: Vec<String>,
+    /// Connect to this Unix domain socket instead of the URL's host and port (as
+    /// `--unix-socket`; the URL still gives Host and the path); overrides `load.unix_socket`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unix: Option<std::path::PathBuf>,
 }
 
 /// A process the plan keeps up while the steps that need it run (a backend, a database, a
@@ -280,6 +284,18 @@ pub struct LoadFile {
     /// Accept any TLS certificate.
     #[serde(default)]
     pub insecure: Option<bool>,
+    /// HTTP/2: ALPN over https://, prior knowledge (h2c) over http:// [default: false].
+    #[serde(default)]
+    pub http2: Option<bool>,
+    /// Concurrent streams per HTTP/2 connection [default: 1].
+    #[serde(default)]
+    pub streams: Option<usize>,
+    /// Connect to this Unix domain socket instead of the URL's host and port.
+    #[serde(default)]
+    pub unix_socket: Option<std::path::PathBuf>,
+    /// HTTP/1.1 requests written together per connection (wrk's pipeline script).
+    #[serde(default)]
+    pub pipeline: Option<usize>,
 }
 
 /// Values to sweep; several keys make a matrix (targets outermost, then in this order).
@@ -297,6 +313,12 @@ pub struct SweepFile {
     pub keepalive: Option<Vec<bool>>,
     #[serde(default)]
     pub threads: Option<Vec<usize>>,
+    /// HTTP/2 streams per connection (`load.http2: true`).
+    #[serde(default)]
+    pub streams: Option<Vec<usize>>,
+    /// HTTP/1.1 pipeline depths.
+    #[serde(default)]
+    pub pipeline: Option<Vec<usize>>,
 }
 
 /// The figure a comparison shows.

@@ -297,6 +297,10 @@ fn expand(
         connect_timeout: duration(&["load", "connect_timeout"], &load.connect_timeout)?,
         warmup: duration(&["load", "warmup"], &load.warmup)?,
         insecure: load.insecure.unwrap_or(false),
+        http2: load.http2.unwrap_or(false),
+        streams: load.streams,
+        unix_socket: load.unix_socket.clone(),
+        pipeline: load.pipeline,
     };
     let websocket = match &file.websocket {
         Some(w) => Some(websocket_spec(w, &err, &duration)?),
@@ -392,7 +396,8 @@ fn expand(
         }
         None => file.targets.keys().cloned().collect(),
     };
-    // The matrix of swept values, in a fixed order: connections, rate, keepalive, threads.
+    // The matrix of swept values, in a fixed order: connections, rate, keepalive, threads,
+    // streams, pipeline.
     let mut combos: Vec<Vec<(String, String)>> = vec![Vec::new()];
     let mut add_axis = |name: &str, values: Option<Vec<String>>| {
         if let Some(values) = values {
@@ -418,6 +423,8 @@ fn expand(
     add_axis("rate", texts(&sw.rate));
     add_axis("keepalive", texts(&sw.keepalive));
     add_axis("threads", texts(&sw.threads));
+    add_axis("streams", texts(&sw.streams));
+    add_axis("pipeline", texts(&sw.pipeline));
     let mut steps = Vec::new();
     for name in &names {
         let target = &file.targets[name];
@@ -456,11 +463,16 @@ fn expand(
         }
         for combo in &combos {
             let mut s = base_settings.clone();
+            if let Some(path) = &target.unix {
+                s.unix_socket = Some(path.clone());
+            }
             for (key, value) in combo {
                 match key.as_str() {
                     "connections" => s.connections = value.parse().ok(),
                     "rate" => s.rate = value.parse().ok(),
                     "keepalive" => s.keep_alive = value.parse().ok(),
+                    "streams" => s.streams = value.parse().ok(),
+                    "pipeline" => s.pipeline = value.parse().ok(),
                     _ => s.threads = value.parse().ok(),
                 }
             }
@@ -553,6 +565,17 @@ fn expand(
     let mut launches = Vec::new();
     for (name, target) in &file.targets {
         let Some(l) = &target.launch else { continue };
+        let r = &l.ready;
+        if target.unix.is_some() && r.port.is_none() && r.http.is_none() && r.delay.is_none() {
+            // Readiness defaults to the URL's TCP port, which a socket target does not open.
+            return Err(err(
+                &["targets", name, "unix"],
+                format!(
+                    "targets.{name}: a target on a Unix socket has no TCP port to wait for; \
+                     give launch.ready (http: a URL answering 2xx, port: host:port, or delay)"
+                ),
+            ));
+        }
         let launch = crate::services::resolve_launch(
             l.into(),
             &["targets", name, "launch"],

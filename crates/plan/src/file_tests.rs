@@ -262,3 +262,72 @@ fn checks_reach_every_step_and_errors_are_located() {
     assert!(e.starts_with("c.yaml:7:"), "{e}");
     assert!(e.contains("column 8: expected a comparison"), "{e}");
 }
+
+#[test]
+fn protocol_settings_and_their_sweeps_reach_each_steps_plan() {
+    let text = r#"
+targets:
+  api: {url: "http://127.0.0.1:8080"}
+load: {requests: 100, http2: true, unix_socket: /run/app.sock}
+sweep:
+  streams: [1, 10]
+"#;
+    let p = load_plan_text(text, "h2.yaml", 2).unwrap();
+    let streams: Vec<usize> = p.steps.iter().map(|s| s.plan.protocol.streams()).collect();
+    assert_eq!(streams, vec![1, 10]);
+    for s in &p.steps {
+        assert_eq!(
+            s.plan.protocol.unix_socket.as_deref(),
+            Some(std::path::Path::new("/run/app.sock"))
+        );
+    }
+    let text = r#"
+targets:
+  api: {url: "http://127.0.0.1:8080"}
+load: {requests: 100}
+sweep:
+  pipeline: [1, 16]
+"#;
+    let p = load_plan_text(text, "pipe.yaml", 2).unwrap();
+    let depths: Vec<_> = p.steps.iter().map(|s| s.plan.protocol.pipeline).collect();
+    assert_eq!(depths, vec![Some(1), Some(16)]);
+    // A target's own socket.
+    let text = r#"
+targets:
+  local: {url: "http://app.local", unix: /run/a.sock}
+  tcp: {url: "http://127.0.0.1:8080"}
+load: {requests: 100}
+"#;
+    let p = load_plan_text(text, "unix.yaml", 2).unwrap();
+    let sockets: Vec<_> = p
+        .steps
+        .iter()
+        .map(|s| (s.target.as_str(), s.plan.protocol.unix_socket.clone()))
+        .collect();
+    assert_eq!(
+        sockets,
+        vec![("local", Some("/run/a.sock".into())), ("tcp", None)]
+    );
+    // Launched on a socket: readiness must be said, the URL's port would never open.
+    let text = r#"
+targets:
+  local: {url: "http://app.local", unix: /run/a.sock, launch: {command: ./app}}
+"#;
+    let e = load_plan_text(text, "unix.yaml", 2)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("unix.yaml:3:") && e.contains("launch.ready"),
+        "{e}"
+    );
+    // Streams without HTTP/2: refused, pointing at the sweep key.
+    let text = r#"
+targets:
+  api: {url: "http://127.0.0.1:8080"}
+load: {requests: 100}
+sweep:
+  streams: [4]
+"#;
+    let e = load_plan_text(text, "bad.yaml", 2).unwrap_err().to_string();
+    assert!(e.contains("streams") && e.contains("--http2"), "{e}");
+}

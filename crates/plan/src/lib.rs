@@ -47,7 +47,8 @@ pub use file_steps::{
     Step,
 };
 pub use plan::{
-    Load, Mix, Plan, RequestSpec, ScriptRef, Stop, Timeouts, TlsFiles, TlsPolicy, DEFAULT_TIMEOUT,
+    Http2, Load, Mix, Plan, Protocol, RequestSpec, ScriptRef, Stop, Timeouts, TlsFiles, TlsPolicy,
+    DEFAULT_TIMEOUT, MAX_STREAMS,
 };
 pub use schedule::{Pace, Profile, Stage};
 pub use segment::{Segment, MAX_WEIGHT_SUM};

@@ -220,6 +220,10 @@ pub struct Plan {
     /// are sessions, and this says what each session does.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub websocket: Option<WsSpec>,
+    /// How requests travel: HTTP version, streams per connection, the socket. Absent in a
+    /// plan written before HTTP/2 existed: HTTP/1.1 over TCP.
+    #[serde(default, skip_serializing_if = "Protocol::is_default")]
+    pub protocol: Protocol,
     /// A wrk Lua script (`-s FILE -- ARGS`) that shapes the requests; `request` then holds
     /// the `wrk` table's request after the script's `init()`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -227,6 +231,57 @@ pub struct Plan {
     /// Response checks (`--check`, a plan's `checks:`), each counted pass/fail by name.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub checks: Vec<crate::check::Check>,
+}
+
+/// Most concurrent streams one HTTP/2 connection may be asked to carry (`--streams`); RFC
+/// 9113 suggests servers allow at least 100, and more than this only queues in the client.
+pub const MAX_STREAMS: usize = 10_000;
+
+/// Deepest `--pipeline`: more only grows one write and one read burst.
+pub const MAX_PIPELINE: usize = 1024;
+
+/// How requests travel, beside what they say.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Protocol {
+    /// HTTP/2 (`--http2`): over TLS it is negotiated with ALPN, over http:// it is spoken
+    /// from the first byte (h2c with prior knowledge). Absent: HTTP/1.1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub http2: Option<Http2>,
+    /// Connect to this Unix domain socket instead of the URL's host and port (curl's
+    /// `--unix-socket`); the URL still gives the Host header and the path.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unix_socket: Option<std::path::PathBuf>,
+    /// HTTP/1.1 pipelining (`--pipeline P`): P requests written together per connection,
+    /// responses read in order. Absent: one request at a time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pipeline: Option<usize>,
+}
+
+impl Protocol {
+    pub fn is_default(&self) -> bool {
+        *self == Protocol::default()
+    }
+
+    /// The protocol's name as reports print it.
+    pub fn name(&self) -> &'static str {
+        match self.http2 {
+            Some(_) => "HTTP/2",
+            None => "HTTP/1.1",
+        }
+    }
+
+    /// Requests one connection carries at once: its streams, or 1.
+    pub fn streams(&self) -> usize {
+        self.http2.map_or(1, |h| h.streams)
+    }
+}
+
+/// HTTP/2 settings of a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Http2 {
+    /// Concurrent streams per connection (h2load's `-m`, oha's `--http2-parallel`); a server
+    /// that allows fewer (SETTINGS_MAX_CONCURRENT_STREAMS) is never asked for more.
+    pub streams: usize,
 }
 
 /// The script a run used and the arguments its `init(args)` received.
@@ -395,6 +450,92 @@ impl Plan {
                 "a duration above zero",
             ));
         }
+        self.validate_protocol()
+    }
+
+    fn validate_protocol(&self) -> Result<(), PlanError> {
+        if self.script.is_some() {
+            let with = if self.protocol.http2.is_some() {
+                Some("--http2")
+            } else if self.protocol.pipeline.is_some() {
+                Some("--pipeline")
+            } else {
+                None
+            };
+            if let Some(first) = with {
+                return Err(PlanError::Conflict {
+                    first,
+                    second: "-s/--script",
+                    why: "wrk scripts run over HTTP/1.1 one request at a time so far",
+                });
+            }
+        }
+        if let Some(depth) = self.protocol.pipeline {
+            if !(1..=MAX_PIPELINE).contains(&depth) {
+                return Err(PlanError::invalid(
+                    "--pipeline",
+                    depth.to_string(),
+                    "between 1 and 1024 requests written together per connection",
+                ));
+            }
+            let conflict = |second, why| {
+                Err(PlanError::Conflict {
+                    first: "--pipeline",
+                    second,
+                    why,
+                })
+            };
+            if self.protocol.http2.is_some() {
+                return conflict("--http2", "pipelining is HTTP/1.1's; HTTP/2 has --streams");
+            }
+            if self.websocket.is_some() {
+                return conflict("loadmark ws", "WebSocket sessions do not pipeline");
+            }
+            if !matches!(self.load, Load::Closed { .. }) {
+                return conflict(
+                    "--rate/--stages",
+                    "pipelining runs in a closed loop (-c, -n/-d), as wrk's pipeline script",
+                );
+            }
+            if !self.request.keep_alive {
+                return conflict(
+                    "--no-keepalive/Connection: close",
+                    "a pipelined connection carries many requests",
+                );
+            }
+        }
+        let Some(h2) = self.protocol.http2 else {
+            return Ok(());
+        };
+        if !(1..=MAX_STREAMS).contains(&h2.streams) {
+            return Err(PlanError::invalid(
+                "--streams",
+                h2.streams.to_string(),
+                "between 1 and 10000 concurrent streams per connection",
+            ));
+        }
+        if self.websocket.is_some() {
+            return Err(PlanError::Conflict {
+                first: "--http2",
+                second: "loadmark ws",
+                why: "WebSocket sessions are opened over HTTP/1.1",
+            });
+        }
+        if matches!(self.load, Load::Ramp { .. }) {
+            return Err(PlanError::Conflict {
+                first: "--http2",
+                second: "--stages (ramping connections)",
+                why: "HTTP/2 runs in a closed loop (-c) or an open loop (-R, --stages of rates); \
+                      a closed loop whose connections ramp is not built for HTTP/2 yet",
+            });
+        }
+        if !self.request.keep_alive {
+            return Err(PlanError::Conflict {
+                first: "--http2",
+                second: "--no-keepalive/Connection: close",
+                why: "an HTTP/2 connection carries many requests; there is no per-request close",
+            });
+        }
         Ok(())
     }
 
@@ -496,6 +637,7 @@ mod tests {
             tls: TlsPolicy::Verify,
             mix: Mix::default(),
             websocket: None,
+            protocol: Default::default(),
             script: None,
             checks: Vec::new(),
         }

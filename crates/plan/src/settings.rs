@@ -3,7 +3,9 @@
 
 use std::time::Duration;
 
-use crate::plan::{Load, Plan, RequestSpec, Stop, Timeouts, TlsPolicy, DEFAULT_TIMEOUT};
+use crate::plan::{
+    Http2, Load, Plan, Protocol, RequestSpec, Stop, Timeouts, TlsPolicy, DEFAULT_TIMEOUT,
+};
 use crate::schedule::Profile;
 use crate::text::PlanError;
 use crate::websocket::{WsMode, WsSpec};
@@ -30,6 +32,14 @@ pub struct Settings {
     pub connect_timeout: Option<Duration>,
     pub warmup: Option<Duration>,
     pub insecure: bool,
+    /// `--http2`: HTTP/2 (ALPN over TLS, prior knowledge over http://).
+    pub http2: bool,
+    /// `--streams N`: concurrent streams per HTTP/2 connection (default 1, as h2load's -m).
+    pub streams: Option<usize>,
+    /// `--unix-socket PATH`.
+    pub unix_socket: Option<std::path::PathBuf>,
+    /// `--pipeline P`: HTTP/1.1 requests written together per connection.
+    pub pipeline: Option<usize>,
 }
 
 fn conflict(first: &'static str, second: &'static str, why: &'static str) -> PlanError {
@@ -37,6 +47,23 @@ fn conflict(first: &'static str, second: &'static str, why: &'static str) -> Pla
 }
 
 impl Settings {
+    fn protocol(&self) -> Result<Protocol, PlanError> {
+        if self.streams.is_some() && !self.http2 {
+            return Err(conflict(
+                "--streams",
+                "HTTP/1.1",
+                "streams are HTTP/2's; add --http2",
+            ));
+        }
+        Ok(Protocol {
+            http2: self.http2.then(|| Http2 {
+                streams: self.streams.unwrap_or(1),
+            }),
+            unix_socket: self.unix_socket.clone(),
+            pipeline: self.pipeline,
+        })
+    }
+
     /// Builds and validates the plan for `request` (its `keep_alive` is set from here).
     /// `cores` is the default thread count.
     pub fn to_plan(&self, request: RequestSpec, cores: usize) -> Result<Plan, PlanError> {
@@ -191,6 +218,7 @@ impl Settings {
             },
             mix: Default::default(),
             websocket: websocket.clone(),
+            protocol: self.protocol()?,
             script: None,
             checks: Vec::new(),
         };

@@ -484,6 +484,7 @@ pub fn taurus_plan(text: &str, file: &str) -> Result<PlanFile, PlanFileError> {
             launch: None,
             attach: None,
             depends_on: Vec::new(),
+            unix: None,
         },
     );
     Ok(PlanFile {

@@ -114,6 +114,33 @@ fn header(o: &mut String, r: &Report) {
 
 /// TLS, interruption and saturation notices, then a blank line.
 fn notices(o: &mut String, r: &Report) {
+    // What carried the requests, when not HTTP/1.1 over TCP.
+    if let Some(h2) = &r.plan.protocol.http2 {
+        let s = &r.summary;
+        let _ = writeln!(
+            o,
+            "  HTTP/2, {} stream{} per connection{}",
+            h2.streams,
+            plural(h2.streams as u64),
+            if s.connections_opened > 0 {
+                format!(
+                    ", {:.1} requests per connection opened",
+                    s.requests.responses as f64 / s.connections_opened as f64
+                )
+            } else {
+                String::new()
+            }
+        );
+    }
+    if let Some(depth) = r.plan.protocol.pipeline {
+        let _ = writeln!(
+            o,
+            "  HTTP/1.1 pipelining, {depth} requests written together per connection"
+        );
+    }
+    if let Some(path) = &r.plan.protocol.unix_socket {
+        let _ = writeln!(o, "  over the Unix socket {}", path.display());
+    }
     if r.plan.tls.is_insecure() {
         let _ = writeln!(o, "  TLS certificates NOT verified (--insecure)");
     }

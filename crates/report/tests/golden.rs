@@ -60,6 +60,7 @@ fn fixed_report() -> Report {
         tls: TlsPolicy::Verify,
         mix: Default::default(),
         websocket: None,
+        protocol: Default::default(),
         script: None,
         checks: Vec::new(),
     };

@@ -108,6 +108,7 @@
 //!   message on another thread.
 
 mod body;
+mod listeners;
 mod relay;
 mod routes;
 mod server;
@@ -143,7 +144,7 @@ pub struct Tag {
 }
 
 /// Where and how to serve.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ServerConfig {
     /// Default 127.0.0.1:8080; port 0 picks a free port (read it from
     /// [`RunningServer::local_addr`]).
@@ -152,9 +153,20 @@ pub struct ServerConfig {
     pub threads: usize,
     /// Scheduled freezes, to show coordinated omission; default none.
     pub stall: Option<Stall>,
+    /// Serve HTTP/2 too: a connection that opens with the HTTP/2 preface is h2c with prior
+    /// knowledge, any other HTTP/1.1 (hyper-util's auto builder). Default false: the
+    /// HTTP/1.1-only path, which does not look for the preface.
+    pub http2: bool,
     /// Bind with SO_REUSEPORT too (Unix), so a port held bound (not listening) with
     /// SO_REUSEPORT by whoever chose it can be taken over; default false.
     pub reuse_port: bool,
+    /// TLS on the TCP port with a self-signed certificate generated at start (for
+    /// 127.0.0.1, ::1 and localhost; [`RunningServer::tls_cert_pem`] gives it to clients),
+    /// offering h2 with ALPN when `http2` is set. Default false.
+    pub tls: bool,
+    /// Also listen on this Unix domain socket (same endpoints, same protocols as the TCP
+    /// port, without TLS); the file must not exist and is removed when the server stops.
+    pub unix_socket: Option<std::path::PathBuf>,
 }
 
 impl Default for ServerConfig {
@@ -163,7 +175,10 @@ impl Default for ServerConfig {
             addr: ([127, 0, 0, 1], 8080).into(),
             threads: 1,
             stall: None,
+            http2: false,
             reuse_port: false,
+            tls: false,
+            unix_socket: None,
         }
     }
 }
@@ -188,6 +203,17 @@ pub enum ServeError {
     /// `threads` was 0: a server needs at least one thread to serve on. Pass 1 or more.
     #[error("the server needs at least one thread, got 0")]
     NoThreads,
+    /// The Unix socket could not be bound: the file exists (another server, or one that
+    /// did not stop cleanly: remove it), or its directory is missing or not writable.
+    #[error("cannot listen on the Unix socket {}: {source}", path.display())]
+    BindUnix {
+        path: std::path::PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The self-signed certificate for `tls` could not be made.
+    #[error("cannot set up TLS: {0}")]
+    Tls(String),
     /// The stall's duration was zero or not shorter than its period, so the server would
     /// never freeze or never thaw. Pick a duration between zero and `every`, e.g. 1 s of 5 s.
     #[error("a stall of {:?} every {:?} must last more than zero and less than its period", .0.duration, .0.every)]
@@ -199,6 +225,7 @@ pub enum ServeError {
 #[derive(Debug)]
 pub struct RunningServer {
     addr: SocketAddr,
+    tls_cert_pem: Option<String>,
     counters: Arc<Counters>,
     shutdown: Option<oneshot::Sender<()>>,
     thread: Option<JoinHandle<()>>,
@@ -210,10 +237,21 @@ impl RunningServer {
         self.addr
     }
 
+    /// With `tls`: the server's self-signed certificate, PEM, for a client's `--cacert`.
+    pub fn tls_cert_pem(&self) -> Option<&str> {
+        self.tls_cert_pem.as_deref()
+    }
+
     /// Responses handed to hyper so far, one per request, every path and status. Exact:
     /// once a client has read a response, it is counted.
     pub fn requests_served(&self) -> u64 {
         self.counters.requests.load(Ordering::Relaxed)
+    }
+
+    /// Requests that arrived over HTTP/2, every path and status (also counted in
+    /// [`Self::requests_served`]): proof that a client really spoke HTTP/2. Exact.
+    pub fn http2_requests(&self) -> u64 {
+        self.counters.http2_requests.load(Ordering::Relaxed)
     }
 
     /// Connections accepted so far. Exact; keep-alive requests on one connection count once.
@@ -299,6 +337,7 @@ pub fn start(config: ServerConfig) -> Result<RunningServer, ServeError> {
     let (ready_tx, ready_rx) = mpsc::channel();
     let (shutdown_tx, shutdown_rx) = oneshot::channel();
     let thread_counters = counters.clone();
+    let addr = config.addr;
     let thread = std::thread::Builder::new()
         .name("loadmark-target".into())
         .spawn(move || server::run(config, thread_counters, ready_tx, shutdown_rx))
@@ -309,14 +348,16 @@ pub fn start(config: ServerConfig) -> Result<RunningServer, ServeError> {
         )))
     });
     let mut server = RunningServer {
-        addr: config.addr,
+        addr,
+        tls_cert_pem: None,
         counters,
         shutdown: Some(shutdown_tx),
         thread: Some(thread),
     };
     match ready {
-        Ok(addr) => {
+        Ok((addr, pem)) => {
             server.addr = addr;
+            server.tls_cert_pem = pem;
             Ok(server)
         }
         // Dropping `server` joins the thread, which has already given up.

@@ -19,6 +19,7 @@ use tokio::net::{TcpListener, TcpSocket};
 use tokio::sync::oneshot;
 
 use crate::body::ResponseBody;
+use crate::listeners;
 use crate::relay;
 use crate::routes::{self, Routed};
 use crate::ws;
@@ -31,12 +32,13 @@ const BACKLOG: u32 = 1024;
 
 /// How long to wait before accepting again after an error such as EMFILE, which would
 /// otherwise spin the accept loop at full CPU until a descriptor frees up.
-const ACCEPT_BACKOFF: Duration = Duration::from_millis(10);
+pub(crate) const ACCEPT_BACKOFF: Duration = Duration::from_millis(10);
 
 /// Exact counts, shared by every connection task.
 #[derive(Debug, Default)]
 pub(crate) struct Counters {
     pub requests: AtomicU64,
+    pub http2_requests: AtomicU64,
     pub accepts: AtomicU64,
     pub ws_sessions: AtomicU64,
     pub ws_received: AtomicU64,
@@ -77,7 +79,7 @@ fn record_tag<B>(req: &Request<B>, counters: &Counters) {
 pub(crate) fn run(
     config: ServerConfig,
     counters: Arc<Counters>,
-    ready: mpsc::Sender<Result<SocketAddr, ServeError>>,
+    ready: mpsc::Sender<Result<(SocketAddr, Option<String>), ServeError>>,
     shutdown: oneshot::Receiver<()>,
 ) {
     let addr = config.addr;
@@ -97,13 +99,56 @@ pub(crate) fn run(
                 return;
             }
         };
-        let local = listener.local_addr();
-        let _ = ready.send(local.map_err(|source| ServeError::Bind { addr, source }));
+        let local = match listener.local_addr() {
+            Ok(a) => a,
+            Err(source) => {
+                let _ = ready.send(Err(ServeError::Bind { addr, source }));
+                return;
+            }
+        };
+        let tls = match config.tls.then(|| listeners::self_signed(config.http2)) {
+            Some(Err(e)) => {
+                let _ = ready.send(Err(ServeError::Tls(e)));
+                return;
+            }
+            Some(Ok(pair)) => Some(pair),
+            None => None,
+        };
+        let unix = match config.unix_socket.as_deref().map(listeners::bind_unix) {
+            Some(Err(e)) => {
+                let _ = ready.send(Err(e));
+                return;
+            }
+            Some(Ok(l)) => Some(l),
+            None => None,
+        };
+        // Removed when the server stops (this block returns).
+        let _socket_file = listeners::SocketFile(config.unix_socket.clone());
         // A stall schedule counts from the moment the server can be reached.
         let stall = config.stall.map(|stall| (stall, Instant::now()));
+        let serving = listeners::Serving {
+            counters: counters.clone(),
+            stall,
+            http2: config.http2,
+        };
+        let pem = tls.as_ref().map(|(_, pem)| pem.clone());
+        if let Some(unix) = unix {
+            tokio::spawn(listeners::accept_unix(unix, serving.clone()));
+        }
         // Spawned rather than awaited here so that, on a multi-thread runtime, the accept
         // loop runs on a worker and new connections land on workers' local queues.
-        tokio::spawn(accept_loop(listener, counters, stall));
+        match tls {
+            Some((acceptor, _)) => {
+                tokio::spawn(listeners::accept_tls(listener, acceptor, serving));
+            }
+            None if config.http2 => {
+                tokio::spawn(listeners::accept_auto(listener, serving));
+            }
+            None => {
+                tokio::spawn(accept_loop(listener, counters, stall));
+            }
+        }
+        let _ = ready.send(Ok((local, pem)));
         let _ = shutdown.await;
     });
 }
@@ -186,7 +231,7 @@ async fn accept_loop(
 }
 
 /// Errors that concern one connection that went away before we accepted it.
-fn is_per_connection(e: &io::Error) -> bool {
+pub(crate) fn is_per_connection(e: &io::Error) -> bool {
     matches!(
         e.kind(),
         io::ErrorKind::ConnectionAborted
@@ -196,7 +241,7 @@ fn is_per_connection(e: &io::Error) -> bool {
 }
 
 /// The hyper service of one connection.
-struct Target {
+pub(crate) struct Target {
     counters: Arc<Counters>,
     /// The schedule and the instant it counts from.
     stall: Option<(Stall, Instant)>,
@@ -205,6 +250,14 @@ struct Target {
 }
 
 impl Target {
+    pub(crate) fn new(counters: Arc<Counters>, stall: Option<(Stall, Instant)>) -> Target {
+        Target {
+            counters,
+            stall,
+            relay: OnceLock::new(),
+        }
+    }
+
     fn relay_slot(&self) -> relay::Slot {
         self.relay.get_or_init(Default::default).clone()
     }
@@ -216,6 +269,9 @@ impl Service<Request<Incoming>> for Target {
     type Future = Reply;
 
     fn call(&self, req: Request<Incoming>) -> Reply {
+        if req.version() == hyper::Version::HTTP_2 {
+            self.counters.http2_requests.fetch_add(1, Ordering::Relaxed);
+        }
         if self.counters.recording.load(Ordering::Relaxed) {
             record_tag(&req, &self.counters);
         }

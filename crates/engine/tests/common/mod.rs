@@ -199,6 +199,7 @@ pub fn plan(url: &str, connections: usize, threads: usize, stop: Stop) -> Plan {
         tls: TlsPolicy::Verify,
         mix: Default::default(),
         websocket: None,
+        protocol: Default::default(),
         script: None,
         checks: Vec::new(),
     }

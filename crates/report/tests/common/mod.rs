@@ -79,6 +79,7 @@ pub fn plan() -> Plan {
         tls: TlsPolicy::Verify,
         mix: Default::default(),
         websocket: None,
+        protocol: Default::default(),
         script: None,
         checks: Vec::new(),
     }

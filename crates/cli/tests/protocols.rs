@@ -1,0 +1,97 @@
+//! The CLI's HTTP/2, Unix-socket and pipelining flags end to end: `loadmark serve --http2
+//! --unix-socket` as a subprocess, `loadmark run` against it, the report's protocol line.
+
+use std::process::Command;
+
+use loadmark_test_support::{Daemon, TempDir, PATIENCE};
+
+fn loadmark(args: &[&str]) -> (bool, Option<i32>, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_loadmark"))
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        out.status.success(),
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn http2_unix_socket_and_pipelining_runs_against_loadmark_serve() {
+    let dir = TempDir::new("protocols");
+    let sock = dir.path().join("t.sock");
+    let mut serve = Command::new(env!("CARGO_BIN_EXE_loadmark"));
+    serve
+        .args(["serve", "--port", "0", "--http2", "--unix-socket"])
+        .arg(&sock);
+    let server = Daemon::spawn("loadmark serve", serve).unwrap();
+    // The server binds port 0 and says which port it got.
+    let port: u16 = server
+        .wait_for_line(PATIENCE, |line| {
+            let rest = line.strip_prefix("loadmark target listening on http://127.0.0.1:")?;
+            rest.split(' ').next()?.parse().ok()
+        })
+        .unwrap();
+    let url = format!("http://127.0.0.1:{port}/status");
+
+    let (ok, _, out, err) = loadmark(&[
+        "run",
+        &url,
+        "--http2",
+        "--streams",
+        "4",
+        "-c",
+        "2",
+        "-n",
+        "400",
+    ]);
+    assert!(ok, "{err}");
+    assert!(
+        out.contains("HTTP/2, 4 streams per connection, 200.0 requests per connection"),
+        "{out}"
+    );
+    assert!(out.contains("400 completed"), "{out}");
+
+    let sock_arg = sock.to_str().unwrap();
+    for extra in [&[][..], &["--http2", "--streams", "8"][..]] {
+        let mut args = vec![
+            "run",
+            "http://app.local/status",
+            "--unix-socket",
+            sock_arg,
+            "-c",
+            "1",
+            "-n",
+            "100",
+        ];
+        args.extend_from_slice(extra);
+        let (ok, _, out, err) = loadmark(&args);
+        assert!(ok, "{err}");
+        assert!(out.contains("over the Unix socket"), "{out}");
+        assert!(out.contains("100 completed"), "{out}");
+    }
+
+    let (ok, _, out, err) = loadmark(&["run", &url, "--pipeline", "16", "-c", "2", "-n", "320"]);
+    assert!(ok, "{err}");
+    assert!(
+        out.contains("pipelining, 16 requests written together"),
+        "{out}"
+    );
+    assert!(out.contains("320 completed"), "{out}");
+}
+
+#[test]
+fn conflicting_protocol_flags_are_usage_errors_naming_both() {
+    let url = "http://127.0.0.1:9/";
+    let (_, code, _, err) = loadmark(&["run", url, "--http2", "--pipeline", "4", "-n", "1"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("--pipeline") && err.contains("--http2"),
+        "{err}"
+    );
+    let (_, code, _, err) = loadmark(&["run", url, "--streams", "4", "-n", "1"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("--http2"), "{err}");
+}
