@@ -25,6 +25,7 @@ import argparse
 import os
 import re
 import shlex
+import shutil
 import signal
 import subprocess
 import sys
@@ -137,6 +138,7 @@ class Nginx:
 
     def __init__(self, args):
         d = tempfile.mkdtemp(prefix="serverview-")
+        self.dir = d
         conf = nginx_conf(d, args.port)
         rt = ["chrt", "-f", "10"] if args.rt else []
         self.port = args.port
@@ -164,6 +166,8 @@ class Nginx:
             self.master.wait(timeout=10)
         except subprocess.TimeoutExpired:
             self.master.kill()
+            self.master.wait(timeout=10)
+        shutil.rmtree(self.dir, ignore_errors=True)
 
 
 class CountingServer:
