@@ -385,6 +385,13 @@ pub struct WsArgs {
     #[arg(long = "reply-match", value_name = "FIELD")]
     pub reply_match: Option<String>,
 
+    /// Request mode: check every reply (repeatable), as `run --check` checks responses: a
+    /// reply that fails is answered (its round trip is recorded) and counted apart from
+    /// errors, with the first failing reply. A reply has a body but no status or headers:
+    /// 'json /status == 200', 'body contains "ok"', 'body size > 0', 'latency < 10ms'
+    #[arg(long = "check", value_name = "EXPR", value_parser = check_arg)]
+    pub checks: Vec<loadmark_plan::Check>,
+
     /// End each session after this long and open a new one in its place (k6's VU loop)
     /// [default: sessions last the whole run]
     #[arg(long = "session-duration", value_parser = duration_arg)]
@@ -838,6 +845,8 @@ impl WsArgs {
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         let mut plan = settings.to_ws_plan(request, spec, cores)?;
         plan.tls = self.tls.policy(self.insecure)?;
+        plan.checks.clone_from(&self.checks);
+        plan.validate()?;
         Ok(plan)
     }
 }

@@ -100,6 +100,55 @@ fn ws_request_mode_counts_exactly() {
     assert_eq!(server.ws_messages_received(), 300);
 }
 
+/// Issue 20: replies that carry an error status are counted by `--check`, shown in the
+/// report with the first failing reply, and a threshold on checks fails the run (exit 3).
+#[test]
+fn ws_reply_checks_count_error_replies_and_gate_the_run() {
+    let server = target();
+    let url = format!("ws://{}/ws/json", server.local_addr());
+    let run = loadmark()
+        .args([
+            "ws",
+            &url,
+            "-c",
+            "2",
+            "-n",
+            "200",
+            "--message",
+            "{\"id\":{{seq}},\"action\":\"nearby\",\"status\":{{rand_int 399 400}}}",
+            "--check",
+            "found: json /status < 400",
+            "--threshold",
+            "checks>99%",
+        ])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    let bad = server.ws_error_replies();
+    assert!(bad > 0 && bad < 200, "{bad}");
+    assert_eq!(run.status.code(), Some(3), "{stdout}");
+    let row: Vec<&str> = stdout
+        .lines()
+        .find(|l| l.trim_start().starts_with("found "))
+        .unwrap_or_else(|| panic!("a row for the check: {stdout}"))
+        .split_whitespace()
+        .collect();
+    let (passed, failed) = ((200 - bad).to_string(), bad.to_string());
+    assert_eq!(
+        row[1..5],
+        [passed.as_str(), "passed", failed.as_str(), "failed"],
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains(&format!("{bad} of 200 replies failed a check")),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("reply; {\"id\":"),
+        "the first failing reply: {stdout}"
+    );
+}
+
 #[test]
 fn ws_bad_input_exits_2_naming_the_problem() {
     let cases: Vec<(Vec<&str>, &str)> = vec![
@@ -148,6 +197,22 @@ fn ws_bad_input_exits_2_naming_the_problem() {
                 "id",
             ],
             "--reply-match",
+        ),
+        // A reply has no status or headers, and only request mode has replies (issue 20).
+        (
+            vec!["ws", "ws://127.0.0.1:1/", "--check", "status == 200"],
+            "json /status == 200",
+        ),
+        (
+            vec![
+                "ws",
+                "ws://127.0.0.1:1/",
+                "--interval",
+                "5ms",
+                "--check",
+                "body size > 0",
+            ],
+            "--mode request",
         ),
     ];
     for (args, needle) in cases {

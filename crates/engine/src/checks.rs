@@ -31,6 +31,23 @@ pub(crate) struct View<'a> {
     pub raw: &'a [u8],
     /// The response was longer than [`CAPTURE_LIMIT`].
     pub overflow: bool,
+    /// `raw` is one WebSocket reply's payload (issue 20): all body, no status or headers.
+    pub message: bool,
+}
+
+impl<'a> View<'a> {
+    /// A WebSocket reply in request mode: its payload and its round trip.
+    pub(crate) fn message(payload: &'a [u8], latency: Duration) -> View<'a> {
+        View {
+            // A reply that came is a success at the transport level: one that fails a check
+            // is counted among the failed answers, as a 2xx response that fails one is.
+            status: 200,
+            latency,
+            raw: payload,
+            overflow: false,
+            message: true,
+        }
+    }
 }
 
 impl Checks {
@@ -188,6 +205,10 @@ struct Parsed<'a> {
 impl<'a> Parsed<'a> {
     fn of(view: &View<'a>) -> Parsed<'a> {
         let mut out = Parsed::default();
+        if view.message {
+            out.body = Some(std::borrow::Cow::Borrowed(view.raw));
+            return out;
+        }
         let mut raw = view.raw;
         // Interim (1xx) responses come before the final one: skip their heads.
         loop {
@@ -288,6 +309,11 @@ fn describe(c: &Check, view: &View<'_>, parsed: &Parsed<'_>) -> String {
         None if c.needs_response() => "; response could not be read back".to_string(),
         None => String::new(),
     };
+    if view.message {
+        // A reply has no status: say what it was, then what it held.
+        let body_part = body_part.replacen("; body: ", "; ", 1);
+        return format!("reply{seen}{body_part}");
+    }
     format!("status {}{seen}{body_part}", view.status)
 }
 
@@ -305,6 +331,7 @@ mod tests {
             latency: Duration::from_millis(5),
             raw,
             overflow: false,
+            message: false,
         };
         checks.record(&view, origin, &mut rec);
         let report = rec.finish();

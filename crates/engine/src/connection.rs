@@ -241,6 +241,7 @@ fn record_checks(
             .saturating_duration_since(sample.scheduled.unwrap_or(sample.started)),
         raw: &reader.capture,
         overflow: reader.overflow,
+        message: false,
     };
     checks.record(&view, sample.ended, recorder);
     if reader.capture.capacity() > SCRATCH_BYTES {

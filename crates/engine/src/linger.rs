@@ -29,6 +29,17 @@ pub(crate) const LINGER: Duration = Duration::from_micros(5);
 pub(crate) struct Activity {
     ended: Cell<u64>,
     sleeper: Cell<Option<Waker>>,
+    /// What lingering did, for measurements (`LOADMARK_LINGER_STATS=1` prints it).
+    pub(crate) stats: Cell<LingerStats>,
+}
+
+/// Lingers that found work before the limit (and how long they polled for it), and lingers
+/// that ended in sleep.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct LingerStats {
+    pub hits: u64,
+    pub hit_polling: Duration,
+    pub misses: u64,
 }
 
 impl Activity {
@@ -59,12 +70,20 @@ pub(crate) async fn linger_before_sleeping(
             if activity.ended.get() != seen {
                 // Work came: the polling since the last request was not idle after all.
                 seen = activity.ended.get();
-                idle_since = None;
+                if let Some(since) = idle_since.take() {
+                    let mut stats = activity.stats.get();
+                    stats.hits += 1;
+                    stats.hit_polling += now - since;
+                    activity.stats.set(stats);
+                }
                 continue;
             }
             let since = *idle_since.get_or_insert(now);
             if now - since >= linger {
                 idle.set(idle.get() + (now - since));
+                let mut stats = activity.stats.get();
+                stats.misses += 1;
+                activity.stats.set(stats);
                 break;
             }
         }

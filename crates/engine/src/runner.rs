@@ -692,6 +692,13 @@ where
             }
             if let Some(task) = lingering {
                 task.abort();
+                if std::env::var_os("LOADMARK_LINGER_STATS").is_some() {
+                    eprintln!(
+                        "worker {} lingering: {:?}",
+                        self.index,
+                        ctx.activity.stats.get()
+                    );
+                }
             }
             // Requests still running now are in flight: abandoned, not errors.
             tasks.abort_all();

@@ -576,3 +576,73 @@ fn waiting_out_unanswered_messages_after_the_end_costs_no_cpu() {
         "client CPU {cpu:?} while waiting"
     );
 }
+
+/// Issue 20: an API that answers every request inside a message of its own, with its own
+/// `"status"`, is not a success because a reply came. Reply checks count the failed replies
+/// exactly (the server counts the error replies it sent), apart from transport errors, with
+/// the first failing reply as the example; every reply is still a round trip.
+#[test]
+fn reply_checks_count_replies_that_carry_an_error() {
+    let server = target();
+    let url = format!("ws://{}/ws/json", server.local_addr());
+    let spec = WsSpec {
+        mode: WsMode::Request,
+        interval: None,
+        // Half the requests ask for status 400: an error inside a delivered reply.
+        payload: WsPayload::Message("{\"id\":{{seq}},\"status\":{{rand_int 399 400}}}".into()),
+        reply_match: Some("id".into()),
+        ..echo_spec(1)
+    };
+    let mut p = ws_plan(&url, spec, settings(4, None, Some(1000)));
+    p.checks = [
+        "ok: json /ok == true",
+        "json /status < 400",
+        "latency < 10s",
+    ]
+    .iter()
+    .map(|c| loadmark_plan::Check::parse(c).unwrap())
+    .collect();
+    p.validate().unwrap();
+    let r = run(&p, &StopHandle::new(), |_| {}).unwrap();
+    let s = &r.totals.snapshot;
+    assert_eq!(s.responses, 1000, "every reply is a round trip");
+    assert_eq!(s.errors.total(), 0, "{:?}", s.errors);
+    let bad = server.ws_error_replies();
+    assert!(bad > 300 && bad < 700, "about half: {bad}");
+    let checks = s.checks.as_ref().expect("checks counted");
+    assert_eq!(checks.checked_responses, 1000);
+    assert_eq!(checks.failed_responses, bad);
+    let ok = checks.get("ok").unwrap();
+    assert_eq!((ok.passed, ok.failed), (1000 - bad, bad));
+    let status = checks.get("json /status < 400").unwrap();
+    assert_eq!(status.failed, bad);
+    assert_eq!(checks.get("latency < 10s").unwrap().failed, 0);
+    let example = ok.first_failure.as_deref().unwrap();
+    assert!(
+        example.starts_with("reply; {\"id\":") && example.contains("\"status\":400"),
+        "{example}"
+    );
+}
+
+#[test]
+fn reply_checks_are_refused_where_no_reply_can_meet_them() {
+    let url = "ws://127.0.0.1:9/ws/json";
+    let check = |text: &str| vec![loadmark_plan::Check::parse(text).unwrap()];
+    let request = WsSpec {
+        mode: WsMode::Request,
+        interval: None,
+        ..echo_spec(1)
+    };
+    let mut p = ws_plan(url, request, settings(1, None, Some(1)));
+    p.checks = check("status == 200");
+    let e = p.validate().unwrap_err().to_string();
+    assert!(
+        e.contains("'status == 200'") || e.contains("\"status == 200\""),
+        "{e}"
+    );
+    assert!(e.contains("json /status == 200"), "names the way: {e}");
+    let mut p = ws_plan(url, echo_spec(10), settings(1, None, Some(1)));
+    p.checks = check("body size > 0");
+    let e = p.validate().unwrap_err().to_string();
+    assert!(e.contains("--mode request"), "{e}");
+}

@@ -126,6 +126,12 @@ impl Expr {
     pub fn needs_response(&self) -> bool {
         !matches!(self, Expr::Status(_) | Expr::Latency(..))
     }
+
+    /// True when a WebSocket reply can meet the check: a message has a body (text, size,
+    /// JSON) and a round trip (latency), but no status line and no headers.
+    pub fn applies_to_messages(&self) -> bool {
+        !matches!(self, Expr::Status(_) | Expr::Header(..))
+    }
 }
 
 /// One parsed check: its name (given as `NAME: expr`, else the expression's text), the text

@@ -511,14 +511,25 @@ fn expand(
                     data: data.clone(),
                 }
             };
-            // Checks (issue 17) hold for every request of every HTTP step.
-            if !file.checks.is_empty() && websocket.is_some() {
-                return Err(err(
-                    &["checks"],
-                    "checks apply to HTTP responses; a websocket plan cannot have them".into(),
-                ));
-            }
+            // Checks (issue 17) hold for every response of every step; for a websocket
+            // plan, for every reply (request mode).
             plan.checks.clone_from(&file.checks);
+            if plan.websocket.is_some() {
+                plan.validate().map_err(|e| {
+                    // At the check no reply can meet, if it is one; else at `checks:`.
+                    let mut located = err(&["checks"], e.to_string());
+                    let offending = plan.checks.iter().find(|c| !c.expr.applies_to_messages());
+                    if let Some((i, column)) = offending.and_then(|c| {
+                        text.lines()
+                            .enumerate()
+                            .skip(located.line)
+                            .find_map(|(i, l)| l.find(&c.text).map(|col| (i, col)))
+                    }) {
+                        (located.line, located.column) = (i + 1, column + 1);
+                    }
+                    located
+                })?;
+            }
             let mut params = Vec::new();
             if names.len() > 1 {
                 params.push(("target".to_string(), name.clone()));

@@ -246,6 +246,19 @@ fn websocket_mistakes_are_located() {
     assert!(e.message.contains("interval"), "{e}");
 }
 
+/// Checks in a websocket plan test its replies (issue 20): request mode, body and JSON only,
+/// and a check no reply can meet is refused at its place in the file.
+#[test]
+fn websocket_plans_check_replies() {
+    let base = "targets:\n  a: {url: \"ws://127.0.0.1:1\"}\nwebsocket:\n  mode: request\n  message: '{\"status\":200}'\nchecks:\n  - json /status == 200\n";
+    let p = load_plan_text(base, "ws.yaml", 2).unwrap();
+    assert_eq!(p.steps[0].plan.checks.len(), 1);
+    let status = base.replace("json /status == 200", "status == 200");
+    let e = load_plan_text(&status, "ws.yaml", 2).unwrap_err();
+    assert_eq!(e.line, 7, "{e}");
+    assert!(e.message.contains("a reply has no status"), "{e}");
+}
+
 /// `checks:` (issue 17) reach every step's plan; a malformed one names the file, line and
 /// column of the value and, inside it, the column and what was expected.
 #[test]

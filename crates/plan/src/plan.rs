@@ -318,6 +318,31 @@ impl Mix {
 }
 
 impl Plan {
+    /// Checks on a WebSocket run test its replies (issue 20): only request mode waits for a
+    /// reply to each message, and a reply has a body and a round trip but no status or
+    /// headers.
+    fn validate_ws_checks(&self, spec: &WsSpec) -> Result<(), PlanError> {
+        if self.checks.is_empty() {
+            return Ok(());
+        }
+        if spec.mode != crate::websocket::WsMode::Request {
+            return Err(PlanError::Conflict {
+                first: "--check",
+                second: "--mode echo|send|receive",
+                why: "checks test replies, and only request mode (--mode request) waits for the reply to each message",
+            });
+        }
+        match self.checks.iter().find(|c| !c.expr.applies_to_messages()) {
+            Some(c) => Err(PlanError::invalid(
+                "--check",
+                c.text.clone(),
+                "a check a WebSocket reply can meet: body, body size, json or latency \
+                 (a reply has no status or headers), e.g. 'json /status == 200'",
+            )),
+            None => Ok(()),
+        }
+    }
+
     /// Checks what the type system cannot. Every error names the setting.
     pub fn validate(&self) -> Result<(), PlanError> {
         let websocket_url = self.request.url.scheme().is_websocket();
@@ -338,6 +363,7 @@ impl Plan {
                     });
                 }
                 spec.validate()?;
+                self.validate_ws_checks(spec)?;
             }
             None if websocket_url => {
                 return Err(PlanError::invalid(

@@ -15,11 +15,12 @@ fn rate(passed: u64, failed: u64) -> String {
     }
 }
 
-/// The terminal block: `Checks` and a line per check.
-pub(crate) fn render_text_block(o: &mut String, c: &CheckStats) {
+/// The terminal block: `Checks` and a line per check. `unit` is what was checked:
+/// responses, or a WebSocket run's replies.
+pub(crate) fn render_text_block(o: &mut String, c: &CheckStats, unit: &str) {
     let _ = writeln!(
         o,
-        "  Checks        {} of {} responses failed a check",
+        "  Checks        {} of {} {unit} failed a check",
         c.failed_responses, c.checked_responses
     );
     let width = c

@@ -31,7 +31,12 @@ pub fn render_text(r: &Report) -> String {
         http_blocks(&mut o, r);
     }
     if let Some(c) = &s.checks {
-        crate::checks::render_text_block(&mut o, c); // issue 17
+        let unit = if s.websocket.is_some() {
+            "replies"
+        } else {
+            "responses"
+        };
+        crate::checks::render_text_block(&mut o, c, unit); // issues 17 and 20
     }
     errors_and_health(&mut o, r);
     if let Some(split) = &r.split {
@@ -323,10 +328,17 @@ fn errors_and_health(o: &mut String, r: &Report) {
                 String::new()
             } else {
                 format!(", {} non-2xx/3xx responses", q.non_success_responses)
-            } + &s.checks.as_ref().map_or(String::new(), |c| format!(
-                ", {} 2xx/3xx responses that failed a check",
-                c.failed_success_responses
-            ))
+            } + &s.checks.as_ref().map_or(String::new(), |c| {
+                let what = if s.websocket.is_some() {
+                    "replies"
+                } else {
+                    "2xx/3xx responses"
+                };
+                format!(
+                    ", {} {what} that failed a check",
+                    c.failed_success_responses
+                )
+            })
         );
     }
 }

@@ -289,6 +289,13 @@ impl RunningServer {
         self.counters.ws_bytes_received.load(Ordering::Relaxed)
     }
 
+    /// `/ws/json` replies that carried an error status (a request's `"status"` of 400 or
+    /// more): what a client's reply checks must count as failed. Exact, counted before the
+    /// reply is written.
+    pub fn ws_error_replies(&self) -> u64 {
+        self.counters.ws_error_replies.load(Ordering::Relaxed)
+    }
+
     /// From now on, keeps the `X-Loadmark-Seq` and `X-Loadmark-Segment` headers of every
     /// request that has them (`loadmark run --tag-requests` sends them), so a test can check
     /// from the server's side which requests arrived and from which segment. Memory grows by

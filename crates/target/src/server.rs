@@ -44,6 +44,8 @@ pub(crate) struct Counters {
     pub ws_received: AtomicU64,
     pub ws_sent: AtomicU64,
     pub ws_bytes_received: AtomicU64,
+    /// `/ws/json` replies that carry an error status (`"ok":false`).
+    pub ws_error_replies: AtomicU64,
     /// Set by [`crate::RunningServer::record_tags`]: keep each request's loadmark tags.
     pub recording: std::sync::atomic::AtomicBool,
     pub tags: std::sync::Mutex<Vec<crate::Tag>>,

@@ -289,7 +289,15 @@ where
             .ws_bytes_received
             .fetch_add(len as u64, Ordering::Relaxed);
         let reply = match endpoint {
-            Endpoint::Json => json_reply(&message, &mut json),
+            Endpoint::Json => {
+                let reply = json_reply(&message, &mut json);
+                if let Message::Text(text) = &reply {
+                    if text.contains("\"ok\":false") {
+                        counters.ws_error_replies.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+                reply
+            }
             _ => message,
         };
         // Counted before the reply can reach the socket, so a client that has read it sees
@@ -361,7 +369,9 @@ fn close_frame(code: CloseCode, reason: impl Into<Utf8Bytes>) -> CloseFrame {
 /// The `/ws/json` reply to one message (text or binary, parsed the same way):
 /// `{"id":<id>,"ok":true,"bytes":<payload length>}` with the request's `"id"` value copied
 /// verbatim (the field left out when the request has none), or a fixed error object when the
-/// payload is not JSON or not a JSON object.
+/// payload is not JSON or not a JSON object. A request with `"status":N` (0-999) is answered
+/// the way APIs that wrap every answer in a message do (Kuzzle, JSON-RPC-style gateways):
+/// `{"id":..,"status":N,"ok":<N < 400>,..}`, an error carried inside a delivered reply.
 pub(crate) fn json_reply(message: &Message, buf: &mut BytesMut) -> Message {
     use std::fmt::Write;
 
@@ -370,13 +380,13 @@ pub(crate) fn json_reply(message: &Message, buf: &mut BytesMut) -> Message {
         Message::Binary(data) => data,
         _ => &[],
     };
-    let id = match serde_json::from_slice::<JsonRequest>(payload) {
-        Ok(request) => request.id,
+    let (id, status) = match serde_json::from_slice::<JsonRequest>(payload) {
+        Ok(request) => (request.id, request.status),
         Err(e) if e.is_data() => return Message::text(Utf8Bytes::from_static(NOT_AN_OBJECT)),
         Err(_) => return Message::text(Utf8Bytes::from_static(NOT_JSON)),
     };
     let id = id.map_or("", |id| id.get());
-    buf.reserve(48 + id.len());
+    buf.reserve(64 + id.len());
     buf.extend_from_slice(b"{");
     if !id.is_empty() {
         buf.extend_from_slice(b"\"id\":");
@@ -384,7 +394,11 @@ pub(crate) fn json_reply(message: &Message, buf: &mut BytesMut) -> Message {
         buf.extend_from_slice(b",");
     }
     // Writing to a BytesMut cannot fail.
-    let _ = write!(buf, "\"ok\":true,\"bytes\":{}}}", payload.len());
+    if let Some(status) = status {
+        let _ = write!(buf, "\"status\":{status},");
+    }
+    let ok = status.is_none_or(|s| s < 400);
+    let _ = write!(buf, "\"ok\":{ok},\"bytes\":{}}}", payload.len());
     match Utf8Bytes::try_from(buf.split()) {
         Ok(text) => Message::text(text),
         // Unreachable: serde_json hands out raw values as `str`.
@@ -396,6 +410,8 @@ pub(crate) fn json_reply(message: &Message, buf: &mut BytesMut) -> Message {
 /// (serde's derive would also take an array as a struct).
 struct JsonRequest<'a> {
     id: Option<&'a serde_json::value::RawValue>,
+    /// The status the reply should carry (a number 0-999; anything else is ignored).
+    status: Option<u16>,
 }
 
 impl<'de> serde::Deserialize<'de> for JsonRequest<'de> {
@@ -413,24 +429,30 @@ impl<'de> serde::Deserialize<'de> for JsonRequest<'de> {
                 mut map: M,
             ) -> Result<Self::Value, M::Error> {
                 let mut id = None;
+                let mut status = None;
                 while let Some(key) = map.next_key::<Key>()? {
                     match key {
                         Key::Id => id = Some(map.next_value()?),
+                        Key::Status => {
+                            let value = map.next_value::<serde_json::Value>()?;
+                            status = value.as_u64().filter(|s| *s < 1000).map(|s| s as u16);
+                        }
                         Key::Other => {
                             map.next_value::<serde::de::IgnoredAny>()?;
                         }
                     }
                 }
-                Ok(JsonRequest { id })
+                Ok(JsonRequest { id, status })
             }
         }
         d.deserialize_map(Visit)
     }
 }
 
-/// A key of the request object: `id` (escaped or not) or any other.
+/// A key of the request object: `id` or `status` (escaped or not) or any other.
 enum Key {
     Id,
+    Status,
     Other,
 }
 
@@ -445,7 +467,11 @@ impl<'de> serde::Deserialize<'de> for Key {
             }
 
             fn visit_str<E>(self, key: &str) -> Result<Key, E> {
-                Ok(if key == "id" { Key::Id } else { Key::Other })
+                Ok(match key {
+                    "id" => Key::Id,
+                    "status" => Key::Status,
+                    _ => Key::Other,
+                })
             }
         }
         d.deserialize_identifier(Visit)
@@ -483,6 +509,23 @@ mod tests {
         assert_eq!(
             reply(r#"{"id":null}"#),
             r#"{"id":null,"ok":true,"bytes":11}"#
+        );
+    }
+
+    #[test]
+    fn json_replies_carry_the_status_asked_for() {
+        assert_eq!(
+            reply(r#"{"id":3,"status":404}"#),
+            r#"{"id":3,"status":404,"ok":false,"bytes":21}"#
+        );
+        assert_eq!(
+            reply(r#"{"status":399}"#),
+            r#"{"status":399,"ok":true,"bytes":14}"#
+        );
+        assert_eq!(
+            reply(r#"{"status":"x"}"#),
+            r#"{"ok":true,"bytes":14}"#,
+            "not a number: ignored"
         );
     }
 

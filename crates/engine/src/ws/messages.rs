@@ -8,6 +8,8 @@ use loadmark_metrics::{ErrorKind, Recorder};
 use loadmark_plan::{next_random, RenderContext, WsMode, WsPayload, MAX_WS_MESSAGE, WS_SEQ_BYTES};
 use tokio::io::{AsyncRead, AsyncWrite};
 
+use crate::checks::View;
+
 use super::frame::{self, Header, OP_BINARY, OP_CLOSE, OP_CONTINUATION, OP_PING, OP_PONG, OP_TEXT};
 use super::session::{Failure, Live, Owed, KEPT_READ_CAPACITY};
 
@@ -196,7 +198,14 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Live<'_, S> {
                         });
                     }
                 }
-                answered(&mut rec, &owed, now, self.timeout);
+                if answered(&mut rec, &owed, now, self.timeout) {
+                    // Checks test what the reply says (issue 20): an API that answers every
+                    // request in a message of its own with `"status":404` is not a success.
+                    if let Some(checks) = self.checks {
+                        let latency = now.saturating_duration_since(owed.since());
+                        checks.record(&View::message(payload, latency), now, &mut rec);
+                    }
+                }
             }
             WsMode::Send | WsMode::Receive => {}
         }
@@ -290,7 +299,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Live<'_, S> {
 
 /// Records an answer: a round trip, or a `timeout` error when it came later than
 /// `--timeout` allows (before the session's next check had counted it as one).
-fn answered(rec: &mut Recorder, owed: &Owed, now: Instant, timeout: Duration) {
+/// Records the answer to `owed`; false when it came too late and counts as a timeout.
+fn answered(rec: &mut Recorder, owed: &Owed, now: Instant, timeout: Duration) -> bool {
     if now >= owed.since() + timeout {
         rec.record_error(
             ErrorKind::Timeout,
@@ -300,8 +310,10 @@ fn answered(rec: &mut Recorder, owed: &Owed, now: Instant, timeout: Duration) {
                 owed.seq
             ),
         );
+        false
     } else {
         rec.record_round_trip(owed.intended, owed.sent, now);
+        true
     }
 }
 

@@ -265,6 +265,7 @@ async fn session<T: Transport>(
         recorder: &shared.recorder,
         in_flight: &shared.in_flight,
         ws,
+        checks: shared.checks.as_ref(),
     };
     let outcome = live.run(start, load_end, budget, shared.timeout).await;
     let end = Instant::now();
@@ -425,6 +426,8 @@ pub(super) struct Live<'a, S> {
     pub(super) recorder: &'a RefCell<Recorder>,
     pub(super) in_flight: &'a std::cell::Cell<u64>,
     pub(super) ws: &'a WsShared,
+    /// Reply checks (request mode, issue 20); `None` when there are none.
+    pub(super) checks: Option<&'a crate::checks::Checks>,
 }
 
 impl<S: AsyncRead + AsyncWrite + Unpin> Live<'_, S> {
