@@ -24,6 +24,30 @@ use std::time::{Duration, Instant};
 /// this class of machine, so the next response usually comes within it.
 pub(crate) const LINGER: Duration = Duration::from_micros(5);
 
+/// The linger to use: none where the kernel's idle loop itself polls before it halts the CPU
+/// (the `haltpoll` cpuidle driver with `guest_halt_poll_ns` above 0, a KVM guest's default),
+/// since a polling CPU is woken without an interrupt; [`LINGER`] elsewhere. Measured against
+/// nginx on this VM (bench/RESULTS.md, "Lingering stands in for the guest's idle polling"):
+/// with its boot line's `guest_halt_poll_ns=0` lingering takes nginx from 0.96-0.98x wrk's
+/// count to 1.02-1.03x; with the idle loop polling, loadmark is at 1.03x without lingering, at
+/// 0.85x wrk's CPU per request, and lingering would only spend CPU.
+pub(crate) fn default_linger() -> Duration {
+    if idle_loop_polls() {
+        Duration::ZERO
+    } else {
+        LINGER
+    }
+}
+
+fn idle_loop_polls() -> bool {
+    let read = |path: &str| std::fs::read_to_string(path).unwrap_or_default();
+    read("/sys/devices/system/cpu/cpuidle/current_driver").trim() == "haltpoll"
+        && read("/sys/module/haltpoll/parameters/guest_halt_poll_ns")
+            .trim()
+            .parse::<u64>()
+            .is_ok_and(|ns| ns > 0)
+}
+
 /// What the lingering task watches: requests ending, and where to wake it when one does.
 #[derive(Default)]
 pub(crate) struct Activity {

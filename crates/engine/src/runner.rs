@@ -491,12 +491,12 @@ struct Worker<T: Transport> {
 }
 
 /// How long an idle closed-loop worker polls before sleeping ([`crate::linger`]);
-/// `LOADMARK_LINGER_US` overrides it for measurements (0: sleep at once, as before).
+/// `LOADMARK_LINGER_US` overrides the default (0: sleep at once, the lightest on CPU).
 fn linger_time() -> Duration {
     std::env::var("LOADMARK_LINGER_US")
         .ok()
         .and_then(|v| v.parse().ok())
-        .map_or(crate::linger::LINGER, Duration::from_micros)
+        .map_or_else(crate::linger::default_linger, Duration::from_micros)
 }
 
 impl<T: Transport> Worker<T>
