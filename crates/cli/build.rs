@@ -50,6 +50,7 @@ fn main() {
     let mut features: Vec<String> = std::env::vars()
         .filter_map(|(k, _)| k.strip_prefix("CARGO_FEATURE_").map(str::to_string))
         .map(|f| f.to_lowercase().replace('_', "-"))
+        .filter(|f| f != "default")
         .collect();
     features.sort();
     let target = std::env::var("TARGET").unwrap_or_default();

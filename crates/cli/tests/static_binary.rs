@@ -185,7 +185,7 @@ fn static_binary_runs_in_an_empty_root_and_loads_the_built_in_target() {
         .build
         .expect("the result records the build");
     assert_eq!(build.target, "x86_64-unknown-linux-musl");
-    assert_eq!(build.features, ["mimalloc"]);
+    assert_eq!(build.features, ["lua51", "mimalloc"]);
     // /proc was there: the machine's facts were read. /etc was not: the OS name falls back to
     // "linux", which shows the client really ran inside the empty root.
     assert!(report.environment.cores > 0 && !report.environment.kernel.is_empty());
