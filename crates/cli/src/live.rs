@@ -150,6 +150,8 @@ impl Live {
             elapsed: p.elapsed,
             seconds: p.seconds,
             in_flight: p.in_flight,
+            open_connections: p.open_connections,
+            busiest_worker: p.busiest_worker,
             finished: p.finished,
         };
         if let Some(e) = &self.exporter {

@@ -11,7 +11,7 @@
 //! # fn plan() -> loadmark_plan::Plan { panic!("the example only shows the calls") }
 //! let exporter = Exporter::bind("127.0.0.1:0".parse().unwrap()).unwrap();
 //! exporter.begin(Labels { run_id: "r1".into(), step: 1, segment: None }, &plan());
-//! exporter.tick(&Tick { elapsed: std::time::Duration::from_secs(1), seconds: &[], in_flight: 0, finished: true });
+//! exporter.tick(&Tick { elapsed: std::time::Duration::from_secs(1), seconds: &[], finished: true, ..Tick::default() });
 //! exporter.linger(std::time::Duration::from_secs(15));
 //! ```
 //!
@@ -34,13 +34,13 @@ use std::time::Duration;
 
 pub use dashboard::{Dashboard, MIN_SIZE};
 pub use exporter::Exporter;
-pub use loadmark_metrics::Second;
+pub use loadmark_metrics::{Busy, Second};
 pub use openmetrics::{Format, Labels, LATENCY_BUCKETS_S};
 pub use stream::StreamWriter;
 pub use tui::{NoTui, Tui};
 
 /// What a live view is fed, once or twice a second.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Default)]
 pub struct Tick<'a> {
     /// Time since the run's start; on the last tick, the run's wall time as the report has it.
     pub elapsed: Duration,
@@ -48,6 +48,10 @@ pub struct Tick<'a> {
     pub seconds: &'a [Second],
     /// Requests begun and not yet ended, at the workers' latest hand-overs.
     pub in_flight: u64,
+    /// Connections open now (WebSocket: one per session).
+    pub open_connections: u64,
+    /// The busiest load thread's CPU use: the saturation verdict's input.
+    pub busiest_worker: Busy,
     /// The last tick: the load stopped and every second is final.
     pub finished: bool,
 }
