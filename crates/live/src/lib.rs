@@ -21,12 +21,15 @@
 //! - The exposition is written by hand (a few families, one format): no registry or
 //!   dependency; counters carry the time of the end of the last second they hold, so
 //!   Prometheus puts them on the run's own time axis.
+//! - `--remote-write` pushes the same exposition to a Prometheus remote-write receiver
+//!   ([`RemoteWriter`]), protobuf and snappy written by hand, from its own thread.
 //! - The endpoint lingers after the run until one scrape fetched the final numbers (bounded),
 //!   so the last second is never lost between two scrapes.
 
 mod dashboard;
 mod exporter;
 mod openmetrics;
+mod remote_write;
 mod stream;
 mod tui;
 
@@ -36,6 +39,7 @@ pub use dashboard::{Dashboard, MIN_SIZE};
 pub use exporter::Exporter;
 pub use loadmark_metrics::{Busy, Second};
 pub use openmetrics::{Format, Labels, LATENCY_BUCKETS_S};
+pub use remote_write::{Delivered, RemoteWriter};
 pub use stream::StreamWriter;
 pub use tui::{NoTui, Tui};
 
@@ -65,6 +69,9 @@ pub enum LiveError {
         path: std::path::PathBuf,
         source: std::io::Error,
     },
+    /// The remote-write URL cannot be used.
+    #[error("--remote-write {url}: {why}")]
+    RemoteWrite { url: String, why: String },
     /// The metrics address could not be bound: in use, or not an address of this machine.
     #[error("--metrics-listen {addr}: {source}")]
     Bind {

@@ -454,12 +454,12 @@ fn unix_now() -> f64 {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use loadmark_metrics::{Second, SeriesPoint};
     use loadmark_plan::{RequestSpec, Stop, Target as Url, Timeouts, TlsPolicy};
 
-    pub(super) fn plan() -> Plan {
+    pub(crate) fn plan() -> Plan {
         Plan {
             request: RequestSpec {
                 method: "GET".into(),
