@@ -204,7 +204,7 @@ where
     let open = OpenConnections::default();
     let transport = Counting {
         inner: transport,
-        open: open.clone(),
+        open,
     };
     let threads = plan.load.threads();
     // When the load itself ends, from the start: no request starts after it.
