@@ -69,7 +69,9 @@ impl BusyClock {
         BusyClock {
             cpu_start,
             origin,
-            last: (origin, Duration::ZERO),
+            // The first second's share leaves out what was spent before the origin
+            // (runtime, open-loop pool).
+            last: (origin, (thread_cpu_time() - cpu_start).total()),
         }
     }
 

@@ -137,8 +137,9 @@ impl StepState {
                 end = end.min(tick.elapsed.as_secs_f64());
             }
             // Never after now, and always after a time already exposed (Prometheus refuses a
-            // sample older than the last it stored, or at the same time with another value).
-            let after = self.covered_until.map_or(f64::MIN, |t| t + 0.001);
+            // sample older than the last it stored, or at the same time with another value;
+            // 2 ms, not 1, so that rounding to whole milliseconds cannot merge two times).
+            let after = self.covered_until.map_or(f64::MIN, |t| t + 0.002);
             let at = (origin + end).min(now).max(after);
             self.covered_until = Some(at);
             if !s.point.warmup {

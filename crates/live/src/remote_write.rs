@@ -40,6 +40,8 @@ pub struct RemoteWriter {
     steps: Vec<StepState>,
     tx: Option<mpsc::Sender<(String, i64)>>,
     done: mpsc::Receiver<Delivered>,
+    /// The time given to the gauges of the last push, ms.
+    last_ms: i64,
 }
 
 impl RemoteWriter {
@@ -99,6 +101,7 @@ impl RemoteWriter {
             steps: Vec::new(),
             tx: Some(tx),
             done,
+            last_ms: 0,
         })
     }
 
@@ -113,9 +116,14 @@ impl RemoteWriter {
         if let Some(step) = self.steps.last_mut() {
             step.tick(tick);
         }
+        // Strictly later than the last push: the run's last two ticks can come within a
+        // millisecond, and Prometheus refuses a second value at the same time
+        // ("duplicate sample for timestamp").
         let now_ms = SystemTime::now()
             .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.as_millis() as i64);
+            .map_or(0, |d| d.as_millis() as i64)
+            .max(self.last_ms + 1);
+        self.last_ms = now_ms;
         if let Some(tx) = &self.tx {
             let _ = tx.send((render(&self.steps, Format::Text), now_ms));
         }
