@@ -8,7 +8,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use anyhow::Result;
 use clap::Args;
 use loadmark_engine::Progress;
-use loadmark_live::{Exporter, Labels, StreamWriter, Tick, Tui};
+use loadmark_live::{Exporter, Labels, RemoteWriter, StreamWriter, Tick, Tui};
 use loadmark_plan::Plan;
 use loadmark_report::{Report, StreamStart, SCHEMA_VERSION};
 
@@ -32,7 +32,16 @@ pub struct MetricsFlags {
     /// numbers, at most this long (0 stops at once)
     #[arg(long = "metrics-linger", value_name = "DURATION", default_value = "15s", value_parser = crate::args::duration_arg)]
     pub metrics_linger: Duration,
+
+    /// Push the same metrics to a Prometheus remote-write receiver once a second, e.g.
+    /// http://127.0.0.1:9090/api/v1/write (Prometheus with --web.enable-remote-write-receiver);
+    /// the end waits for the last push at most 10 s
+    #[arg(long = "remote-write", value_name = "URL")]
+    pub remote_write: Option<String>,
 }
+
+/// How long the end of the process waits for the last remote-write push.
+const REMOTE_WRITE_PATIENCE: Duration = Duration::from_secs(10);
 
 /// The live outputs of `run` and `ws`.
 #[derive(Args, Debug, Default, Clone)]
@@ -57,6 +66,7 @@ pub struct Live {
     stream: Option<StreamWriter>,
     stream_path: Option<PathBuf>,
     tui: Option<Tui>,
+    remote: Option<(String, RemoteWriter)>,
     /// A live output failed during the run: said once, then it is left alone; the run goes on.
     failed: bool,
 }
@@ -94,9 +104,17 @@ impl Live {
             }
             None => None,
         };
+        let remote = match &metrics.remote_write {
+            Some(url) => Some((
+                url.clone(),
+                RemoteWriter::new(url).map_err(|e| UsageError(e.to_string()))?,
+            )),
+            None => None,
+        };
         let tui = if metrics.tui { start_tui() } else { None };
         Ok(Live {
             tui,
+            remote,
             run_id,
             segment,
             linger: metrics.metrics_linger,
@@ -117,15 +135,16 @@ impl Live {
         if let Some(t) = &mut self.tui {
             t.begin(plan, step, steps);
         }
+        let labels = Labels {
+            run_id: self.run_id.clone(),
+            step,
+            segment: self.segment.clone(),
+        };
+        if let Some((_, r)) = &mut self.remote {
+            r.begin(labels.clone(), plan);
+        }
         if let Some(e) = &self.exporter {
-            e.begin(
-                Labels {
-                    run_id: self.run_id.clone(),
-                    step,
-                    segment: self.segment.clone(),
-                },
-                plan,
-            );
+            e.begin(labels, plan);
         }
         if let Some(path) = &self.stream_path {
             let start = StreamStart {
@@ -150,10 +169,15 @@ impl Live {
             elapsed: p.elapsed,
             seconds: p.seconds,
             in_flight: p.in_flight,
+            open_connections: p.open_connections,
+            busiest_worker: p.busiest_worker,
             finished: p.finished,
         };
         if let Some(e) = &self.exporter {
             e.tick(&tick);
+        }
+        if let Some((_, r)) = &mut self.remote {
+            r.tick(&tick);
         }
         if let Some(t) = &mut self.tui {
             t.tick(&tick);
@@ -195,6 +219,20 @@ impl Live {
     /// The process is about to end: the endpoint waits for its final scrape (bounded).
     pub fn linger(&mut self) {
         self.leave_tui();
+        if let Some((url, mut r)) = self.remote.take() {
+            match r.finish(REMOTE_WRITE_PATIENCE) {
+                None => eprintln!(
+                    "loadmark: warning: --remote-write {url}: the last push did not finish within {REMOTE_WRITE_PATIENCE:?}"
+                ),
+                Some(d) if d.failed > 0 => eprintln!(
+                    "loadmark: warning: --remote-write {url}: {} of {} pushes failed; the last: {}",
+                    d.failed,
+                    d.failed + d.accepted,
+                    d.last_error.unwrap_or_default()
+                ),
+                Some(_) => {}
+            }
+        }
         let Some(e) = &self.exporter else { return };
         if self.linger.is_zero() {
             return;

@@ -620,5 +620,91 @@ fn ws_exposes_its_message_counts() {
         ),
         Some(ws.messages_received as f64)
     );
+    assert_eq!(
+        sample(&last, &format!("loadmark_ws_sessions_opened_total{{{l}}}")),
+        Some(ws.sessions_opened as f64)
+    );
+    assert_eq!(
+        sample(&last, &format!("loadmark_open_sessions{{{l}}}")),
+        Some(0.0),
+        "every session closed at the end"
+    );
+    server.shutdown();
+}
+
+#[test]
+fn the_open_connections_gauge_is_the_connections_asked_for_and_zero_at_the_end() {
+    let server = target();
+    let url = format!("http://{}/status", server.local_addr());
+    // Closed loop, keep-alive: the six connections stay open for the whole run. Bounded at
+    // 60 s; the test stops it once the gauge shows them.
+    let run = spawn(
+        "loadmark run --metrics-listen",
+        &[
+            "run",
+            &url,
+            "-c",
+            "6",
+            "-t",
+            "2",
+            "-d",
+            "60s",
+            "-q",
+            "--run-id",
+            "oc",
+            "--metrics-listen",
+            "127.0.0.1:0",
+            "--metrics-linger",
+            "60s",
+        ],
+    );
+    let endpoint = run
+        .wait_for_line(STOP_PATIENCE, |l| {
+            Some(
+                l.split("OpenMetrics at http://")
+                    .nth(1)?
+                    .split('/')
+                    .next()?
+                    .to_string(),
+            )
+        })
+        .unwrap();
+    let l = "run_id=\"oc\",step=\"1\"";
+    let gauge = format!("loadmark_open_connections{{{l}}}");
+    // The gauge is the latest hand-over's (about a second old): it reaches 6 once every
+    // connection has connected, and stays there while they are kept alive.
+    wait_until("six open connections in the exposition", || {
+        http_get(&endpoint, "/metrics", OPENMETRICS)
+            .ok()
+            .and_then(|(_, t)| sample(&t, &gauge))
+            == Some(6.0)
+    });
+    let during = check_openmetrics(&endpoint);
+    assert_eq!(sample(&during, &gauge), Some(6.0), "{during}");
+    assert_eq!(
+        sample(&during, &format!("loadmark_target_connections{{{l}}}")),
+        Some(6.0)
+    );
+    assert!(
+        sample(
+            &during,
+            &format!("loadmark_busiest_thread_cpu_ratio{{{l}}}")
+        )
+        .is_some_and(|v| (0.0..=1.5).contains(&v)),
+        "a thread's share of one core (1.5: getrusage and the wall clock are read apart): {during}"
+    );
+    assert!(
+        !during.contains("loadmark_open_sessions"),
+        "sessions only for WebSocket runs"
+    );
+    run.signal(libc::SIGINT);
+    run.wait_for_line(STOP_PATIENCE, |l| {
+        l.contains("keeping http://").then_some(())
+    })
+    .unwrap();
+    // Every connection was closed when the load stopped.
+    let last = check_openmetrics(&endpoint);
+    assert_eq!(sample(&last, &gauge), Some(0.0), "{last}");
+    assert_eq!(run.wait(STOP_PATIENCE).unwrap().code(), Some(130));
     server.shutdown();
 }

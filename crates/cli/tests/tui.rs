@@ -260,3 +260,113 @@ fn a_terminal_smaller_than_80x24_gets_the_progress_line_and_the_reason() {
     drop(tmux);
     server.shutdown();
 }
+
+/// What the client box says of a WebSocket run's messages: (second, sent, received).
+fn message_rates(screen: &str) -> Option<(u64, u64, u64)> {
+    let rest = screen.split("messages/s (second ").nth(1)?;
+    let (second, rest) = rest.split_once(") sent ")?;
+    let (sent, rest) = rest.split_once(" received ")?;
+    let received = rest.split_whitespace().next()?.trim_end_matches('│');
+    Some((
+        second.parse().ok()?,
+        sent.parse().ok()?,
+        received.parse().ok()?,
+    ))
+}
+
+/// Runs `args` under tmux with --tui and `-o report`, 120x40; the shell records the exit code.
+fn start_in_tmux(dir: &Path, args: &str, report: &Path, exit: &Path) -> Tmux {
+    let command = format!(
+        "'{}' {args} --tui -o '{}'; echo $? > '{}'; sleep 60",
+        env!("CARGO_BIN_EXE_loadmark"),
+        report.display(),
+        exit.display()
+    );
+    Tmux::start(dir, 120, 40, &command)
+}
+
+/// Presses q and waits for the exit code the shell wrote.
+fn quit(tmux: &Tmux, exit: &Path) -> String {
+    tmux.run(&["send-keys", "-t", "lm", "q"]);
+    wait_until("loadmark to exit after q", || {
+        std::fs::read_to_string(exit).is_ok_and(|t| t.ends_with('\n'))
+    });
+    std::fs::read_to_string(exit).unwrap().trim().to_string()
+}
+
+#[test]
+fn a_websocket_view_shows_sessions_and_message_rates_as_the_report_has_them() {
+    let server = target();
+    let dir = temp_dir("tui", "ws");
+    let (report, exit) = (dir.join("r.json"), dir.join("exit"));
+    let url = format!("ws://{}/ws/echo", server.local_addr());
+    // Four sessions, each echoing a message every 50 ms (about 80 a second both ways);
+    // bounded at 60 s, q ends it after a few seconds.
+    let tmux = start_in_tmux(
+        &dir,
+        &format!("ws {url} -c 4 -i 50ms -t 1 -d 60s"),
+        &report,
+        &exit,
+    );
+    // The sessions connect in the first moments; the gauge is the latest hand-over's.
+    wait_until("four open sessions on the screen", || {
+        tmux.screen().contains("open sessions 4 (asked 4)")
+    });
+    let mut shown = Vec::new();
+    for at in [2, 4] {
+        wait_until(&format!("the message rates of second {at}"), || {
+            message_rates(&tmux.screen()).is_some_and(|(s, _, _)| s >= at)
+        });
+        let screen = tmux.screen();
+        shown.push((message_rates(&screen).unwrap(), screen));
+    }
+    assert_eq!(quit(&tmux, &exit), "130", "q stops the run");
+    let saved = report_json(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    for ((second, sent, received), screen) in &shown {
+        let p = &saved.series[*second as usize];
+        assert_eq!(
+            (*sent, *received),
+            (p.messages_sent, p.messages_received),
+            "second {second} as shown and as reported: {screen}"
+        );
+        assert!(*sent > 0, "messages flowed in second {second}: {screen}");
+        assert!(screen.contains("round trips/s"), "{screen}");
+        assert!(screen.contains("client not saturated") || screen.contains("saturated now"));
+    }
+    drop(tmux);
+    server.shutdown();
+}
+
+#[test]
+fn a_bench_view_says_which_plan_step_of_how_many_is_running() {
+    let server = target();
+    let dir = temp_dir("tui", "bench");
+    let (out, exit) = (dir.join("out"), dir.join("exit"));
+    let plan = dir.join("plan.yaml");
+    // Two steps of 8 s each (step 2 stays on the screen that long, against a capture every
+    // few milliseconds); q stops the bench once step 2 is shown.
+    std::fs::write(
+        &plan,
+        format!(
+            "name: steps\ntargets:\n  api:\n    url: http://{}/status\nload: {{duration: 8s}}\nsweep: {{connections: [1, 2]}}\n",
+            server.local_addr()
+        ),
+    )
+    .unwrap();
+    let tmux = start_in_tmux(&dir, &format!("bench '{}'", plan.display()), &out, &exit);
+    wait_until("step 1 of 2 on the screen", || {
+        tmux.screen().contains("step 1 of 2")
+    });
+    // Step 1 ends on its own after 8 s; step 2 is then drawn in the same view.
+    wait_until("step 2 of 2 on the screen", || {
+        tmux.screen().contains("step 2 of 2")
+    });
+    // Its two connections, once the first second has been handed over.
+    wait_until("step 2's two open connections on the screen", || {
+        let screen = tmux.screen();
+        screen.contains("step 2 of 2") && screen.contains("open connections 2 (asked 2)")
+    });
+    assert_eq!(quit(&tmux, &exit), "130", "q stops the bench");
+    drop(tmux);
+    server.shutdown();
+}

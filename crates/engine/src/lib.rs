@@ -25,6 +25,7 @@
 mod checks;
 mod closed;
 mod connection;
+mod counted;
 mod error;
 pub mod http1;
 mod http2;

@@ -8,17 +8,20 @@ use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use loadmark_metrics::{Aggregate, Recorder, Second, SeriesPoint, Snapshot, Totals, WorkerReport};
+use loadmark_metrics::{
+    Aggregate, Busy, Recorder, Second, SeriesPoint, Snapshot, Totals, WorkerReport,
+};
 use loadmark_plan::{Load, Plan, Profile, Segment, Stop, Target, WsSpec};
 use tokio::sync::watch;
 
 use crate::closed::{connection_loop, ramp_loop, Budget};
 use crate::connection::{preconnect, Scratch, Shared};
+use crate::counted::{Counting, OpenConnections};
 use crate::error::EngineError;
 use crate::http2::{slot_loop, H2Shared, Negotiated};
 use crate::open::{schedule_loop, Share};
 use crate::source::RequestSource;
-use crate::sys::{raise_file_limit, thread_cpu_time, CpuTime};
+use crate::sys::{raise_file_limit, thread_cpu_time, BusyClock, CpuTime};
 use crate::transport::{DirectTcp, Tcp, Tls, Transport};
 use crate::unix::Unix;
 use crate::ws::{session_loop, WsShared};
@@ -65,6 +68,11 @@ pub struct Progress<'a> {
     pub seconds: &'a [Second],
     /// Requests begun and not yet ended at the workers' latest hand-overs.
     pub in_flight: u64,
+    /// Connections open now (WebSocket: one per session, from connect to close).
+    pub open_connections: u64,
+    /// The busiest load thread's CPU use at the latest hand-overs: what the report's
+    /// saturation verdict is made of (`so_far` at the end is the report's `busiest_worker`).
+    pub busiest_worker: Busy,
     /// The last call: the load has stopped, every second is final, and `elapsed` is the
     /// run's wall time as the report will state it.
     pub finished: bool,
@@ -191,6 +199,13 @@ fn run_with<T: Transport>(
 where
     T::Stream: Negotiated,
 {
+    // Every executor connects through the transport: counting its streams is the
+    // open-connections gauge, at no cost per request.
+    let open = OpenConnections::default();
+    let transport = Counting {
+        inner: transport,
+        open,
+    };
     let threads = plan.load.threads();
     // When the load itself ends, from the start: no request starts after it.
     let load_end = match plan.stop {
@@ -369,6 +384,8 @@ where
                 totals: aggregate.snapshot(),
                 seconds: &seconds,
                 in_flight: aggregate.in_flight_now(),
+                open_connections: open.now(),
+                busiest_worker: aggregate.busiest_now(),
                 finished: false,
             });
         }
@@ -384,6 +401,8 @@ where
         totals: aggregate.snapshot(),
         seconds: &seconds,
         in_flight: aggregate.in_flight_now(),
+        open_connections: open.now(),
+        busiest_worker: aggregate.busiest_now(),
         finished: true,
     });
     drop(seconds);
@@ -519,6 +538,7 @@ where
             _ => Vec::new(),
         };
         let origin = self.start.wait();
+        let mut busy = BusyClock::new(cpu_start, origin);
         self.load_end = self.load_end_after.map(|d| origin + d);
         self.hard_stop = self.hard_stop_after.map(|d| origin + d);
         let ctx = Rc::new(Shared {
@@ -684,6 +704,7 @@ where
                     _ = tick.tick() => {
                         let mut report = ctx.recorder.borrow_mut().drain(std::time::Instant::now());
                         report.in_flight_now = ctx.in_flight.get();
+                        report.busy = busy.sample(&ctx.idle_polling);
                         let _ = self.tx.send(Message::Tick(self.index, report));
                     }
                     _ = &mut deadline => break,
@@ -707,6 +728,7 @@ where
         let recorder = std::mem::replace(&mut *ctx.recorder.borrow_mut(), Recorder::new(origin));
         let mut report = recorder.finish();
         report.in_flight = ctx.in_flight.get();
+        report.busy = busy.sample(&ctx.idle_polling);
         let cpu = thread_cpu_time() - cpu_start;
         let wall = origin.elapsed().as_secs_f64().max(1e-9);
         let busy = cpu

@@ -55,6 +55,45 @@ pub fn thread_cpu_time() -> CpuTime {
     CpuTime::default()
 }
 
+/// A load thread's busy share of a core, sampled at each hand-over (once a second, one
+/// `getrusage` call): its CPU time since it started, less the time it spent polling while
+/// idle (the linger), over the wall time since the run's origin, as the report computes it.
+pub(crate) struct BusyClock {
+    cpu_start: CpuTime,
+    origin: std::time::Instant,
+    last: (std::time::Instant, Duration),
+}
+
+impl BusyClock {
+    pub(crate) fn new(cpu_start: CpuTime, origin: std::time::Instant) -> Self {
+        BusyClock {
+            cpu_start,
+            origin,
+            // The first second's share leaves out what was spent before the origin
+            // (runtime, open-loop pool).
+            last: (origin, (thread_cpu_time() - cpu_start).total()),
+        }
+    }
+
+    /// Called on the load thread itself (the CPU time is the calling thread's).
+    pub(crate) fn sample(
+        &mut self,
+        idle_polling: &std::cell::Cell<Duration>,
+    ) -> loadmark_metrics::Busy {
+        let now = std::time::Instant::now();
+        let busy = (thread_cpu_time() - self.cpu_start)
+            .total()
+            .saturating_sub(idle_polling.get());
+        let share =
+            |cpu: Duration, wall: Duration| cpu.as_secs_f64() / wall.as_secs_f64().max(1e-9);
+        let (then, busy_then) = std::mem::replace(&mut self.last, (now, busy));
+        loadmark_metrics::Busy {
+            so_far: share(busy, now - self.origin),
+            recent: share(busy.saturating_sub(busy_then), now - then),
+        }
+    }
+}
+
 /// Files a run needs besides its connections: runtime, stdio, output files.
 const SPARE_FILES: u64 = 64;
 

@@ -5,7 +5,7 @@
 use std::collections::VecDeque;
 use std::time::Duration;
 
-use loadmark_metrics::{SeriesPoint, Snapshot};
+use loadmark_metrics::{Busy, SeriesPoint, Snapshot};
 use loadmark_plan::{Load, Plan, Stop};
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Color, Style};
@@ -15,6 +15,7 @@ use ratatui::widgets::{Axis, Block, Chart, Dataset, GraphType, Paragraph, Row, T
 use ratatui::Frame;
 
 use crate::Tick;
+use loadmark_report::{LATE_LAG_P99_US, SATURATED_BUSY};
 
 /// The smallest terminal the view is drawn in; below it the progress line is used (at the
 /// start) or a note is shown (when the terminal shrinks during the run).
@@ -52,6 +53,8 @@ pub struct Dashboard {
     totals: Snapshot,
     elapsed: Duration,
     in_flight: u64,
+    open_connections: u64,
+    busiest_worker: Busy,
     finished: bool,
     /// The process's CPU use over the last tick, in cores (see `crate::tui::CpuClock`).
     pub(crate) cpu_cores: Option<f64>,
@@ -72,6 +75,8 @@ impl Dashboard {
             totals: Snapshot::default(),
             elapsed: Duration::ZERO,
             in_flight: 0,
+            open_connections: 0,
+            busiest_worker: Busy::default(),
             finished: false,
             cpu_cores: None,
         }
@@ -105,6 +110,8 @@ impl Dashboard {
         }
         self.elapsed = tick.elapsed;
         self.in_flight = tick.in_flight;
+        self.open_connections = tick.open_connections;
+        self.busiest_worker = tick.busiest_worker;
         self.finished |= tick.finished;
     }
 
@@ -152,10 +159,10 @@ impl Dashboard {
         }
         let [head, charts, middle, health, recent] = Layout::vertical([
             Constraint::Length(1),
-            Constraint::Min(8),
-            Constraint::Length(8),
-            Constraint::Length(3),
-            Constraint::Length(8),
+            Constraint::Min(7),
+            Constraint::Length(7),
+            Constraint::Length(5),
+            Constraint::Min(4),
         ])
         .areas(area);
         frame.render_widget(Paragraph::new(self.header()), head);
@@ -330,30 +337,93 @@ impl Dashboard {
         );
     }
 
-    fn draw_health(&self, frame: &mut Frame, area: Rect) {
+    /// What the connections are measured against: the closed loop's connections (the ramp's
+    /// now), the open loop's cap.
+    fn asked(&self) -> String {
+        match &self.load {
+            Load::Closed { connections, .. } => format!("asked {connections}"),
+            Load::Ramp { connections, .. } => {
+                let now = connections.value_at(self.elapsed).unwrap_or(0.0);
+                format!("asked {now:.0} now")
+            }
+            Load::Open {
+                max_connections, ..
+            } => format!("cap {max_connections}"),
+        }
+    }
+
+    /// Connections (sessions) and traffic, then the client's health: whether the numbers
+    /// measure the server, in the report's own terms.
+    fn health_lines(&self) -> Vec<String> {
         let t = &self.totals;
-        let mut text = format!(
-            "connections opened {}  in flight {}",
-            t.connections_opened, self.in_flight
+        let what = if self.websocket {
+            "sessions"
+        } else {
+            "connections"
+        };
+        let mut first = format!(
+            "open {what} {} ({})  opened {}  in flight {}",
+            self.open_connections,
+            self.asked(),
+            t.connections_opened,
+            self.in_flight
         );
         if let Some(c) = self.cpu_cores {
-            text.push_str(&format!("  client CPU {c:.2} cores"));
+            first.push_str(&format!("  client CPU {c:.2} cores"));
+        }
+        let mut lines = vec![first];
+        if let (true, Some(r)) = (self.websocket, self.whole().last()) {
+            lines.push(format!(
+                "messages/s (second {}) sent {} received {}",
+                r.point.second, r.point.messages_sent, r.point.messages_received
+            ));
         }
         if self.is_open() {
-            text.push_str(&format!(
-                "  dropped {}  schedule lag p99 {}",
+            let lag = self.totals.lag.value_at_quantile(0.99);
+            let late = if lag > LATE_LAG_P99_US {
+                ": requests leave LATE"
+            } else {
+                ""
+            };
+            lines.push(format!(
+                "dropped {}{}  schedule lag p99 {}{late}",
                 t.dropped,
-                fmt_us(t.lag.value_at_quantile(0.99))
+                if t.dropped > 0 {
+                    " (target or --max-connections not keeping up)"
+                } else {
+                    ""
+                },
+                fmt_us(lag)
             ));
         }
-        if let (true, Some(r)) = (self.websocket, self.rows.back()) {
-            text.push_str(&format!(
-                "  messages/s sent {} received {}",
-                r.point.messages_sent, r.point.messages_received
-            ));
-        }
+        let b = self.busiest_worker;
+        let pct = |share: f64| format!("{:.0}%", share * 100.0);
+        let verdict = if b.so_far >= SATURATED_BUSY {
+            format!(
+                "client SATURATED: busiest load thread {} of a core over the run (add -t)",
+                pct(b.so_far)
+            )
+        } else if b.recent >= SATURATED_BUSY {
+            format!(
+                "client saturated now: busiest load thread {} of a core ({} over the run)",
+                pct(b.recent),
+                pct(b.so_far)
+            )
+        } else {
+            format!(
+                "client not saturated: busiest load thread {} of a core ({} over the run)",
+                pct(b.recent),
+                pct(b.so_far)
+            )
+        };
+        lines.push(verdict);
+        lines
+    }
+
+    fn draw_health(&self, frame: &mut Frame, area: Rect) {
+        let lines: Vec<Line> = self.health_lines().into_iter().map(Line::from).collect();
         frame.render_widget(
-            Paragraph::new(text).block(Block::bordered().title("client")),
+            Paragraph::new(lines).block(Block::bordered().title("client")),
             area,
         );
     }
@@ -462,6 +532,41 @@ mod tests {
         Second { point, snapshot }
     }
 
+    #[test]
+    fn a_websocket_run_shows_sessions_and_the_message_rates_of_the_last_whole_second() {
+        let mut ws = plan();
+        ws.load = Load::Closed {
+            connections: 3,
+            threads: 1,
+        };
+        ws.websocket = Some(loadmark_plan::WsSpec {
+            mode: loadmark_plan::WsMode::Request,
+            payload: loadmark_plan::WsPayload::Message("m".into()),
+            binary: false,
+            interval: None,
+            session_duration: None,
+            ping: None,
+            reply_match: None,
+        });
+        let mut view = Dashboard::new(&ws, 1, 1);
+        let mut seconds = vec![second(0, &[100]), second(1, &[100])];
+        seconds[1].point.messages_sent = 120;
+        seconds[1].point.messages_received = 118;
+        view.tick(&Tick {
+            elapsed: Duration::from_secs(2),
+            seconds: &seconds,
+            open_connections: 3,
+            ..Tick::default()
+        });
+        let text = screen(&view, 120, 40);
+        assert!(text.contains("open sessions 3 (asked 3)"), "{text}");
+        assert!(
+            text.contains("messages/s (second 1) sent 120 received 118"),
+            "{text}"
+        );
+        assert!(text.contains("client not saturated"), "{text}");
+    }
+
     fn screen(view: &Dashboard, w: u16, h: u16) -> String {
         let mut t = Terminal::new(TestBackend::new(w, h)).unwrap();
         t.draw(|f| view.draw(f)).unwrap();
@@ -484,6 +589,11 @@ mod tests {
             elapsed: Duration::from_secs(2),
             seconds: &seconds,
             in_flight: 1,
+            open_connections: 4,
+            busiest_worker: Busy {
+                so_far: 0.4,
+                recent: 0.95,
+            },
             finished: false,
         });
         let text = screen(&view, 100, 30);
@@ -501,6 +611,20 @@ mod tests {
             text.contains("200  3"),
             "status codes after warm-up only: {text}"
         );
+        assert!(
+            text.contains("open connections 4 (cap 10)  opened 0  in flight 1"),
+            "{text}"
+        );
+        assert!(
+            text.contains("client saturated now: busiest load thread 95% of a core (40% over"),
+            "{text}"
+        );
+        assert!(text.contains("dropped 0  schedule lag p99 0 us"), "{text}");
+        // The smallest view still shows the header, the health and a row of the last seconds.
+        let least = screen(&view, 80, 24);
+        assert!(least.contains("step 2 of 3"), "{least}");
+        assert!(least.contains("client saturated now"), "{least}");
+        assert!(least.contains("│1         3 "), "{least}");
         let small = screen(&view, 60, 10);
         assert!(small.contains("the view needs 80x24"), "{small}");
     }

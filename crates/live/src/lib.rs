@@ -11,7 +11,7 @@
 //! # fn plan() -> loadmark_plan::Plan { panic!("the example only shows the calls") }
 //! let exporter = Exporter::bind("127.0.0.1:0".parse().unwrap()).unwrap();
 //! exporter.begin(Labels { run_id: "r1".into(), step: 1, segment: None }, &plan());
-//! exporter.tick(&Tick { elapsed: std::time::Duration::from_secs(1), seconds: &[], in_flight: 0, finished: true });
+//! exporter.tick(&Tick { elapsed: std::time::Duration::from_secs(1), seconds: &[], finished: true, ..Tick::default() });
 //! exporter.linger(std::time::Duration::from_secs(15));
 //! ```
 //!
@@ -21,12 +21,15 @@
 //! - The exposition is written by hand (a few families, one format): no registry or
 //!   dependency; counters carry the time of the end of the last second they hold, so
 //!   Prometheus puts them on the run's own time axis.
+//! - `--remote-write` pushes the same exposition to a Prometheus remote-write receiver
+//!   ([`RemoteWriter`]), protobuf and snappy written by hand, from its own thread.
 //! - The endpoint lingers after the run until one scrape fetched the final numbers (bounded),
 //!   so the last second is never lost between two scrapes.
 
 mod dashboard;
 mod exporter;
 mod openmetrics;
+mod remote_write;
 mod stream;
 mod tui;
 
@@ -34,13 +37,14 @@ use std::time::Duration;
 
 pub use dashboard::{Dashboard, MIN_SIZE};
 pub use exporter::Exporter;
-pub use loadmark_metrics::Second;
+pub use loadmark_metrics::{Busy, Second};
 pub use openmetrics::{Format, Labels, LATENCY_BUCKETS_S};
+pub use remote_write::{Delivered, RemoteWriter};
 pub use stream::StreamWriter;
 pub use tui::{NoTui, Tui};
 
 /// What a live view is fed, once or twice a second.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Default)]
 pub struct Tick<'a> {
     /// Time since the run's start; on the last tick, the run's wall time as the report has it.
     pub elapsed: Duration,
@@ -48,6 +52,10 @@ pub struct Tick<'a> {
     pub seconds: &'a [Second],
     /// Requests begun and not yet ended, at the workers' latest hand-overs.
     pub in_flight: u64,
+    /// Connections open now (WebSocket: one per session).
+    pub open_connections: u64,
+    /// The busiest load thread's CPU use: the saturation verdict's input.
+    pub busiest_worker: Busy,
     /// The last tick: the load stopped and every second is final.
     pub finished: bool,
 }
@@ -61,6 +69,9 @@ pub enum LiveError {
         path: std::path::PathBuf,
         source: std::io::Error,
     },
+    /// The remote-write URL cannot be used.
+    #[error("--remote-write {url}: {why}")]
+    RemoteWrite { url: String, why: String },
     /// The metrics address could not be bound: in use, or not an address of this machine.
     #[error("--metrics-listen {addr}: {source}")]
     Bind {

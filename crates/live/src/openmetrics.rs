@@ -4,8 +4,8 @@
 //! report's totals add up, and carry the timestamp of the end of the last second they hold:
 //! Prometheus stores them on the run's own time axis, so `increase()` over any whole seconds
 //! equals the report's series over those seconds (they arrive about 1-1.5 s late, when every
-//! worker has handed the second over). Gauges (in flight, target rate) are read at scrape
-//! time and carry no timestamp.
+//! worker has handed the second over). Gauges (in flight, open connections, target rate,
+//! the busiest load thread's CPU) are the latest hand-over's and carry no timestamp.
 
 use std::fmt::Write as _;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -78,6 +78,8 @@ pub(crate) struct StepState {
     /// Seconds of `totals` (the last one possibly partial).
     measured_s: f64,
     in_flight: u64,
+    open_connections: u64,
+    busiest_worker: loadmark_metrics::Busy,
     elapsed: Duration,
     warmup: Duration,
     finished: bool,
@@ -106,6 +108,8 @@ impl StepState {
             covered_until: None,
             measured_s: 0.0,
             in_flight: 0,
+            open_connections: 0,
+            busiest_worker: Default::default(),
             elapsed: Duration::ZERO,
             warmup: plan.warmup,
             finished: false,
@@ -133,8 +137,9 @@ impl StepState {
                 end = end.min(tick.elapsed.as_secs_f64());
             }
             // Never after now, and always after a time already exposed (Prometheus refuses a
-            // sample older than the last it stored, or at the same time with another value).
-            let after = self.covered_until.map_or(f64::MIN, |t| t + 0.001);
+            // sample older than the last it stored, or at the same time with another value;
+            // 2 ms, not 1, so that rounding to whole milliseconds cannot merge two times).
+            let after = self.covered_until.map_or(f64::MIN, |t| t + 0.002);
             let at = (origin + end).min(now).max(after);
             self.covered_until = Some(at);
             if !s.point.warmup {
@@ -143,6 +148,8 @@ impl StepState {
             }
         }
         self.in_flight = tick.in_flight;
+        self.open_connections = tick.open_connections;
+        self.busiest_worker = tick.busiest_worker;
         self.elapsed = tick.elapsed;
         self.finished |= tick.finished;
     }
@@ -228,8 +235,28 @@ impl StepState {
                     self.measured_s
                 );
             }
+            Family::WsSessions => {
+                if self.websocket {
+                    let n = t.websocket.as_deref().map_or(0, |w| w.sessions_opened);
+                    counter(out, "loadmark_ws_sessions_opened", "", n);
+                }
+            }
             Family::InFlight => {
                 let _ = writeln!(out, "loadmark_in_flight{{{l}}} {}", self.in_flight);
+            }
+            Family::OpenConnections => {
+                let n = self.open_connections;
+                let _ = writeln!(out, "loadmark_open_connections{{{l}}} {n}");
+            }
+            Family::OpenSessions => {
+                if self.websocket {
+                    let n = self.open_connections;
+                    let _ = writeln!(out, "loadmark_open_sessions{{{l}}} {n}");
+                }
+            }
+            Family::BusiestThread => {
+                let b = self.busiest_worker.recent;
+                let _ = writeln!(out, "loadmark_busiest_thread_cpu_ratio{{{l}}} {b:.4}");
             }
             Family::TargetRate => {
                 if let Target::Rate(p) = &self.target {
@@ -271,9 +298,13 @@ pub(crate) enum Family {
     Dropped,
     Retries,
     WsMessages,
+    WsSessions,
     Latency,
     MeasuredSeconds,
     InFlight,
+    OpenConnections,
+    OpenSessions,
+    BusiestThread,
     TargetRate,
     TargetConnections,
     Warmup,
@@ -281,7 +312,7 @@ pub(crate) enum Family {
 }
 
 impl Family {
-    pub(crate) const ALL: [Family; 18] = [
+    pub(crate) const ALL: [Family; 22] = [
         Family::Info,
         Family::Requests,
         Family::Responses,
@@ -293,9 +324,13 @@ impl Family {
         Family::Dropped,
         Family::Retries,
         Family::WsMessages,
+        Family::WsSessions,
         Family::Latency,
         Family::MeasuredSeconds,
         Family::InFlight,
+        Family::OpenConnections,
+        Family::OpenSessions,
+        Family::BusiestThread,
         Family::TargetRate,
         Family::TargetConnections,
         Family::Warmup,
@@ -318,7 +353,11 @@ impl Family {
             Family::WsMessages => ("loadmark_ws_messages", "counter", "", "WebSocket data messages by direction."),
             Family::Latency => ("loadmark_latency_seconds", "histogram", "seconds", "Response latency as the report defines it (open loop: from the intended send time)."),
             Family::MeasuredSeconds => ("loadmark_measured_seconds", "gauge", "seconds", "The run time the counters cover (warm-up excluded)."),
+            Family::WsSessions => ("loadmark_ws_sessions_opened", "counter", "", "WebSocket sessions opened (upgrade answered 101)."),
             Family::InFlight => ("loadmark_in_flight", "gauge", "", "Requests begun and not yet ended."),
+            Family::OpenConnections => ("loadmark_open_connections", "gauge", "", "Connections open now, from connect to close (WebSocket: one per session, the upgrade included)."),
+            Family::OpenSessions => ("loadmark_open_sessions", "gauge", "", "WebSocket sessions open now: their connections, from connect to close."),
+            Family::BusiestThread => ("loadmark_busiest_thread_cpu_ratio", "gauge", "", "The busiest load thread's CPU over the last second, idle polling left out (1 is a whole core; the report calls the client saturated from 0.9 over the run)."),
             Family::TargetRate => ("loadmark_target_rate", "gauge", "", "Open loop: the requested rate now, requests per second."),
             Family::TargetConnections => ("loadmark_target_connections", "gauge", "", "Closed loop: the connections asked for now."),
             Family::Warmup => ("loadmark_warmup", "gauge", "", "1 while warming up (its requests are left out of the counters)."),
@@ -416,12 +455,12 @@ fn unix_now() -> f64 {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use loadmark_metrics::{Second, SeriesPoint};
     use loadmark_plan::{RequestSpec, Stop, Target as Url, Timeouts, TlsPolicy};
 
-    pub(super) fn plan() -> Plan {
+    pub(crate) fn plan() -> Plan {
         Plan {
             request: RequestSpec {
                 method: "GET".into(),
@@ -477,7 +516,9 @@ mod tests {
             elapsed: Duration::from_millis(2_500),
             seconds: &seconds,
             in_flight: 3,
+            open_connections: 2,
             finished: true,
+            ..Tick::default()
         });
         let text = render(std::slice::from_ref(&step), Format::OpenMetrics);
         let l = "run_id=\"r\\\"1\",step=\"1\"";
@@ -497,6 +538,11 @@ mod tests {
         )));
         assert!(text.contains(&format!("loadmark_latency_seconds_count{{{l}}} 3 ")));
         assert!(text.contains(&format!("loadmark_measured_seconds{{{l}}} 1 ")));
+        assert!(text.contains(&format!("loadmark_open_connections{{{l}}} 2\n")));
+        assert!(
+            !text.contains("loadmark_open_sessions"),
+            "sessions only for WebSocket runs"
+        );
         // Prometheus text 0.0.4 for scrapers that do not ask for OpenMetrics: the sample's
         // name in TYPE, no UNIT or EOF, timestamps in whole milliseconds.
         let plain = render(std::slice::from_ref(&step), Format::Text);

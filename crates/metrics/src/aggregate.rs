@@ -5,7 +5,7 @@ use std::collections::btree_map::Entry;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use crate::recorder::WorkerReport;
+use crate::recorder::{Busy, WorkerReport};
 use crate::snapshot::Snapshot;
 
 /// One second of the run, all workers added.
@@ -107,6 +107,8 @@ pub struct Aggregate {
     outbox: Option<Vec<Second>>,
     /// Each worker's requests in flight at its latest hand-over.
     in_flight_now: Vec<u64>,
+    /// Each worker's CPU use at its latest hand-over.
+    busy_now: Vec<Busy>,
 }
 
 impl Aggregate {
@@ -125,6 +127,7 @@ impl Aggregate {
             },
             outbox: None,
             in_flight_now: vec![0; workers.max(1)],
+            busy_now: vec![Busy::default(); workers.max(1)],
         }
     }
 
@@ -142,6 +145,15 @@ impl Aggregate {
     /// Requests in flight at the workers' latest hand-overs, added.
     pub fn in_flight_now(&self) -> u64 {
         self.in_flight_now.iter().sum()
+    }
+
+    /// The busiest worker's CPU use at the latest hand-overs (each share the largest of
+    /// any worker's).
+    pub fn busiest_now(&self) -> Busy {
+        self.busy_now.iter().fold(Busy::default(), |m, b| Busy {
+            so_far: m.so_far.max(b.so_far),
+            recent: m.recent.max(b.recent),
+        })
     }
 
     /// Adds the report of worker 0 (single-worker shortcut used by tests and examples).
@@ -164,6 +176,9 @@ impl Aggregate {
         self.totals.in_flight += report.in_flight;
         if let Some(n) = self.in_flight_now.get_mut(worker) {
             *n = report.in_flight_now;
+        }
+        if let Some(b) = self.busy_now.get_mut(worker) {
+            *b = report.busy;
         }
         if let Some(w) = self.watermarks.get_mut(worker) {
             *w = (*w).max(report.watermark);

@@ -50,7 +50,7 @@ mod websocket;
 pub use aggregate::{Aggregate, Second, SeriesPoint, Totals};
 pub use checks::{CheckStat, CheckStats, CHECK_EXAMPLE_CHARS};
 pub use error_kind::{ErrorCounts, ErrorKind, ErrorStat};
-pub use recorder::{Interval, Recorder, Sample, WorkerReport};
+pub use recorder::{Busy, Interval, Recorder, Sample, WorkerReport};
 pub use snapshot::{
     new_histogram, record_us, HistogramDecodeError, Snapshot, StatusCounts, HISTOGRAM_MAX_US,
 };

@@ -41,6 +41,18 @@ pub struct WorkerReport {
     pub in_flight: u64,
     /// Requests begun and not yet finished at this hand-over (a gauge for live views).
     pub in_flight_now: u64,
+    /// The worker thread's CPU use at this hand-over (set by the engine; for live views).
+    pub busy: Busy,
+}
+
+/// A load thread's CPU time, its idle polling left out, as a share of one core (1.0 is a
+/// whole core): what the report's saturation verdict is made of, for live views.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Busy {
+    /// Since the run's start (the report's `busiest_worker` is this at the end).
+    pub so_far: f64,
+    /// Since the worker's previous hand-over (about the last second).
+    pub recent: f64,
 }
 
 /// Records samples of one worker into the current second's [`Snapshot`].
@@ -210,6 +222,7 @@ impl Recorder {
             watermark,
             in_flight: 0,
             in_flight_now: 0,
+            busy: Busy::default(),
         }
     }
 
@@ -221,6 +234,7 @@ impl Recorder {
             watermark: u64::MAX,
             in_flight: 0,
             in_flight_now: 0,
+            busy: Busy::default(),
         }
     }
 }
