@@ -445,6 +445,7 @@ mod tests {
             script: None,
             protocol: Default::default(),
             checks: Vec::new(),
+            scenario: None,
         }
     }
 

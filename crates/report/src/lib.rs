@@ -28,6 +28,8 @@
 mod alike;
 mod bundle;
 mod checks;
+mod scenario;
+pub use scenario::{ScenarioSummary, StepSummary};
 mod compare;
 mod compare_table;
 mod csv;

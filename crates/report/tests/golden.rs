@@ -63,6 +63,7 @@ fn fixed_report() -> Report {
         protocol: Default::default(),
         script: None,
         checks: Vec::new(),
+        scenario: None,
     };
     let facts = RunFacts {
         started_at: UNIX_EPOCH + Duration::from_secs(1_795_381_503),
