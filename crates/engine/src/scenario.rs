@@ -260,17 +260,26 @@ fn settle<T: Transport>(
             latency_us: u64::try_from(latency.as_micros()).unwrap_or(u64::MAX),
         },
     );
-    if !run.capture {
+    if run.checks.is_none() && run.step.extract.is_empty() {
         return Ok(());
     }
-    let (raw, overflow) = user.conn.response();
+    // Status and latency checks read no bytes: nothing was kept, nothing is parsed.
+    let (raw, overflow) = if run.capture {
+        user.conn.response()
+    } else {
+        (&[][..], false)
+    };
     let view = View {
         status: sample.status,
         latency,
         raw,
         overflow,
     };
-    let parsed = Parsed::of(&view);
+    let parsed = if run.capture {
+        Parsed::of(&view)
+    } else {
+        Parsed::default()
+    };
     if let Some(checks) = &run.checks {
         checks.record_step(
             &view,
