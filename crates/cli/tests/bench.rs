@@ -302,7 +302,12 @@ fn the_example_plans_run_shortened() {
             let names: Vec<&str> = s.steps.iter().map(|st| st.name.as_str()).collect();
             assert_eq!(names, ["login", "list", "open"]);
             assert!(s.iterations > 0 && s.aborted == 0, "{s:?}");
-            assert!(s.steps.iter().all(|st| st.status.not_success() == 0 && st.checks_failed == 0), "{s:?}");
+            assert!(
+                s.steps
+                    .iter()
+                    .all(|st| st.status.not_success() == 0 && st.checks_failed == 0),
+                "{s:?}"
+            );
             assert!(md.contains("## Scenario steps"), "{md}");
         }
         for step in &bundle.steps {

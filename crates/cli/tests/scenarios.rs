@@ -190,7 +190,10 @@ thresholds: ['check:ok>99%']
     assert_eq!((ok.passed, ok.failed), (50, 50));
     assert_eq!(checks.get("allowed").unwrap().failed, 100);
     let s = scenario(r);
-    assert_eq!(s.iterations, 100, "a failed check does not end an iteration");
+    assert_eq!(
+        s.iterations, 100,
+        "a failed check does not end an iteration"
+    );
     assert_eq!(step(s, "intruder").status.class(4), 100);
     assert_eq!(step(s, "flaky").checks_failed, 50);
     assert!(!r.thresholds[0].passed);
@@ -215,7 +218,10 @@ fn open_model_starts_iterations_on_schedule() {
     assert_eq!(server.auth_failures(), 0);
     assert_eq!(step(s, "login").requests, 200 - s.dropped);
     assert_eq!(step(s, "open").requests, s.iterations);
-    assert!(r.summary.schedule_lag.is_some(), "latency from intended start");
+    assert!(
+        r.summary.schedule_lag.is_some(),
+        "latency from intended start"
+    );
 }
 
 #[test]

@@ -177,6 +177,22 @@ pub(crate) fn render_markdown_section(o: &mut String, steps: &[(String, &Report)
         return;
     }
     let _ = writeln!(o, "\n## Scenario steps\n");
+    for (run, s) in steps
+        .iter()
+        .filter_map(|(name, r)| r.summary.scenario.as_ref().map(|s| (name, s)))
+    {
+        let _ = writeln!(
+            o,
+            "- {run}: {} iterations complete ({:.1}/s), {} ended early, {} dropped; iteration duration p50 {}, p99 {}",
+            s.iterations,
+            s.iterations_per_s,
+            s.aborted,
+            s.dropped,
+            pct(&s.duration, 50.0),
+            pct(&s.duration, 99.0)
+        );
+    }
+    let _ = writeln!(o);
     let _ = writeln!(o, "| run | step | {} |", HEADS.join(" | "));
     let _ = writeln!(o, "|---|---|{}", "---:|".repeat(HEADS.len()));
     for row in rows {
