@@ -120,6 +120,19 @@ fn a_journey_of_50_users_carries_each_token_and_counts_every_step_exactly() {
     let md = std::fs::read_to_string(dir.join("out/BENCHMARKS.md")).unwrap();
     assert!(md.contains("## Scenario steps"), "{md}");
     assert!(md.contains("| 1 shop | open | 1000 |"), "{md}");
+    // HTML shows the checks and steps; the CSV summary counts the iterations and checks.
+    let html = loadmark_report::render_html_bundle(&bundle);
+    assert!(html.contains("data-table=\"scenario\""), "no steps table");
+    assert!(html.contains("<td class=\"text\">priced</td><td>1000</td><td>0</td>"));
+    let csv = loadmark_report::render_bundle_csv_summary(&bundle);
+    let (head, row) = (csv.lines().next().unwrap(), csv.lines().nth(1).unwrap());
+    let cell = |name: &str| {
+        let i = head.split(',').position(|h| h == name).unwrap();
+        row.split(',').nth(i).unwrap().to_string()
+    };
+    assert_eq!(cell("iterations"), "1000");
+    assert_eq!(cell("checks_passed"), "4000");
+    assert_eq!(cell("checks_failed"), "0");
 }
 
 #[test]

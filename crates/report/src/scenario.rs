@@ -85,7 +85,7 @@ fn pct(d: &Distribution, p: f64) -> String {
 
 /// The cells of a step's row: requests, non-2xx/3xx, errors, p50, p99, max, checks failed,
 /// extraction failures.
-fn cells(st: &StepSummary) -> [String; 8] {
+pub(crate) fn cells(st: &StepSummary) -> [String; 8] {
     [
         st.requests.to_string(),
         st.status.not_success().to_string(),
@@ -110,7 +110,7 @@ fn cells(st: &StepSummary) -> [String; 8] {
     ]
 }
 
-const HEADS: [&str; 8] = [
+pub(crate) const HEADS: [&str; 8] = [
     "requests",
     "non-2xx",
     "errors",
