@@ -427,6 +427,7 @@ fn quickstart(args: &QuickstartArgs) -> Result<ExitCode> {
         protocol: Default::default(),
         script: None,
         checks: Vec::new(),
+        scenario: None,
     };
     eprintln!(
         "loadmark quickstart: built-in target on {}, {} connections for {:?} (target and client share this process: one thread each)",

@@ -260,6 +260,7 @@ fn the_example_plans_run_shortened() {
         "relay-stacks",
         "bombardier-style",
         "checks",
+        "journey",
     ] {
         let text = std::fs::read_to_string(examples.join(format!("{name}.yaml"))).unwrap();
         let short = text
@@ -273,6 +274,7 @@ fn the_example_plans_run_shortened() {
             .replace("connections: [200, 400]", "connections: [4, 8]")
             .replace("connections: [1, 50, 200]", "connections: [1, 20]")
             .replace("connections: 125", "connections: 10")
+            .replace("users: 50", "users: 10")
             .replace("session_duration: 10s", "session_duration: 500ms")
             .replace("pause: 2s", "pause: 0s");
         let dir = temp_dir("bench", name);
@@ -294,6 +296,19 @@ fn the_example_plans_run_shortened() {
             assert_eq!(checks.checks.len(), 5);
             assert_eq!(checks.failed_responses, 0, "{checks:?}");
             assert!(md.contains("## Checks"), "{md}");
+        }
+        if name == "journey" {
+            let s = bundle.steps[0].report.summary.scenario.as_ref().unwrap();
+            let names: Vec<&str> = s.steps.iter().map(|st| st.name.as_str()).collect();
+            assert_eq!(names, ["login", "list", "open"]);
+            assert!(s.iterations > 0 && s.aborted == 0, "{s:?}");
+            assert!(
+                s.steps
+                    .iter()
+                    .all(|st| st.status.not_success() == 0 && st.checks_failed == 0),
+                "{s:?}"
+            );
+            assert!(md.contains("## Scenario steps"), "{md}");
         }
         for step in &bundle.steps {
             let s = &step.report.summary;

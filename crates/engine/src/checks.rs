@@ -81,15 +81,44 @@ impl Checks {
         } else {
             Parsed::default()
         };
+        let failed = self.failures(view, &parsed);
+        recorder.record_checks(at, &self.names, view.status, &failed, |i| {
+            describe(&self.checks[i], view, &parsed)
+        });
+    }
+
+    /// A scenario step's checks (issue 17): the outcome is counted in step `step`'s figures
+    /// under the checks' own names, and in the run's under `global` (a name per check,
+    /// unique across steps).
+    pub(crate) fn record_step(
+        &self,
+        view: &View<'_>,
+        parsed: &Parsed<'_>,
+        at: std::time::Instant,
+        recorder: &mut Recorder,
+        (step, steps): (usize, &[String]),
+        global: &[String],
+    ) {
+        let failed = self.failures(view, parsed);
+        let example = |i: usize| describe(&self.checks[i], view, parsed);
+        recorder
+            .scenario(at)
+            .step(step, steps)
+            .checks
+            .get_or_insert_with(Default::default)
+            .record(&self.names, view.status, &failed, example);
+        recorder.record_checks_named(at, global, view.status, &failed, example);
+    }
+
+    /// Which checks fail on `view`.
+    fn failures(&self, view: &View<'_>, parsed: &Parsed<'_>) -> Flags {
         let mut json: Option<Option<serde_json::Value>> = None;
         // Up to 16 checks without allocating; more are rare.
         let mut failed = smallvec(self.checks.len());
         for (i, c) in self.checks.iter().enumerate() {
-            failed[i] = !self.holds(i, c, view, &parsed, &mut json);
+            failed[i] = !self.holds(i, c, view, parsed, &mut json);
         }
-        recorder.record_checks(at, &self.names, view.status, &failed, |i| {
-            describe(&self.checks[i], view, &parsed)
-        });
+        failed
     }
 
     fn holds(
@@ -196,14 +225,14 @@ fn memfind(hay: &[u8], needle: &[u8]) -> bool {
 
 /// The head split into headers, and the body with any chunked framing removed.
 #[derive(Default)]
-struct Parsed<'a> {
-    headers: Vec<(&'a str, &'a [u8])>,
+pub(crate) struct Parsed<'a> {
+    pub(crate) headers: Vec<(&'a str, &'a [u8])>,
     /// `None` when the captured bytes are not a whole response.
-    body: Option<std::borrow::Cow<'a, [u8]>>,
+    pub(crate) body: Option<std::borrow::Cow<'a, [u8]>>,
 }
 
 impl<'a> Parsed<'a> {
-    fn of(view: &View<'a>) -> Parsed<'a> {
+    pub(crate) fn of(view: &View<'a>) -> Parsed<'a> {
         let mut out = Parsed::default();
         if view.message {
             out.body = Some(std::borrow::Cow::Borrowed(view.raw));
@@ -247,7 +276,7 @@ impl<'a> Parsed<'a> {
         }
     }
 
-    fn header(&self, name: &str) -> Option<&'a [u8]> {
+    pub(crate) fn header(&self, name: &str) -> Option<&'a [u8]> {
         self.headers
             .iter()
             .find(|(n, _)| n.eq_ignore_ascii_case(name))

@@ -227,6 +227,58 @@ pub(crate) async fn perform<T: Transport>(
     }
 }
 
+/// Scenarios (issue 17): one request whose bytes the caller built; the outcome is returned
+/// for the caller to record (the run's figures and the step's). `capture` keeps the response
+/// (see [`Connection::response`]) for the step's checks and extractions.
+pub(crate) async fn perform_bytes<T: Transport>(
+    shared: &Shared<T>,
+    conn: &mut Connection<T::Stream>,
+    scheduled: Option<Instant>,
+    bytes: &[u8],
+    meta: Meta,
+    capture: bool,
+) -> Result<Sample, (ErrorKind, String)> {
+    let mut flight = Flight {
+        in_flight: &shared.in_flight,
+        on_air: Cell::new(false),
+        ended: false,
+    };
+    let outcome = send(
+        shared,
+        conn,
+        scheduled,
+        bytes,
+        meta,
+        &flight.on_air,
+        capture,
+    )
+    .await;
+    flight.ended = true;
+    match outcome {
+        Outcome::Response(sample) => Ok(sample),
+        Outcome::Failed(f) => {
+            // As in `perform`: a failure that never waited must still yield.
+            tokio::task::consume_budget().await;
+            Err((f.kind, f.message))
+        }
+    }
+}
+
+impl<S> Connection<S> {
+    /// The last response as received (head and body) when it was captured, and whether it
+    /// was longer than the capture limit.
+    pub(crate) fn response(&self) -> (&[u8], bool) {
+        (&self.reader.capture, self.reader.overflow)
+    }
+
+    /// Gives back a capture buffer grown by a large response.
+    pub(crate) fn release_capture(&mut self) {
+        if self.reader.capture.capacity() > SCRATCH_BYTES {
+            self.reader.capture = Vec::new();
+        }
+    }
+}
+
 /// Evaluates the checks on the response just recorded; a large capture buffer is given back.
 fn record_checks(
     checks: &crate::checks::Checks,
@@ -315,9 +367,14 @@ async fn request<T: Transport>(
     on_air: &Cell<bool>,
 ) -> Outcome {
     let mut rendered = std::mem::take(&mut conn.rendered);
+    let capture = shared.checks.as_ref().is_some_and(|c| c.capture);
     let outcome = match shared.source.next(global, &mut rendered) {
-        Picked::Fixed(bytes, meta) => send(shared, conn, scheduled, bytes, meta, on_air).await,
-        Picked::Rendered(meta) => send(shared, conn, scheduled, &rendered, meta, on_air).await,
+        Picked::Fixed(bytes, meta) => {
+            send(shared, conn, scheduled, bytes, meta, on_air, capture).await
+        }
+        Picked::Rendered(meta) => {
+            send(shared, conn, scheduled, &rendered, meta, on_air, capture).await
+        }
         Picked::Failed(message) => Outcome::Failed(Failure {
             kind: ErrorKind::Script,
             message,
@@ -335,6 +392,7 @@ async fn send<T: Transport>(
     bytes: &[u8],
     meta: Meta,
     on_air: &Cell<bool>,
+    capture: bool,
 ) -> Outcome {
     if let Some(stream) = conn.stream.as_mut() {
         match check_idle(stream, &shared.scratch).await {
@@ -404,7 +462,7 @@ async fn send<T: Transport>(
                 &mut conn.reader,
                 &mut batch,
                 &mut progress,
-                shared.checks.as_ref().is_some_and(|c| c.capture),
+                capture,
             ),
         )
         .await;

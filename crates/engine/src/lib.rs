@@ -33,6 +33,7 @@ mod linger;
 mod open;
 mod pipeline;
 mod runner;
+mod scenario;
 pub mod script;
 mod source;
 mod sys;

@@ -230,6 +230,33 @@ where
         // Spread connections as evenly as possible; the first threads take the remainder.
         let spread = |n: usize| n / threads + usize::from(index < n % threads);
         let (executor, hard_stop) = match &plan.load {
+            // ---- scenarios (crate::scenario, issue 17)
+            Load::Closed { connections, .. } if plan.scenario.is_some() => (
+                Executor::Scenario {
+                    users: spread(mine(*connections)),
+                    budget: budget.clone(),
+                },
+                load_end,
+            ),
+            Load::Open {
+                rate,
+                max_connections,
+                ..
+            } if plan.scenario.is_some() => (
+                Executor::ScenarioOpen {
+                    profile: Arc::new(rate.clone()),
+                    share: Share {
+                        index: index as u64,
+                        of: threads as u64,
+                        segment: segment.clone(),
+                    },
+                    max_users: spread(mine(*max_connections).max(threads)),
+                },
+                // Iterations started before the end run their steps to the end, each
+                // request within its timeout, each think within its longest.
+                load_end.map(|end| end + scenario_span(plan) + Duration::from_millis(500)),
+            ),
+            // ---- end scenarios
             // WebSocket sessions owe answers to messages sent before the end, and close
             // politely: the worker waits for both (each within the timeout).
             Load::Closed { connections, .. } if plan.websocket.is_some() => (
@@ -336,6 +363,12 @@ where
                 }
             },
             checks: plan.checks.clone(), // issue 17
+            scenario: crate::scenario::ScenarioShared::new(
+                plan,
+                index as u64,
+                threads as u64,
+                &segment,
+            ),
             timeout: plan.timeouts.request,
             connect_timeout: plan.timeouts.connect,
             url: plan.request.url.clone(),
@@ -478,6 +511,14 @@ enum Executor {
         tls: bool,
         server_limit: Arc<AtomicUsize>,
     },
+    /// Scenario virtual users, each looping the scenario (issue 17, `crate::scenario`).
+    Scenario { users: usize, budget: Arc<Budget> },
+    /// Scenario iterations started on a schedule, each on a free user up to the cap.
+    ScenarioOpen {
+        profile: Arc<Profile>,
+        share: Share,
+        max_users: usize,
+    },
     /// WebSocket virtual users, each running one session after another.
     WebSocket {
         sessions: usize,
@@ -501,12 +542,28 @@ struct Worker<T: Transport> {
     source: RequestSource,
     /// Response checks (issue 17), compiled on the worker's thread.
     checks: Vec<loadmark_plan::Check>,
+    /// A scenario's compiled steps (issue 17).
+    scenario: Option<crate::scenario::ScenarioShared>,
     timeout: Duration,
     connect_timeout: Duration,
     url: Target,
     headers: Vec<(String, String)>,
     stop: watch::Receiver<bool>,
     tx: mpsc::Sender<Message>,
+}
+
+/// The longest one scenario iteration can take: every request to its timeout, every think
+/// to its longest.
+fn scenario_span(plan: &Plan) -> Duration {
+    let steps = plan.scenario.as_deref().unwrap_or_default();
+    steps
+        .iter()
+        .map(|s| match (&s.request, s.think) {
+            (Some(_), _) => plan.timeouts.request,
+            (None, Some(t)) => t.max,
+            (None, None) => Duration::ZERO,
+        })
+        .sum()
 }
 
 /// How long an idle closed-loop worker polls before sleeping ([`crate::linger`]);
@@ -614,6 +671,33 @@ where
                         profile.clone(),
                         origin,
                         share.clone(),
+                    ));
+                }
+                Executor::Scenario { users, budget } => {
+                    let sc = Rc::new(self.scenario.take().expect("a scenario plan"));
+                    for user in 0..*users {
+                        tasks.spawn_local(crate::scenario::user_loop(
+                            ctx.clone(),
+                            sc.clone(),
+                            budget.clone(),
+                            self.load_end,
+                            ((self.index as u64) << 32 | user as u64) ^ 0x9E37_79B9_7F4A_7C15,
+                        ));
+                    }
+                }
+                Executor::ScenarioOpen {
+                    profile,
+                    share,
+                    max_users,
+                } => {
+                    let sc = Rc::new(self.scenario.take().expect("a scenario plan"));
+                    tasks.spawn_local(crate::scenario::schedule_users(
+                        ctx.clone(),
+                        sc,
+                        profile.clone(),
+                        origin,
+                        share.clone(),
+                        *max_users,
                     ));
                 }
                 Executor::WebSocket {

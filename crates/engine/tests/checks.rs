@@ -45,6 +45,7 @@ fn plan(server: &RunningServer, path: &str, requests: u64, checks: &[&str]) -> P
         script: None,
         protocol: Default::default(),
         checks: checks.iter().map(|c| Check::parse(c).unwrap()).collect(),
+        scenario: None,
     }
 }
 

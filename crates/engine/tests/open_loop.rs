@@ -57,6 +57,7 @@ fn plan(url: &str, load: Load, stop: Stop) -> Plan {
         protocol: Default::default(),
         script: None,
         checks: Vec::new(),
+        scenario: None,
     }
 }
 

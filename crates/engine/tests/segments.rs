@@ -67,6 +67,7 @@ fn mixed_plan(port: u16, data: &std::path::Path) -> Plan {
         protocol: Default::default(),
         script: None,
         checks: Vec::new(),
+        scenario: None,
     }
 }
 
@@ -170,6 +171,7 @@ fn closed_loop_counts_and_connections_split_by_weight() {
         protocol: Default::default(),
         script: None,
         checks: Vec::new(),
+        scenario: None,
     };
     let weights = vec![3, 1];
     let mut responses = Vec::new();

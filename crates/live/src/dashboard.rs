@@ -515,6 +515,7 @@ mod tests {
             script: None,
             protocol: Default::default(),
             checks: Vec::new(),
+            scenario: None,
         }
     }
 

@@ -482,6 +482,7 @@ pub(crate) mod tests {
             script: None,
             protocol: Default::default(),
             checks: Vec::new(),
+            scenario: None,
         }
     }
 

@@ -78,6 +78,44 @@ impl CheckStats {
         self.failed_success_responses += u64::from(any && (200..400).contains(&status));
     }
 
+    /// As [`CheckStats::record`], each check's stat found (or added) by its name: for
+    /// responses of different kinds (a scenario's steps) recorded into one list.
+    pub fn record_named(
+        &mut self,
+        names: &[String],
+        status: u16,
+        failed: &[bool],
+        mut example: impl FnMut(usize) -> String,
+    ) {
+        self.checked_responses += 1;
+        let mut any = false;
+        for (i, &f) in failed.iter().enumerate() {
+            let stat = match self.checks.iter().position(|c| c.name == names[i]) {
+                Some(at) => &mut self.checks[at],
+                None => {
+                    self.checks.push(CheckStat {
+                        name: names[i].clone(),
+                        passed: 0,
+                        failed: 0,
+                        first_failure: None,
+                    });
+                    self.checks.last_mut().expect("just pushed")
+                }
+            };
+            if f {
+                any = true;
+                stat.failed += 1;
+                if stat.first_failure.is_none() {
+                    stat.first_failure = Some(cut(example(i)));
+                }
+            } else {
+                stat.passed += 1;
+            }
+        }
+        self.failed_responses += u64::from(any);
+        self.failed_success_responses += u64::from(any && (200..400).contains(&status));
+    }
+
     /// Checks counted: passes plus failures over every check.
     pub fn evaluated(&self) -> u64 {
         self.checks.iter().map(|c| c.passed + c.failed).sum()

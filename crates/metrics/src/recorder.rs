@@ -128,6 +128,27 @@ impl Recorder {
             .record(names, status, failed, example);
     }
 
+    /// Scenario runs (issue 17): the scenario figures of the second of `at`.
+    pub fn scenario(&mut self, at: Instant) -> &mut crate::scenario::ScenarioStats {
+        self.at(at).scenario.get_or_insert_with(Default::default)
+    }
+
+    /// As [`Recorder::record_checks`], the checks found by name rather than by place: a
+    /// scenario's steps each record their own checks into the run's list (issue 17).
+    pub fn record_checks_named(
+        &mut self,
+        at: Instant,
+        names: &[String],
+        status: u16,
+        failed: &[bool],
+        example: impl FnMut(usize) -> String,
+    ) {
+        self.at(at)
+            .checks
+            .get_or_insert_with(Default::default)
+            .record_named(names, status, failed, example);
+    }
+
     /// Records a response (any status).
     pub fn record(&mut self, s: &Sample) {
         let snap = self.at(s.ended);

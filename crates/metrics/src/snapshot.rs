@@ -191,6 +191,9 @@ pub struct Snapshot {
     /// Runs with checks only: passes and failures by check name (issue 17).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub checks: Option<Box<crate::checks::CheckStats>>,
+    /// Scenario runs only: iterations and each step's own figures (issue 17).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scenario: Option<Box<crate::scenario::ScenarioStats>>,
 }
 
 impl Default for Snapshot {
@@ -211,6 +214,7 @@ impl Default for Snapshot {
             lag: new_histogram(),
             websocket: None,
             checks: None,
+            scenario: None,
         }
     }
 }
@@ -249,6 +253,11 @@ impl Snapshot {
         }
         if let Some(theirs) = &other.checks {
             self.checks
+                .get_or_insert_with(Default::default)
+                .merge(theirs);
+        }
+        if let Some(theirs) = &other.scenario {
+            self.scenario
                 .get_or_insert_with(Default::default)
                 .merge(theirs);
         }

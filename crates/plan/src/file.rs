@@ -71,6 +71,12 @@ pub struct PlanFile {
     /// Usable in thresholds: `checks>99%`, `check:items>99.9%`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub checks: Vec<crate::check::Check>,
+    /// A user journey instead of one request: each virtual user (`load.users`) runs these
+    /// steps in order, again and again (`load.duration` or `load.iterations`), or iterations
+    /// start on a schedule (`load.iterations_per_second`). Each request step is measured on
+    /// its own; see the README's "Scenarios".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scenario: Option<Vec<crate::scenario::ScenarioStepFile>>,
 }
 
 /// A system under test.
@@ -296,6 +302,17 @@ pub struct LoadFile {
     /// HTTP/1.1 requests written together per connection (wrk's pipeline script).
     #[serde(default)]
     pub pipeline: Option<usize>,
+    /// Scenarios: virtual users looping the scenario (closed model; `connections` in other
+    /// words), or the cap on users busy at once with `iterations_per_second`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub users: Option<usize>,
+    /// Scenarios: exactly this many iterations in all (instead of a duration).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub iterations: Option<u64>,
+    /// Scenarios, open model: iterations started per second on a schedule, whatever the
+    /// responses do; latency is measured from each iteration's intended start.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub iterations_per_second: Option<f64>,
 }
 
 /// Values to sweep; several keys make a matrix (targets outermost, then in this order).

@@ -284,14 +284,15 @@ fn expand(
         ));
     }
     let load = &file.load;
+    let scenario = scenario_of(&file, &text, &path, &err)?;
     let base_settings = Settings {
-        connections: load.connections,
-        rate: load.rate,
+        connections: load.users.or(load.connections),
+        rate: load.iterations_per_second.or(load.rate),
         stages: load.stages.clone(),
         max_connections: load.max_connections,
         threads: load.threads,
         duration: duration(&["load", "duration"], &load.duration)?,
-        requests: load.requests,
+        requests: load.iterations.or(load.requests),
         keep_alive: load.keepalive,
         timeout: duration(&["load", "timeout"], &load.timeout)?,
         connect_timeout: duration(&["load", "connect_timeout"], &load.connect_timeout)?,
@@ -514,6 +515,7 @@ fn expand(
             // Checks (issue 17) hold for every response of every step; for a websocket
             // plan, for every reply (request mode).
             plan.checks.clone_from(&file.checks);
+<<<<<<< HEAD
             if plan.websocket.is_some() {
                 plan.validate().map_err(|e| {
                     // At the check no reply can meet, if it is one; else at `checks:`.
@@ -530,6 +532,9 @@ fn expand(
                     located
                 })?;
             }
+=======
+            plan.scenario.clone_from(&scenario);
+>>>>>>> scenarios
             let mut params = Vec::new();
             if names.len() > 1 {
                 params.push(("target".to_string(), name.clone()));
@@ -637,3 +642,97 @@ pub fn load_plan_text(text: &str, name: &str, cores: usize) -> Result<LoadedPlan
 #[cfg(test)]
 #[path = "file_tests.rs"]
 mod tests;
+
+/// The `scenario:` section (issue 17), compiled once to find its errors (each names the step
+/// by its line); `load`'s scenario words are refused without one.
+fn scenario_of(
+    file: &PlanFile,
+    text: &str,
+    path: &Path,
+    err: &dyn Fn(&[&str], String) -> PlanFileError,
+) -> Result<Option<Vec<crate::scenario::ScenarioStepFile>>, PlanFileError> {
+    let load = &file.load;
+    let Some(steps) = &file.scenario else {
+        for (key, given) in [
+            ("users", load.users.is_some()),
+            ("iterations", load.iterations.is_some()),
+            (
+                "iterations_per_second",
+                load.iterations_per_second.is_some(),
+            ),
+        ] {
+            if given {
+                return Err(err(
+                    &["load", key],
+                    format!("load.{key} is a scenario's word; without `scenario:` use connections, requests or rate"),
+                ));
+            }
+        }
+        return Ok(None);
+    };
+    for (key, a, b) in [
+        ("users", load.users.is_some(), load.connections.is_some()),
+        (
+            "iterations",
+            load.iterations.is_some(),
+            load.requests.is_some(),
+        ),
+        (
+            "iterations_per_second",
+            load.iterations_per_second.is_some(),
+            load.rate.is_some(),
+        ),
+    ] {
+        if a && b {
+            return Err(err(
+                &["load", key],
+                format!(
+                    "load.{key}: give it or its other name (connections, requests, rate), not both"
+                ),
+            ));
+        }
+    }
+    let refuse = |keys: &[&str], what: &str| {
+        Err(err(
+            keys,
+            format!("a scenario plan cannot have {what} (not supported with scenarios)"),
+        ))
+    };
+    if file.websocket.is_some() {
+        return refuse(&["websocket"], "`websocket`");
+    }
+    if !file.requests.is_empty() {
+        return refuse(&["requests"], "`requests` (its steps say what to send)");
+    }
+    if !file.checks.is_empty() {
+        return refuse(
+            &["checks"],
+            "plan-wide `checks` (give each step its `check:`)",
+        );
+    }
+    if file.data.is_some() {
+        return refuse(&["data"], "a `data` file yet");
+    }
+    if load.stages.is_some() {
+        return refuse(
+            &["load", "stages"],
+            "`stages` yet (give users or iterations_per_second)",
+        );
+    }
+    if load.http2 == Some(true) || load.pipeline.is_some() {
+        return refuse(
+            &["load"],
+            "HTTP/2 or pipelining yet (scenarios speak HTTP/1.1)",
+        );
+    }
+    crate::scenario::Scenario::compile(steps, &[]).map_err(|e| {
+        let (line, column) = crate::scenario::locate_step(text, e.step);
+        PlanFileError {
+            file: path.display().to_string(),
+            line,
+            column,
+            message: e.message,
+        }
+    })?;
+    Ok(Some(steps.clone()))
+}

@@ -23,6 +23,7 @@ mod clock;
 mod file;
 mod file_steps;
 mod plan;
+mod scenario;
 mod schedule;
 mod segment;
 mod services;
@@ -49,6 +50,10 @@ pub use file_steps::{
 pub use plan::{
     Http2, Load, Mix, Plan, Protocol, RequestSpec, ScriptRef, Stop, Timeouts, TlsFiles, TlsPolicy,
     DEFAULT_TIMEOUT, MAX_STREAMS,
+};
+pub use scenario::{
+    Extract, RequestStep, Scenario, ScenarioError, ScenarioStepFile, Step as ScenarioStep,
+    StepRequestFile, Think, EXTRACT_FORMS,
 };
 pub use schedule::{Pace, Profile, Stage};
 pub use segment::{Segment, MAX_WEIGHT_SUM};

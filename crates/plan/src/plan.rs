@@ -231,6 +231,10 @@ pub struct Plan {
     /// Response checks (`--check`, a plan's `checks:`), each counted pass/fail by name.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub checks: Vec<crate::check::Check>,
+    /// A scenario (plan files' `scenario:`), as written: every iteration runs these steps
+    /// against `request.url`'s origin; `Stop::Requests` counts iterations (issue 17).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scenario: Option<Vec<crate::scenario::ScenarioStepFile>>,
 }
 
 /// Most concurrent streams one HTTP/2 connection may be asked to carry (`--streams`); RFC
@@ -666,6 +670,7 @@ mod tests {
             protocol: Default::default(),
             script: None,
             checks: Vec::new(),
+            scenario: None,
         }
     }
 

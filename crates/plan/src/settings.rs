@@ -221,6 +221,7 @@ impl Settings {
             protocol: self.protocol()?,
             script: None,
             checks: Vec::new(),
+            scenario: None,
         };
         plan.validate()?;
         Ok(plan)

@@ -501,6 +501,7 @@ pub fn taurus_plan(text: &str, file: &str) -> Result<PlanFile, PlanFileError> {
         data: None,
         websocket: None,
         checks: Vec::new(),
+        scenario: None,
         load,
         sweep: Default::default(),
         pause: None,

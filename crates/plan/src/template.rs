@@ -32,7 +32,12 @@ pub enum Piece {
     Csv {
         column: usize,
     },
+    /// A scenario variable (issue 17): the value an earlier step extracted, by index.
+    Var(usize),
 }
+
+const VAR_FORM: &str = "a variable extracted by an earlier step (its name in {{NAME}}), or \
+placeholders {{rand_int LO HI}}, {{rand_f LO HI}}, {{seq}}, {{segment}} or {{csv COLUMN}}";
 
 /// A parsed template.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -59,6 +64,17 @@ impl Template {
         text: &str,
         field: &'static str,
         columns: &[String],
+    ) -> Result<Template, PlanError> {
+        Template::parse_with_vars(text, field, columns, &[])
+    }
+
+    /// Parses `text` where `{{NAME}}` may also name one of `vars` (a scenario's variables
+    /// extracted by earlier steps).
+    pub fn parse_with_vars(
+        text: &str,
+        field: &'static str,
+        columns: &[String],
+        vars: &[String],
     ) -> Result<Template, PlanError> {
         let mut pieces = Vec::new();
         let mut rest = text;
@@ -93,6 +109,16 @@ impl Template {
                     }
                     Piece::RandF { lo, hi }
                 }
+                [name] if vars.iter().any(|v| v == name) => {
+                    Piece::Var(vars.iter().position(|v| v == name).expect("found"))
+                }
+                [name] if !vars.is_empty() && !matches!(*name, "seq" | "segment") => {
+                    return Err(PlanError::invalid(
+                        field,
+                        format!("{{{{{inner}}}}}"),
+                        VAR_FORM,
+                    ))
+                }
                 ["seq"] => Piece::Seq,
                 ["segment"] => Piece::Segment,
                 ["csv", name] => {
@@ -126,6 +152,16 @@ impl Template {
 
     /// Appends the rendered text to `out`.
     pub fn render(&self, ctx: &mut RenderContext<'_>, out: &mut Vec<u8>) {
+        self.render_with_vars(ctx, &[], out);
+    }
+
+    /// Appends the rendered text to `out`, `{{NAME}}` of a scenario variable taken from `vars`.
+    pub fn render_with_vars(
+        &self,
+        ctx: &mut RenderContext<'_>,
+        vars: &[String],
+        out: &mut Vec<u8>,
+    ) {
         for piece in &self.pieces {
             match piece {
                 Piece::Literal(s) => out.extend_from_slice(s.as_bytes()),
@@ -155,6 +191,11 @@ impl Template {
                 }
                 Piece::Csv { column } => {
                     if let Some(v) = ctx.row.get(*column) {
+                        out.extend_from_slice(v.as_bytes());
+                    }
+                }
+                Piece::Var(i) => {
+                    if let Some(v) = vars.get(*i) {
                         out.extend_from_slice(v.as_bytes());
                     }
                 }

@@ -309,5 +309,13 @@ pub fn equivalent_command(plan: &Plan) -> String {
             args.extend(script.args.iter().map(|a| quote(a)));
         }
     }
+    if let Some(steps) = &plan.scenario {
+        // No flag spells a scenario: say so rather than print a command that runs
+        // something else (`-c` are its users, `-n` its iterations).
+        args.push(format!(
+            "# plus the plan's scenario ({} steps), which has no command-line form",
+            steps.len()
+        ));
+    }
     args.join(" ")
 }

@@ -7,7 +7,7 @@ use loadmark_metrics::CheckStats;
 
 use crate::model::Report;
 
-fn rate(passed: u64, failed: u64) -> String {
+pub(crate) fn rate(passed: u64, failed: u64) -> String {
     if passed + failed == 0 {
         "-".into()
     } else {

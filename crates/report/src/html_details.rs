@@ -188,6 +188,7 @@ fn step_details(o: &mut String, r: &Report) {
     phases(o, r);
     status_codes(o, r);
     errors(o, r);
+    crate::html_checks::checks_and_steps(o, r); // issue 17
 }
 
 pub(crate) fn capitalized(word: &str) -> String {

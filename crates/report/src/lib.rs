@@ -28,6 +28,9 @@
 mod alike;
 mod bundle;
 mod checks;
+mod html_checks;
+mod scenario;
+pub use scenario::{ScenarioSummary, StepSummary};
 mod compare;
 mod compare_table;
 mod csv;

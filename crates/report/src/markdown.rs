@@ -156,6 +156,7 @@ pub fn render_markdown(b: &Bundle) -> String {
         .collect();
     crate::websocket::render_markdown_section(&mut o, &named);
     crate::checks::render_markdown_section(&mut o, &named); // issue 17
+    crate::scenario::render_markdown_section(&mut o, &named); // issue 17
 
     for c in &b.compare {
         render_comparison(&mut o, b, c);

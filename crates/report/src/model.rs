@@ -144,6 +144,9 @@ pub struct Summary {
     /// Runs with checks (`--check`, a plan's `checks:`): passes and failures by check.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub checks: Option<loadmark_metrics::CheckStats>,
+    /// Scenario runs (a plan's `scenario:`): iterations and a row per step.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scenario: Option<crate::scenario::ScenarioSummary>,
 }
 
 /// One run, complete. JSON is its stable form.
@@ -234,8 +237,14 @@ impl Report {
             status: snap.status.clone(),
             errors: snap.errors.clone(),
             websocket,
-            checks: (!plan.checks.is_empty())
+            checks: (!plan.checks.is_empty() || snap.checks.is_some())
                 .then(|| snap.checks.as_deref().cloned().unwrap_or_default()),
+            scenario: plan.scenario.as_ref().map(|_| {
+                crate::scenario::ScenarioSummary::of(
+                    snap.scenario.as_deref().unwrap_or(&Default::default()),
+                    measured_s,
+                )
+            }),
         };
         let all_completed = completed + totals.warmup_completed;
         Report {

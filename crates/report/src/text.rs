@@ -30,6 +30,9 @@ pub fn render_text(r: &Report) -> String {
     } else {
         http_blocks(&mut o, r);
     }
+    if let Some(sc) = &s.scenario {
+        crate::scenario::render_text_block(&mut o, sc); // issue 17
+    }
     if let Some(c) = &s.checks {
         let unit = if s.websocket.is_some() {
             "replies"

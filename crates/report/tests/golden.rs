@@ -63,6 +63,7 @@ fn fixed_report() -> Report {
         protocol: Default::default(),
         script: None,
         checks: Vec::new(),
+        scenario: None,
     };
     let facts = RunFacts {
         started_at: UNIX_EPOCH + Duration::from_secs(1_795_381_503),
@@ -201,7 +202,7 @@ fn websocket_text_markdown_and_json() {
     );
     let summary = loadmark_report::render_csv_summary(&report);
     assert!(
-        summary.trim_end().ends_with(",1000.000,1000.000,4"),
+        summary.trim_end().ends_with(",1000.000,1000.000,4,,,,,,"),
         "{summary}"
     );
     let json = render_json(&report);

@@ -33,6 +33,9 @@
 //! | `/echo` | 200, the request body (≤ 16 MiB) with its `Content-Type` |
 //! | `/close` | 200 `OK` with `Connection: close`, then the connection is closed |
 //! | `/flaky/N/K` | 200 JSON: `{"ok":false,"items":[]}` when K is a multiple of N, else `{"ok":true,"items":[...3 ids]}` (checks find the wrong bodies) |
+//! | `POST /login` | body `{"user":"NAME"}`: 200 `{"token":"..."}` and `Set-Cookie: session=TOKEN`; 400 without a user |
+//! | `/items` | with `Authorization: Bearer TOKEN` (from `/login`): 200 `{"items":[{"id":1,"name":"item 1"},...]}` (ids 1-10); 401 without a valid token (counted: [`RunningServer::auth_failures`]) |
+//! | `/items/ID` | with the token: 200 `{"id":ID,"name":...,"price":...}`, 404 for an unknown id; 401 without it |
 //! | `/relay?url=URL` | what a GET of the loopback `http://` URL answers (status, type, body ≤ 16 MiB; 502 if it fails; one kept-alive backend connection per client connection) |
 //! | `/ws/echo` | WebSocket: every text or binary message back, same opcode and payload |
 //! | `/ws/json` | WebSocket: one JSON reply per JSON request (below) |
@@ -108,12 +111,15 @@
 //!   message on another thread.
 
 mod body;
+mod journey;
 mod listeners;
 mod relay;
 mod routes;
 mod server;
 mod stall;
 mod ws;
+
+pub use journey::{token_for, ITEMS};
 
 use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
@@ -252,6 +258,18 @@ impl RunningServer {
     /// [`Self::requests_served`]): proof that a client really spoke HTTP/2. Exact.
     pub fn http2_requests(&self) -> u64 {
         self.counters.http2_requests.load(Ordering::Relaxed)
+    }
+
+    /// `/items` requests refused (401) for a missing or wrong `Authorization: Bearer`
+    /// token (issue 17): a journey that carries its login's token keeps this at 0. Exact.
+    pub fn auth_failures(&self) -> u64 {
+        self.counters.auth_failures.load(Ordering::Relaxed)
+    }
+
+    /// `POST /login` requests answered (with a token, or 400 without a user). Exact once
+    /// the client has read the answer.
+    pub fn logins(&self) -> u64 {
+        self.counters.logins.load(Ordering::Relaxed)
     }
 
     /// Connections accepted so far. Exact; keep-alive requests on one connection count once.

@@ -26,7 +26,7 @@ pub const MAX_DELAY: Duration = Duration::from_millis(60_000);
 const JSON: &[u8] = br#"{"id":12345,"name":"loadmark","ok":true,"tags":["a","b","c"],"msg":"hello from the built-in target"}"#;
 
 const NOT_FOUND: &str = "not found: try /status, /bytes/N, /json, /delay/MS, /status/CODE, \
-                         /echo, /chunked/N, /close, /flaky/N/K, /relay?url=URL, /ws/echo, /ws/json, /ws/close-after/N, \
+                         /echo, /chunked/N, /close, /flaky/N/K, POST /login, /items, /items/ID, /relay?url=URL, /ws/echo, /ws/json, /ws/close-after/N, \
                          /ws/drop-after/N\n";
 
 const WS_NOT_FOUND: &str = "not found: WebSocket endpoints are /ws/echo, /ws/json, \
@@ -43,6 +43,8 @@ pub(crate) enum Routed<B> {
     Upgrade(Request<B>, ws::Endpoint),
     /// `/relay?url=...`: answer with what this loopback URL answers.
     Relay(crate::relay::RelayUrl),
+    /// `POST /login`: the body names the user; answer with a token.
+    Login(Request<B>),
 }
 
 pub(crate) fn route<B>(req: Request<B>) -> Routed<B> {
@@ -76,6 +78,11 @@ pub(crate) fn route<B>(req: Request<B>) -> Routed<B> {
         },
         ("echo", None) => return Routed::Echo(req),
         ("flaky", Some(arg)) => flaky(arg),
+        // ---- a user journey (crate::journey, issue 17)
+        ("login", None) if req.method() == hyper::Method::POST => return Routed::Login(req),
+        ("items", _) if !crate::journey::authorized(&req) => crate::journey::unauthorized(),
+        ("items", None) => crate::journey::items(),
+        ("items", Some(id)) => crate::journey::item(id),
         ("relay", None) => match crate::relay::parse_query(req.uri().query()) {
             Ok(url) => return Routed::Relay(url),
             Err(why) => bad_request(why),

@@ -46,6 +46,10 @@ pub(crate) struct Counters {
     pub ws_bytes_received: AtomicU64,
     /// `/ws/json` replies that carry an error status (`"ok":false`).
     pub ws_error_replies: AtomicU64,
+    /// `/items` requests answered 401: a missing or wrong token (issue 17).
+    pub auth_failures: AtomicU64,
+    /// `POST /login` requests answered.
+    pub logins: AtomicU64,
     /// Set by [`crate::RunningServer::record_tags`]: keep each request's loadmark tags.
     pub recording: std::sync::atomic::AtomicBool,
     pub tags: std::sync::Mutex<Vec<crate::Tag>>,
@@ -291,8 +295,13 @@ impl Service<Request<Incoming>> for Target {
         }
         let later = match routes::route(req) {
             Routed::Ready(response) => {
+                count_auth(&response, &self.counters);
                 self.counters.requests.fetch_add(1, Ordering::Relaxed);
                 return Reply::Ready(Some(response));
+            }
+            Routed::Login(req) => {
+                self.counters.logins.fetch_add(1, Ordering::Relaxed);
+                counted(self.counters.clone(), crate::journey::login(req))
             }
             Routed::Delay(d) => counted(self.counters.clone(), routes::delay(d)),
             Routed::Echo(req) => counted(self.counters.clone(), routes::echo(req)),
@@ -316,11 +325,25 @@ async fn answer(
     slot: relay::Slot,
 ) -> Response<ResponseBody> {
     match routes::route(req) {
-        Routed::Ready(response) => response,
+        Routed::Ready(response) => {
+            count_auth(&response, counters);
+            response
+        }
+        Routed::Login(req) => {
+            counters.logins.fetch_add(1, Ordering::Relaxed);
+            crate::journey::login(req).await
+        }
         Routed::Delay(d) => routes::delay(d).await,
         Routed::Echo(req) => routes::echo(req).await,
         Routed::Relay(url) => relay::relay(url, slot).await,
         Routed::Upgrade(req, endpoint) => ws::accept(req, endpoint, counters),
+    }
+}
+
+/// Counts a 401: only the journey's endpoints answer it, for a missing or wrong token.
+fn count_auth(response: &Response<ResponseBody>, counters: &Counters) {
+    if response.status() == hyper::StatusCode::UNAUTHORIZED {
+        counters.auth_failures.fetch_add(1, Ordering::Relaxed);
     }
 }
 

@@ -202,6 +202,7 @@ pub fn plan(url: &str, connections: usize, threads: usize, stop: Stop) -> Plan {
         protocol: Default::default(),
         script: None,
         checks: Vec::new(),
+        scenario: None,
     }
 }
 

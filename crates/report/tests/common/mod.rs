@@ -82,6 +82,7 @@ pub fn plan() -> Plan {
         protocol: Default::default(),
         script: None,
         checks: Vec::new(),
+        scenario: None,
     }
 }
 

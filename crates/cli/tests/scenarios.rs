@@ -1,0 +1,280 @@
+//! Scenarios end to end over loopback (issue 17): `loadmark bench` runs a plan's
+//! `scenario:` against the built-in target (in this process, so its exact counters can be
+//! read): every request carries the token its login returned (the target counts wrong or
+//! missing ones), per-step counts are exact, an extraction failure ends its iteration and is
+//! counted, thresholds on checks decide the exit code, and plan errors name file, line and
+//! column.
+
+mod common;
+
+use common::*;
+
+use std::path::Path;
+use std::process::Output;
+
+use loadmark_report::{Bundle, Report, ScenarioSummary, StepSummary};
+use loadmark_target::{start, RunningServer, ServerConfig};
+
+fn text(o: &Output) -> String {
+    format!(
+        "{}\n--- stderr ---\n{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+/// The built-in target with two threads: 50 users keep one thread busy.
+fn shop() -> RunningServer {
+    start(ServerConfig {
+        addr: ([127, 0, 0, 1], 0).into(),
+        threads: 2,
+        ..Default::default()
+    })
+    .unwrap()
+}
+
+/// Runs `plan` with `loadmark bench` in `dir`; the bundle when one was written.
+fn bench(dir: &Path, plan: &str) -> (Output, Option<Bundle>) {
+    std::fs::write(dir.join("plan.yaml"), plan).unwrap();
+    let _ = std::fs::remove_dir_all(dir.join("out"));
+    let out = loadmark()
+        .current_dir(dir)
+        .args(["bench", "plan.yaml", "-o", "out", "-q"])
+        .output()
+        .unwrap();
+    let bundle = std::fs::read_to_string(dir.join("out/bundle.json"))
+        .ok()
+        .map(|t| bundle_json(&t).unwrap());
+    (out, bundle)
+}
+
+fn scenario(r: &Report) -> &ScenarioSummary {
+    r.summary.scenario.as_ref().expect("a scenario summary")
+}
+
+fn step<'a>(s: &'a ScenarioSummary, name: &str) -> &'a StepSummary {
+    s.steps
+        .iter()
+        .find(|st| st.name == name)
+        .unwrap_or_else(|| panic!("no step {name}: {s:?}"))
+}
+
+const JOURNEY: &str = r#"
+scenario:
+  - name: login
+    request: {method: POST, url: /login, body: '{"user":"u{{seq}}"}'}
+    extract: {token: json /token}
+    check: [status == 200]
+  - name: list
+    request: {url: /items, headers: {Authorization: 'Bearer {{token}}'}}
+    extract: {item: 'json /items/{{rand_int 0 9}}/id'}
+    check: [status == 200, 'listed: json /items length > 0']
+  - think: 0ms..1ms
+  - name: open
+    request: {url: '/items/{{item}}', headers: {Authorization: 'Bearer {{token}}'}}
+    check: ['priced: json /price > 0']
+"#;
+
+#[test]
+fn a_journey_of_50_users_carries_each_token_and_counts_every_step_exactly() {
+    let server = shop();
+    let dir = temp_dir("scenarios", "journey");
+    let plan = format!(
+        "targets:\n  shop: {{url: 'http://{}'}}\n{JOURNEY}load: {{users: 50, iterations: 1000, threads: 2}}\nthresholds: [checks>=100%]\n",
+        server.local_addr()
+    );
+    let (out, bundle) = bench(&dir, &plan);
+    assert!(out.status.success(), "{}", text(&out));
+    // The server's own counts: every iteration logged in and sent both later requests
+    // with the token it got.
+    assert_eq!(server.auth_failures(), 0, "a request without its token");
+    assert_eq!(server.logins(), 1000);
+    assert_eq!(server.requests_served(), 3000);
+    let bundle = bundle.unwrap();
+    let r = &bundle.steps[0].report;
+    let s = scenario(r);
+    assert_eq!((s.iterations, s.aborted, s.dropped), (1000, 0, 0), "{s:?}");
+    assert_eq!(s.duration.count, 1000);
+    for name in ["login", "list", "open"] {
+        let st = step(s, name);
+        assert_eq!(st.requests, 1000, "{st:?}");
+        assert_eq!(st.status.class(2), 1000, "{st:?}");
+        assert_eq!(st.latency.count, 1000, "each step has its own histogram");
+        assert_eq!((st.checks_failed, st.extraction_failures), (0, 0), "{st:?}");
+    }
+    assert_eq!(step(s, "list").checks_passed, 2000);
+    assert_eq!(r.summary.requests.completed, 3000);
+    assert_eq!(r.summary.latency.count, 3000);
+    let checks = r.summary.checks.as_ref().unwrap();
+    assert_eq!(checks.get("priced").unwrap().passed, 1000);
+    assert_eq!(checks.get("login: status == 200").unwrap().passed, 1000);
+    // Merging adds the steps exactly, by name.
+    let merged = loadmark_report::merge_reports(&[r.clone(), r.clone()]).unwrap();
+    let m = scenario(&merged);
+    assert_eq!(m.iterations, 2000);
+    assert_eq!(step(m, "open").latency.count, 2000);
+    assert_eq!(
+        step(m, "open").latency.max_us,
+        step(s, "open").latency.max_us
+    );
+    let md = std::fs::read_to_string(dir.join("out/BENCHMARKS.md")).unwrap();
+    assert!(md.contains("## Scenario steps"), "{md}");
+    assert!(md.contains("| 1 shop | open | 1000 |"), "{md}");
+    // HTML shows the checks and steps; the CSV summary counts the iterations and checks.
+    let html = loadmark_report::render_html_bundle(&bundle);
+    assert!(html.contains("data-table=\"scenario\""), "no steps table");
+    assert!(html.contains("<td class=\"text\">priced</td><td>1000</td><td>0</td>"));
+    let csv = loadmark_report::render_bundle_csv_summary(&bundle);
+    let (head, row) = (csv.lines().next().unwrap(), csv.lines().nth(1).unwrap());
+    let cell = |name: &str| {
+        let i = head.split(',').position(|h| h == name).unwrap();
+        row.split(',').nth(i).unwrap().to_string()
+    };
+    assert_eq!(cell("iterations"), "1000");
+    assert_eq!(cell("checks_passed"), "4000");
+    assert_eq!(cell("checks_failed"), "0");
+}
+
+#[test]
+fn a_failed_extraction_ends_its_iteration_and_is_counted_by_step() {
+    let server = shop();
+    let dir = temp_dir("scenarios", "extract");
+    // The list has ten items: /items/20 selects nothing, so no `open` is ever sent.
+    let plan = format!(
+        r#"targets:
+  shop: {{url: 'http://{}'}}
+scenario:
+  - name: login
+    request: {{method: POST, url: /login, body: '{{"user":"u"}}'}}
+    extract: {{token: json /token}}
+  - name: list
+    request: {{url: /items, headers: {{Authorization: 'Bearer {{{{token}}}}'}}}}
+    extract: {{item: json /items/20/id}}
+  - name: open
+    request: {{url: '/items/{{{{item}}}}', headers: {{Authorization: 'Bearer {{{{token}}}}'}}}}
+load: {{users: 4, iterations: 40}}
+"#,
+        server.local_addr()
+    );
+    let (out, bundle) = bench(&dir, &plan);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(server.requests_served(), 80, "login and list only");
+    assert_eq!(server.auth_failures(), 0);
+    let bundle = bundle.unwrap();
+    let s = scenario(&bundle.steps[0].report);
+    assert_eq!((s.iterations, s.aborted), (0, 40), "{s:?}");
+    let list = step(s, "list");
+    assert_eq!((list.requests, list.extraction_failures), (40, 40));
+    let first = list.first_extraction_failure.as_deref().unwrap();
+    assert!(
+        first.starts_with("json /items/20/id found nothing; status 200, body: {\"items\""),
+        "{first}"
+    );
+    assert!(s.steps.iter().all(|st| st.name != "open"), "{s:?}");
+}
+
+#[test]
+fn checks_fail_on_an_exact_share_and_thresholds_on_them_decide_the_exit_code() {
+    let server = shop();
+    let dir = temp_dir("scenarios", "gate");
+    // One thread: iteration numbers ({{seq}}) are 0..99, so /flaky/2/{{seq}} answers the wrong
+    // body to exactly the even half. The wrong token is refused every time, and counted.
+    let plan = format!(
+        r#"targets:
+  shop: {{url: 'http://{}'}}
+scenario:
+  - name: flaky
+    request: {{url: '/flaky/2/{{{{seq}}}}'}}
+    check: ['ok: json /ok == true']
+  - name: intruder
+    request: {{url: /items, headers: {{Authorization: 'Bearer forged'}}}}
+    check: ['allowed: status == 200']
+load: {{users: 3, iterations: 100, threads: 1}}
+thresholds: ['check:ok>99%']
+"#,
+        server.local_addr()
+    );
+    let (out, bundle) = bench(&dir, &plan);
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out));
+    assert_eq!(server.auth_failures(), 100);
+    let r = &bundle.unwrap().steps[0].report;
+    let checks = r.summary.checks.as_ref().unwrap();
+    let ok = checks.get("ok").unwrap();
+    assert_eq!((ok.passed, ok.failed), (50, 50));
+    assert_eq!(checks.get("allowed").unwrap().failed, 100);
+    let s = scenario(r);
+    assert_eq!(
+        s.iterations, 100,
+        "a failed check does not end an iteration"
+    );
+    assert_eq!(step(s, "intruder").status.class(4), 100);
+    assert_eq!(step(s, "flaky").checks_failed, 50);
+    assert!(!r.thresholds[0].passed);
+}
+
+#[test]
+fn open_model_starts_iterations_on_schedule() {
+    let server = shop();
+    let dir = temp_dir("scenarios", "open");
+    let plan = format!(
+        "targets:\n  shop: {{url: 'http://{}'}}\n{JOURNEY}load: {{iterations_per_second: 200, users: 50, duration: 1s}}\n",
+        server.local_addr()
+    );
+    let (out, bundle) = bench(&dir, &plan);
+    assert!(out.status.success(), "{}", text(&out));
+    let r = &bundle.unwrap().steps[0].report;
+    let s = scenario(r);
+    // 200 iterations are due in the second; each one starts, or is dropped if 50 users are
+    // busy (not expected on loopback, but not a failure of the schedule either).
+    assert_eq!(s.iterations + s.aborted + s.dropped, 200, "{s:?}");
+    assert_eq!(s.aborted, 0, "{s:?}");
+    assert_eq!(server.auth_failures(), 0);
+    assert_eq!(step(s, "login").requests, 200 - s.dropped);
+    assert_eq!(step(s, "open").requests, s.iterations);
+    assert!(
+        r.summary.schedule_lag.is_some(),
+        "latency from intended start"
+    );
+}
+
+#[test]
+fn scenario_errors_name_file_line_column_and_the_schema_has_it() {
+    let dir = temp_dir("scenarios", "errors");
+    let cases = [
+        (
+            // A variable used before any step extracts it.
+            "targets:\n  a: {url: 'http://127.0.0.1:1'}\nscenario:\n  - name: one\n    request: {url: /x}\n    extract: {token: json /t}\n  - name: two\n    request: {url: '/y/{{tokn}}'}\n",
+            "plan.yaml:7:5",
+            "variables known here: token",
+        ),
+        (
+            "targets:\n  a: {url: 'http://127.0.0.1:1'}\nscenario:\n  - name: one\n    request: {url: /x}\n    extract: {token: jsn /t}\n",
+            "plan.yaml:6:",
+            "expected json /pointer | regex PATTERN",
+        ),
+        (
+            "targets:\n  a: {url: 'http://127.0.0.1:1'}\nscenario:\n  - think: 2s..1s\n",
+            "plan.yaml:4:",
+            "start is after its end",
+        ),
+        (
+            "targets:\n  a: {url: 'http://127.0.0.1:1'}\nload: {users: 3}\n",
+            "plan.yaml:3:",
+            "load.users is a scenario's word",
+        ),
+    ];
+    for (plan, place, says) in cases {
+        std::fs::write(dir.join("plan.yaml"), plan).unwrap();
+        let out = loadmark()
+            .current_dir(&dir)
+            .args(["bench", "--check", "plan.yaml"])
+            .output()
+            .unwrap();
+        let t = text(&out);
+        assert_eq!(out.status.code(), Some(2), "{t}");
+        assert!(t.contains(place) && t.contains(says), "{place} {says}: {t}");
+    }
+    let schema = loadmark().args(["schema", "plan"]).output().unwrap();
+    let schema: serde_json::Value = serde_json::from_slice(&schema.stdout).unwrap();
+    assert!(schema["properties"]["scenario"].is_object(), "{schema}");
+}
