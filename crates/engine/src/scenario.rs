@@ -274,6 +274,7 @@ fn settle<T: Transport>(
         latency,
         raw,
         overflow,
+        message: false,
     };
     let parsed = if run.capture {
         Parsed::of(&view)

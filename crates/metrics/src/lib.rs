@@ -51,12 +51,8 @@ mod websocket;
 pub use aggregate::{Aggregate, Second, SeriesPoint, Totals};
 pub use checks::{CheckStat, CheckStats, CHECK_EXAMPLE_CHARS};
 pub use error_kind::{ErrorCounts, ErrorKind, ErrorStat};
-<<<<<<< HEAD
 pub use recorder::{Busy, Interval, Recorder, Sample, WorkerReport};
-=======
-pub use recorder::{Interval, Recorder, Sample, WorkerReport};
 pub use scenario::{ScenarioStats, StepOutcome, StepStats};
->>>>>>> scenarios
 pub use snapshot::{
     new_histogram, record_us, HistogramDecodeError, Snapshot, StatusCounts, HISTOGRAM_MAX_US,
 };

@@ -515,7 +515,6 @@ fn expand(
             // Checks (issue 17) hold for every response of every step; for a websocket
             // plan, for every reply (request mode).
             plan.checks.clone_from(&file.checks);
-<<<<<<< HEAD
             if plan.websocket.is_some() {
                 plan.validate().map_err(|e| {
                     // At the check no reply can meet, if it is one; else at `checks:`.
@@ -532,9 +531,7 @@ fn expand(
                     located
                 })?;
             }
-=======
             plan.scenario.clone_from(&scenario);
->>>>>>> scenarios
             let mut params = Vec::new();
             if names.len() > 1 {
                 params.push(("target".to_string(), name.clone()));
