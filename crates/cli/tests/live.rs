@@ -4,12 +4,12 @@
 
 mod common;
 
-use std::io::{Read, Write};
-use std::net::TcpStream;
+use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
+use common::prometheus::{self, http_get, query_range};
 use common::{
     loadmark, port, report_json, retry_on_port_conflict, target, temp_dir, wait_until, Daemon,
 };
@@ -181,24 +181,6 @@ fn merge_reads_the_stream_files_of_a_split_run_as_it_reads_their_reports() {
     server.shutdown();
 }
 
-/// One HTTP/1.1 GET over loopback: status and body.
-fn http_get(addr: &str, path: &str, accept: &str) -> std::io::Result<(u16, String)> {
-    let mut s = TcpStream::connect(addr)?;
-    s.set_read_timeout(Some(Duration::from_secs(30)))?;
-    write!(
-        s,
-        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nAccept: {accept}\r\nConnection: close\r\n\r\n"
-    )?;
-    let mut text = String::new();
-    s.read_to_string(&mut text)?;
-    let status = text.get(9..12).and_then(|c| c.parse().ok()).unwrap_or(0);
-    let body = text
-        .split_once("\r\n\r\n")
-        .map_or("", |(_, b)| b)
-        .to_string();
-    Ok((status, body))
-}
-
 /// What Prometheus sends: OpenMetrics first.
 const OPENMETRICS: &str =
     "application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5";
@@ -364,65 +346,15 @@ fn the_exposition_passes_promtool_and_the_openmetrics_parser_and_ends_at_the_rep
     server.shutdown();
 }
 
-fn percent_encode(text: &str) -> String {
-    text.bytes()
-        .map(|b| match b {
-            b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'_' | b'-' | b'.' => (b as char).to_string(),
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
-}
-
-/// A range query's raw samples of the one series it selects: (time, value).
-fn query_range(prom: &str, selector: &str) -> Vec<(f64, f64)> {
-    let query = percent_encode(&format!("{selector}[10m]"));
-    let (status, body) = http_get(prom, &format!("/api/v1/query?query={query}"), "*/*").unwrap();
-    assert_eq!(status, 200, "{body}");
-    let v: serde_json::Value = serde_json::from_str(&body).unwrap();
-    let Some(values) = v["data"]["result"][0]["values"].as_array() else {
-        return Vec::new();
-    };
-    values
-        .iter()
-        .map(|s| {
-            (
-                s[0].as_f64().unwrap(),
-                s[1].as_str().unwrap().parse::<f64>().unwrap(),
-            )
-        })
-        .collect()
-}
-
 /// Prometheus (Debian's package) on a leased loopback port, scraping `target` every second.
 fn start_prometheus(dir: &Path, target: &str) -> (Daemon, String) {
-    retry_on_port_conflict("prometheus", || {
-        let addr = format!("127.0.0.1:{}", port());
-        std::fs::write(
-            dir.join("prometheus.yml"),
-            format!(
-                "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\nscrape_configs:\n  - job_name: loadmark\n    static_configs:\n      - targets: ['{target}']\n"
-            ),
-        )
-        .unwrap();
-        let mut cmd = Command::new("prometheus");
-        cmd.arg(format!(
-            "--config.file={}",
-            dir.join("prometheus.yml").display()
-        ))
-        .arg(format!(
-            "--storage.tsdb.path={}",
-            dir.join("data").display()
-        ))
-        .arg(format!("--web.listen-address={addr}"));
-        let daemon = Daemon::spawn("prometheus", cmd)
-            .map_err(|e| format!("prometheus (Debian's package; .ci/run installs it): {e}"))?;
-        // Ready in about a second when idle; a minute on a loaded two-core machine.
-        daemon.wait_for_line(Duration::from_secs(60), |l| {
-            l.contains("Server is ready to receive web requests")
-                .then_some(())
-        })?;
-        Ok((daemon, addr))
-    })
+    prometheus::start_prometheus(
+        dir,
+        &format!(
+            "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\nscrape_configs:\n  - job_name: loadmark\n    static_configs:\n      - targets: ['{target}']\n"
+        ),
+        &[],
+    )
 }
 
 #[test]

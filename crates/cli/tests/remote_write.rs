@@ -4,90 +4,18 @@
 
 mod common;
 
-use std::io::{Read, Write};
-use std::net::TcpStream;
 use std::path::Path;
-use std::process::Command;
-use std::time::Duration;
 
-use common::{
-    loadmark, port, report_json, retry_on_port_conflict, target, temp_dir, wait_until, Daemon,
-};
-
-fn http_get(addr: &str, path: &str) -> std::io::Result<(u16, String)> {
-    let mut s = TcpStream::connect(addr)?;
-    s.set_read_timeout(Some(Duration::from_secs(30)))?;
-    write!(
-        s,
-        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
-    )?;
-    let mut text = String::new();
-    s.read_to_string(&mut text)?;
-    let status = text.get(9..12).and_then(|c| c.parse().ok()).unwrap_or(0);
-    let body = text
-        .split_once("\r\n\r\n")
-        .map_or("", |(_, b)| b)
-        .to_string();
-    Ok((status, body))
-}
-
-/// The raw samples of the one series `selector` names over the last 10 minutes.
-fn samples(prom: &str, selector: &str) -> Vec<(f64, f64)> {
-    let query: String = format!("{selector}[10m]")
-        .bytes()
-        .map(|b| match b {
-            b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'_' | b'-' | b'.' => (b as char).to_string(),
-            _ => format!("%{b:02X}"),
-        })
-        .collect();
-    let (status, body) = http_get(prom, &format!("/api/v1/query?query={query}")).unwrap();
-    assert_eq!(status, 200, "{body}");
-    let v: serde_json::Value = serde_json::from_str(&body).unwrap();
-    v["data"]["result"][0]["values"]
-        .as_array()
-        .map(|values| {
-            values
-                .iter()
-                .map(|s| {
-                    (
-                        s[0].as_f64().unwrap(),
-                        s[1].as_str().unwrap().parse().unwrap(),
-                    )
-                })
-                .collect()
-        })
-        .unwrap_or_default()
-}
+use common::prometheus::{query_range, start_prometheus};
+use common::{loadmark, port, report_json, target, temp_dir, wait_until, Daemon};
 
 /// Prometheus with no scrape targets, receiving remote writes on a leased loopback port.
 fn start_receiver(dir: &Path) -> (Daemon, String) {
-    retry_on_port_conflict("prometheus", || {
-        let addr = format!("127.0.0.1:{}", port());
-        std::fs::write(
-            dir.join("prometheus.yml"),
-            "global:\n  scrape_interval: 1m\n",
-        )
-        .unwrap();
-        let mut cmd = Command::new("prometheus");
-        cmd.arg(format!(
-            "--config.file={}",
-            dir.join("prometheus.yml").display()
-        ))
-        .arg(format!(
-            "--storage.tsdb.path={}",
-            dir.join("data").display()
-        ))
-        .arg(format!("--web.listen-address={addr}"))
-        .arg("--web.enable-remote-write-receiver");
-        let daemon = Daemon::spawn("prometheus", cmd)
-            .map_err(|e| format!("prometheus (Debian's package; .ci/run installs it): {e}"))?;
-        // Ready in about a second when idle; a minute on a loaded two-core machine.
-        daemon.wait_for_line(Duration::from_secs(60), |l| {
-            l.contains("Server is ready to receive web requests")
-                .then_some(())
-        })?;
-        Ok((daemon, addr))
-    })
+    start_prometheus(
+        dir,
+        "global:\n  scrape_interval: 1m\n",
+        &["--web.enable-remote-write-receiver"],
+    )
 }
 
 #[test]
@@ -116,11 +44,11 @@ fn a_real_prometheus_receives_the_pushed_totals_of_the_report() {
     // The last push (loadmark_finished 1) was accepted before loadmark exited, so it is
     // queryable now; the wait only covers Prometheus' own commit.
     wait_until("the final push stored", || {
-        samples(&prom, "loadmark_finished{run_id=\"rw\"}")
+        query_range(&prom, "loadmark_finished{run_id=\"rw\"}")
             .iter()
             .any(|s| s.1 == 1.0)
     });
-    let requests = samples(&prom, "loadmark_requests_total{run_id=\"rw\",step=\"1\"}");
+    let requests = query_range(&prom, "loadmark_requests_total{run_id=\"rw\",step=\"1\"}");
     assert_eq!(
         requests.last().map(|s| s.1 as u64),
         Some(saved.summary.requests.completed),
@@ -136,7 +64,7 @@ fn a_real_prometheus_receives_the_pushed_totals_of_the_report() {
             .all(|w| w[0].0 <= w[1].0 && w[0].1 <= w[1].1),
         "{requests:?}"
     );
-    let count = samples(
+    let count = query_range(
         &prom,
         "loadmark_latency_seconds_count{run_id=\"rw\",step=\"1\"}",
     );
@@ -144,7 +72,7 @@ fn a_real_prometheus_receives_the_pushed_totals_of_the_report() {
         count.last().map(|s| s.1 as u64),
         Some(saved.totals.latency.len())
     );
-    let open = samples(&prom, "loadmark_open_connections{run_id=\"rw\",step=\"1\"}");
+    let open = query_range(&prom, "loadmark_open_connections{run_id=\"rw\",step=\"1\"}");
     assert_eq!(
         open.last().map(|s| s.1),
         Some(0.0),

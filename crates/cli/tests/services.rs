@@ -207,12 +207,15 @@ fn a_service_that_dies_mid_plan_fails_the_steps_that_need_it_with_its_last_lines
     let dir = temp_dir("services", "dies");
     let (_a, a) = reserved_port();
     let (_b, b) = reserved_port();
-    // The service lives until target b's launch creates `die`: it dies between the steps
-    // or during b's, whichever the scheduler makes it; both must be reported.
+    // The service lives until target b's launch creates `die`, and b's launch goes on only
+    // once the service has exited (its shell is a zombie, or gone): so it is dead before b's
+    // first step is checked, however the scheduler orders things on a loaded machine (when b
+    // did not wait, the plan could end before the service noticed `die`). b's steps must
+    // report it, or not run and say why.
     let plan = format!(
         r#"services:
   cache:
-    command: "echo cache up; while [ ! -e die ]; do sleep 0.02; done; echo 'cache: out of memory'; exit 3"
+    command: "echo $$ > cache.pid; echo cache up; while [ ! -e die ]; do sleep 0.02; done; echo 'cache: out of memory'; exit 3"
     ready: {{delay: 0s}}
 targets:
   a:
@@ -221,7 +224,7 @@ targets:
     depends_on: [cache]
   b:
     url: http://127.0.0.1:{b}/status
-    launch: {{command: touch die && exec loadmark serve --port {b} --reuse-port}}
+    launch: {{command: "while [ ! -s cache.pid ]; do sleep 0.02; done; p=$(cat cache.pid); touch die; while [ -e /proc/$p ] && ! grep -q ') Z ' /proc/$p/stat; do sleep 0.02; done; exec loadmark serve --port {b} --reuse-port"}}
     depends_on: [cache]
 load: {{requests: 50, connections: 2}}
 sweep: {{connections: [1, 2]}}

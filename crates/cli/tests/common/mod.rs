@@ -2,6 +2,8 @@
 
 #![allow(dead_code)]
 
+pub mod prometheus;
+
 use loadmark_target::{start, RunningServer, ServerConfig};
 
 /// The `loadmark` binary under test.
