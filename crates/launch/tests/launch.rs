@@ -426,7 +426,10 @@ fn http_readiness_needs_a_2xx() {
         ),
         other => panic!("expected NotReady, got {other:?}"),
     }
-    assert!(server.answered.load(Ordering::SeqCst) >= 1, "never probed");
+    // The server counts an answer after writing it, on its own thread: let it catch up.
+    wait_until("the server to be probed", || {
+        server.answered.load(Ordering::SeqCst) >= 1
+    });
 }
 
 #[test]
