@@ -428,6 +428,7 @@ fn quickstart(args: &QuickstartArgs) -> Result<ExitCode> {
         script: None,
         checks: Vec::new(),
         scenario: None,
+        cookies: false,
     };
     eprintln!(
         "loadmark quickstart: built-in target on {}, {} connections for {:?} (target and client share this process: one thread each)",

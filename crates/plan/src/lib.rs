@@ -40,7 +40,7 @@ pub use check::{
 };
 pub use clock::parse_rfc3339;
 pub use file::{
-    AttachFile, CompareFile, CompareMetric, LaunchFile, LoadFile, MonitorFile, PlanFile, ReadyFile,
+    AttachFile, CompareFile, CompareMetric, DataFile, LaunchFile, LoadFile, MonitorFile, PlanFile, ReadyFile,
     ReportFile, RequestFile, ServiceFile, SweepFile, TargetFile, WebSocketFile,
 };
 pub use file_steps::{
@@ -48,7 +48,7 @@ pub use file_steps::{
     Step,
 };
 pub use plan::{
-    Http2, Load, Mix, Plan, Protocol, RequestSpec, ScriptRef, Stop, Timeouts, TlsFiles, TlsPolicy,
+    DataPer, Http2, Load, Mix, Plan, Protocol, RequestSpec, ScriptRef, Stop, Timeouts, TlsFiles, TlsPolicy,
     DEFAULT_TIMEOUT, MAX_STREAMS,
 };
 pub use scenario::{
