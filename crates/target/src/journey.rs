@@ -157,7 +157,8 @@ pub(crate) async fn login(
 #[derive(Clone, Copy)]
 pub(crate) struct CookieFailure;
 
-/// `GET /me`: 200 `{"user":"NAME"}` with a valid `session` cookie (from `/login`), else 403.
+/// `GET /me`: 200 `{"user":"NAME"}` with a valid `session` cookie (from `/login`), else 403;
+/// `/me?user=NAME` also refuses another user's cookie (a jar shared between users).
 pub(crate) fn me<B>(req: &Request<B>) -> Response<ResponseBody> {
     let session = req
         .headers()
@@ -168,7 +169,15 @@ pub(crate) fn me<B>(req: &Request<B>) -> Response<ResponseBody> {
         .filter_map(|pair| pair.trim().split_once('='))
         .find(|(name, _)| *name == "session")
         .map(|(_, value)| value.trim());
-    match session.filter(|t| valid(t)).and_then(user_of) {
+    let expected = req
+        .uri()
+        .query()
+        .and_then(|q| q.split('&').find_map(|kv| kv.strip_prefix("user=")));
+    let user = session
+        .filter(|t| valid(t))
+        .and_then(user_of)
+        .filter(|u| expected.is_none_or(|e| e == u));
+    match user {
         Some(user) => json(
             StatusCode::OK,
             serde_json::json!({ "user": user }).to_string(),
@@ -176,7 +185,7 @@ pub(crate) fn me<B>(req: &Request<B>) -> Response<ResponseBody> {
         None => {
             let mut r = json(
                 StatusCode::FORBIDDEN,
-                r#"{"error":"missing or wrong session cookie: send Cookie: session=TOKEN from POST /login"}"#.into(),
+                r#"{"error":"missing or wrong session cookie: send Cookie: session=TOKEN from POST /login (as that user)"}"#.into(),
             );
             r.extensions_mut().insert(CookieFailure);
             r

@@ -36,7 +36,7 @@
 //! | `POST /login` | body `{"user":"NAME"}`: 200 `{"token":"..."}` and `Set-Cookie: session=TOKEN`; 400 without a user |
 //! | `/items` | with `Authorization: Bearer TOKEN` (from `/login`): 200 `{"items":[{"id":1,"name":"item 1"},...]}` (ids 1-10); 401 without a valid token (counted: [`RunningServer::auth_failures`]) |
 //! | `/items/ID` | with the token: 200 `{"id":ID,"name":...,"price":...}`, 404 for an unknown id; 401 without it |
-//! | `/me` | with `Cookie: session=TOKEN` (from `/login`): 200 `{"user":"NAME"}`; 403 without a valid one (counted: [`RunningServer::cookie_failures`]) |
+//! | `/me` | with `Cookie: session=TOKEN` (from `/login`): 200 `{"user":"NAME"}`; 403 without a valid one, or (`/me?user=NAME`) with another user's (counted: [`RunningServer::cookie_failures`]) |
 //! | `POST /logout` | 200 and `Set-Cookie: session=; Max-Age=0` (deletes the session cookie) |
 //! | `/relay?url=URL` | what a GET of the loopback `http://` URL answers (status, type, body ≤ 16 MiB; 502 if it fails; one kept-alive backend connection per client connection) |
 //! | `/ws/echo` | WebSocket: every text or binary message back, same opcode and payload |
