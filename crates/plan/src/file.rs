@@ -84,7 +84,7 @@ pub struct PlanFile {
 
 /// The `data:` file: its path, or its path and how rows are assigned.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(untagged)]
+#[serde(untagged, deny_unknown_fields)]
 pub enum DataFile {
     Path(String),
     Spec {
@@ -295,7 +295,9 @@ pub struct LoadFile {
     /// Open loop: requests per second.
     #[serde(default)]
     pub rate: Option<f64>,
-    /// Rate stages (open loop), or connection stages with `connections` (closed loop).
+    /// Rate stages (open loop), or connection stages with `connections` (closed loop). In a
+    /// scenario: user counts, from `users` (or 0), unless `iterations_per_second` is given
+    /// (then rates of iterations), e.g. `30s:200,1m:200,10s:0`.
     #[serde(default)]
     pub stages: Option<String>,
     /// Open loop: connection cap [default: 1000].
