@@ -47,6 +47,9 @@ struct StepRun {
     regexes: Vec<Option<regex::Regex>>,
     /// The response must be kept (an extraction or a check reads it).
     capture: bool,
+    /// The request's bytes, when nothing in them changes (no template, no cookie jar):
+    /// rendered once, so such a step costs what `loadmark run`'s fixed request does.
+    fixed: Option<Vec<u8>>,
 }
 
 /// What every user of a worker shares: the compiled scenario.
@@ -131,6 +134,7 @@ impl ScenarioShared {
                         global_names,
                         regexes,
                         capture,
+                        fixed: None,
                     }));
                     thinks.push(None);
                 }
@@ -138,7 +142,7 @@ impl ScenarioShared {
         }
         let path = plan.request.url.path_and_query();
         let path = path.split('?').next().unwrap_or("");
-        Some(ScenarioShared {
+        let mut shared = ScenarioShared {
             steps: runs,
             thinks,
             names,
@@ -154,7 +158,23 @@ impl ScenarioShared {
             rows,
             per: plan.mix.per,
             cookies: plan.cookies,
-        })
+        };
+        let mut scratch: User<()> = User::new(shared.vars, 1, 0);
+        for i in 0..shared.steps.len() {
+            let Some(run) = &shared.steps[i] else {
+                continue;
+            };
+            let step = &run.step;
+            let literal = step.path.is_literal()
+                && step.body.is_literal()
+                && step.headers.iter().all(|(_, v)| v.is_literal());
+            if literal && !shared.cookies {
+                render(&shared, run, &mut scratch, 0);
+                let bytes = std::mem::take(&mut scratch.request);
+                shared.steps[i].as_mut().expect("a request step").fixed = Some(bytes);
+            }
+        }
+        Some(shared)
     }
 
     /// A new user of this worker: its number is unique in the run (across workers and
@@ -238,12 +258,18 @@ async fn iteration<T: Transport>(
             tokio::time::sleep(min + Duration::from_micros(extra)).await;
             continue;
         };
-        render(sc, run, user, seq);
+        let bytes = match &run.fixed {
+            Some(bytes) => bytes,
+            None => {
+                render(sc, run, user, seq);
+                &user.request
+            }
+        };
         let result = perform_bytes(
             shared,
             &mut user.conn,
             due.take(),
-            &user.request,
+            bytes,
             run.meta,
             run.capture,
         )
