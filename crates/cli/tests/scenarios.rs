@@ -139,17 +139,27 @@ fn a_journey_of_50_users_carries_each_token_and_counts_every_step_exactly() {
     assert_eq!(lines.len(), 4, "{csv}");
     let head: Vec<&str> = lines[0].split(',').collect();
     let rows: Vec<Vec<&str>> = lines[1..].iter().map(|l| l.split(',').collect()).collect();
-    let at = |row: &Vec<&str>, name: &str| row[head.iter().position(|h| *h == name).unwrap()].to_string();
+    let at = |row: &Vec<&str>, name: &str| {
+        row[head.iter().position(|h| *h == name).unwrap()].to_string()
+    };
     assert_eq!(
-        rows.iter().map(|r| at(r, "scenario_step")).collect::<Vec<_>>(),
+        rows.iter()
+            .map(|r| at(r, "scenario_step"))
+            .collect::<Vec<_>>(),
         ["login", "list", "open"]
     );
     for row in &rows {
         assert_eq!(row.len(), head.len(), "{csv}");
         assert_eq!(at(row, "requests"), "1000");
         assert_eq!(at(row, "status_2xx"), "1000");
-        assert_eq!((at(row, "errors"), at(row, "checks_failed")), ("0".into(), "0".into()));
-        let (p50, p99): (u64, u64) = (at(row, "latency_p50_us").parse().unwrap(), at(row, "latency_p99_us").parse().unwrap());
+        assert_eq!(
+            (at(row, "errors"), at(row, "checks_failed")),
+            ("0".into(), "0".into())
+        );
+        let (p50, p99): (u64, u64) = (
+            at(row, "latency_p50_us").parse().unwrap(),
+            at(row, "latency_p99_us").parse().unwrap(),
+        );
         assert!(0 < p50 && p50 <= p99, "{csv}");
     }
     assert_eq!(at(&rows[1], "checks_passed"), "2000");
@@ -310,7 +320,11 @@ fn scenario_errors_name_file_line_column_and_the_schema_has_it() {
 fn users_csv(dir: &Path, n: usize) -> Vec<String> {
     let names: Vec<String> = (0..n).map(|i| format!("alice{i}")).collect();
     let rows: Vec<String> = names.iter().map(|u| format!("{u},pw-{u}")).collect();
-    std::fs::write(dir.join("users.csv"), format!("user,pw\n{}\n", rows.join("\n"))).unwrap();
+    std::fs::write(
+        dir.join("users.csv"),
+        format!("user,pw\n{}\n", rows.join("\n")),
+    )
+    .unwrap();
     names
 }
 

@@ -129,7 +129,10 @@ mod tests {
         jar.store(b"theme=x; Expires=Thu, 01 Jan 1970 00:00:00 GMT", now);
         assert_eq!(header(&jar), "");
         // Max-Age wins over Expires; a future date keeps the cookie.
-        jar.store(b"a=1; Expires=Thu, 01 Jan 1970 00:00:00 GMT; Max-Age=60", now);
+        jar.store(
+            b"a=1; Expires=Thu, 01 Jan 1970 00:00:00 GMT; Max-Age=60",
+            now,
+        );
         jar.store(b"b=2; expires=Wed, 01-Jan-2070 00:00:00 GMT", now);
         assert_eq!(header(&jar), "Cookie: a=1; b=2\r\n");
         for bad in [&b"novalue"[..], b"=x", b"a b=1", b"c=1\r\nX-Evil: 1"] {

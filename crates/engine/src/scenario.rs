@@ -23,8 +23,8 @@ use std::time::{Duration, Instant};
 
 use loadmark_metrics::{Sample, StepOutcome};
 use loadmark_plan::{
-    next_random, parse_csv, DataPer, Extract, Plan, Profile, RenderContext, RequestStep,
-    Scenario, ScenarioStep, Segment,
+    next_random, parse_csv, DataPer, Extract, Plan, Profile, RenderContext, RequestStep, Scenario,
+    ScenarioStep, Segment,
 };
 use loadmark_timer::Pacer;
 use tokio::task::JoinSet;

@@ -361,7 +361,10 @@ fn scenario_data_rows_cookies_and_ramps_reach_the_plan() {
     let p = load("data: users.csv\nload: {users: 2, iterations: 10, cookies: true}\n").unwrap();
     let plan = &p.steps[0].plan;
     assert_eq!(plan.mix.per, crate::DataPer::User);
-    assert_eq!(plan.mix.data.as_deref(), Some(dir.join("users.csv").as_path()));
+    assert_eq!(
+        plan.mix.data.as_deref(),
+        Some(dir.join("users.csv").as_path())
+    );
     assert!(plan.cookies);
     let p = load("data: {file: users.csv, per: iteration}\nload: {stages: '1s:5,1s:0'}\n").unwrap();
     let plan = &p.steps[0].plan;
@@ -376,7 +379,10 @@ fn scenario_data_rows_cookies_and_ramps_reach_the_plan() {
     assert!(matches!(p.steps[0].plan.load, Load::Open { .. }));
     for (extra, says) in [
         ("data: {file: users.csv, pre: user}\n", "data"),
-        ("data: users.csv\nload: {stages: '1s:5', iterations: 9}\n", "load.iterations"),
+        (
+            "data: users.csv\nload: {stages: '1s:5', iterations: 9}\n",
+            "load.iterations",
+        ),
     ] {
         let e = load(extra).unwrap_err().to_string();
         assert!(e.contains(says), "{extra}: {e}");

@@ -374,7 +374,12 @@ mod tests {
         assert_eq!(rows[1], vec!["bob", "us"]);
         assert!(parse_csv("").is_err());
         assert!(parse_csv("a,b\n").is_err());
-        let e = parse_csv("user,region\nalice,eu\n\nbob\n").unwrap_err().to_string();
-        assert!(e.contains("line 4: ") && e.contains("has 1 field(s), the header 2"), "{e}");
+        let e = parse_csv("user,region\nalice,eu\n\nbob\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("line 4: ") && e.contains("has 1 field(s), the header 2"),
+            "{e}"
+        );
     }
 }

@@ -43,7 +43,10 @@ fn step_rows(o: &mut String, prefix: &str, r: &Report) {
     for st in &sc.steps {
         let d = &st.latency;
         // Empty cells, not zeros, for a step that never got a response.
-        let p = |q: f64| d.percentile(q).map_or_else(String::new, |us| us.to_string());
+        let p = |q: f64| {
+            d.percentile(q)
+                .map_or_else(String::new, |us| us.to_string())
+        };
         let (min, mean, max) = if d.count == 0 {
             (String::new(), String::new(), String::new())
         } else {

@@ -282,7 +282,11 @@ impl RunningServer {
 
     /// Users who logged in (`POST /login` with a user), by name, with their login count.
     pub fn login_users(&self) -> std::collections::BTreeMap<String, u64> {
-        self.counters.login_users.lock().expect("login users").clone()
+        self.counters
+            .login_users
+            .lock()
+            .expect("login users")
+            .clone()
     }
 
     /// Connections accepted so far. Exact; keep-alive requests on one connection count once.
