@@ -96,7 +96,7 @@ fn parse_http_date(text: &str) -> Option<SystemTime> {
         return None;
     }
     // Days from the epoch to the first of the month (the civil-from-days inverse).
-    let leap = |y: u64| (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+    let leap = |y: u64| (y.is_multiple_of(4) && !y.is_multiple_of(100)) || y.is_multiple_of(400);
     let mut days: u64 = (1970..year).map(|y| 365 + u64::from(leap(y))).sum();
     const BEFORE: [u64; 12] = [0, 31, 59, 90, 120, 151, 181, 212, 243, 273, 304, 334];
     days += BEFORE[month as usize] + u64::from(month >= 2 && leap(year)) + day - 1;
