@@ -184,7 +184,12 @@ impl ScenarioShared {
         let local = self.users.get();
         self.users.set(local + 1);
         let id = self.segment.global(local * self.workers + self.worker);
-        User::new(self.vars, seed, id)
+        // Mixed with the number, so users made in the same instant draw different values.
+        User::new(
+            self.vars,
+            seed ^ (id + 1).wrapping_mul(0xD6E8_FEB8_6659_FD93),
+            id,
+        )
     }
 
     /// The data row of an iteration: the user's, or the iteration's (numbered in the run).
@@ -616,9 +621,8 @@ pub(crate) async fn ramp_users<T: Transport>(
                 wanted.clone(),
                 alive.clone(),
             );
-            let seed = (share.index << 32 | sc.users.get()) ^ 0x9E37_79B9_7F4A_7C15;
             users.spawn_local(async move {
-                let mut user = sc.new_user(seed);
+                let mut user = sc.new_user(0x9E37_79B9_7F4A_7C15);
                 while slot < wanted.get() && Instant::now() < end {
                     let Some(seq) = next_iteration(&sc, &budget) else {
                         break;
