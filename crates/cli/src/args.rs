@@ -79,6 +79,8 @@ pub enum Format {
     Csv,
     /// The summary as CSV (one row per run, or per step of a bundle)
     CsvSummary,
+    /// A scenario's steps as CSV (one row per step of the journey)
+    CsvSteps,
     /// One self-contained HTML page with charts (inline SVG, no JavaScript)
     Html,
 }

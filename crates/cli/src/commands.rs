@@ -428,6 +428,7 @@ fn quickstart(args: &QuickstartArgs) -> Result<ExitCode> {
         script: None,
         checks: Vec::new(),
         scenario: None,
+        cookies: false,
     };
     eprintln!(
         "loadmark quickstart: built-in target on {}, {} connections for {:?} (target and client share this process: one thread each)",
@@ -484,6 +485,7 @@ fn report(args: &ReportArgs) -> Result<ExitCode> {
             Format::Json => bundle.to_json(),
             Format::Csv => loadmark_report::render_bundle_csv(&bundle),
             Format::CsvSummary => loadmark_report::render_bundle_csv_summary(&bundle),
+            Format::CsvSteps => loadmark_report::render_bundle_csv_steps(&bundle),
             Format::Html => loadmark_report::render_html_bundle(&bundle),
             Format::Text => {
                 let mut o = String::new();

@@ -23,7 +23,7 @@ pub fn format_for(path: &Path, flag: Option<Format>) -> Result<Format> {
     };
     match (by_extension, flag) {
         // Both CSV tables are .csv files.
-        (Some(Format::Csv), Some(Format::CsvSummary)) => Ok(Format::CsvSummary),
+        (Some(Format::Csv), Some(f @ (Format::CsvSummary | Format::CsvSteps))) => Ok(f),
         (Some(ext), Some(f)) if ext != f => bail!(
             "--output {} is a {} file but --format {} asks for {}: name the file .{} or drop --format",
             path.display(),
@@ -35,7 +35,7 @@ pub fn format_for(path: &Path, flag: Option<Format>) -> Result<Format> {
         (_, Some(f)) => Ok(f),
         (Some(ext), None) => Ok(ext),
         (None, None) => bail!(
-            "--output {}: cannot tell the format from the extension: use .json, .txt, .md, .csv or .html, or add --format json|text|md|csv|csv-summary|html",
+            "--output {}: cannot tell the format from the extension: use .json, .txt, .md, .csv or .html, or add --format json|text|md|csv|csv-summary|csv-steps|html",
             path.display()
         ),
     }
@@ -49,6 +49,7 @@ impl Format {
             Format::Md => "Markdown",
             Format::Csv => "CSV",
             Format::CsvSummary => "CSV summary",
+            Format::CsvSteps => "CSV of scenario steps",
             Format::Html => "HTML",
         }
     }
@@ -60,6 +61,7 @@ impl Format {
             Format::Md => "md",
             Format::Csv => "csv",
             Format::CsvSummary => "csv-summary",
+            Format::CsvSteps => "csv-steps",
             Format::Html => "html",
         }
     }
@@ -69,7 +71,7 @@ impl Format {
             Format::Text => "txt",
             Format::Json => "json",
             Format::Md => "md",
-            Format::Csv | Format::CsvSummary => "csv",
+            Format::Csv | Format::CsvSummary | Format::CsvSteps => "csv",
             Format::Html => "html",
         }
     }
@@ -131,6 +133,7 @@ pub fn render_with(report: &Report, format: Format, table: &crate::args::TableFl
             loadmark_report::render_bundle_csv_summary(&bundle())
         }
         Format::CsvSummary => loadmark_report::render_csv_summary(report),
+        Format::CsvSteps => loadmark_report::render_csv_steps(report),
         Format::Html => loadmark_report::render_html_bundle(&bundle()),
     }
 }

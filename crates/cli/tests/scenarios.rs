@@ -133,6 +133,43 @@ fn a_journey_of_50_users_carries_each_token_and_counts_every_step_exactly() {
     assert_eq!(cell("iterations"), "1000");
     assert_eq!(cell("checks_passed"), "4000");
     assert_eq!(cell("checks_failed"), "0");
+    // The steps' CSV: a row per step, its own counts and latency.
+    let csv = loadmark_report::render_bundle_csv_steps(&bundle);
+    let lines: Vec<&str> = csv.lines().collect();
+    assert_eq!(lines.len(), 4, "{csv}");
+    let head: Vec<&str> = lines[0].split(',').collect();
+    let rows: Vec<Vec<&str>> = lines[1..].iter().map(|l| l.split(',').collect()).collect();
+    let at = |row: &Vec<&str>, name: &str| {
+        row[head.iter().position(|h| *h == name).unwrap()].to_string()
+    };
+    assert_eq!(
+        rows.iter()
+            .map(|r| at(r, "scenario_step"))
+            .collect::<Vec<_>>(),
+        ["login", "list", "open"]
+    );
+    for row in &rows {
+        assert_eq!(row.len(), head.len(), "{csv}");
+        assert_eq!(at(row, "requests"), "1000");
+        assert_eq!(at(row, "status_2xx"), "1000");
+        assert_eq!(
+            (at(row, "errors"), at(row, "checks_failed")),
+            ("0".into(), "0".into())
+        );
+        let (p50, p99): (u64, u64) = (
+            at(row, "latency_p50_us").parse().unwrap(),
+            at(row, "latency_p99_us").parse().unwrap(),
+        );
+        assert!(0 < p50 && p50 <= p99, "{csv}");
+    }
+    assert_eq!(at(&rows[1], "checks_passed"), "2000");
+    let out = loadmark()
+        .current_dir(&dir)
+        .args(["report", "out/bundle.json", "--format", "csv-steps"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), csv);
 }
 
 #[test]
@@ -277,4 +314,212 @@ fn scenario_errors_name_file_line_column_and_the_schema_has_it() {
     let schema = loadmark().args(["schema", "plan"]).output().unwrap();
     let schema: serde_json::Value = serde_json::from_slice(&schema.stdout).unwrap();
     assert!(schema["properties"]["scenario"].is_object(), "{schema}");
+}
+
+/// Writes `users.csv` (header `user,pw`, rows `alice0..alice{n-1}`) into `dir`.
+fn users_csv(dir: &Path, n: usize) -> Vec<String> {
+    let names: Vec<String> = (0..n).map(|i| format!("alice{i}")).collect();
+    let rows: Vec<String> = names.iter().map(|u| format!("{u},pw-{u}")).collect();
+    std::fs::write(
+        dir.join("users.csv"),
+        format!("user,pw\n{}\n", rows.join("\n")),
+    )
+    .unwrap();
+    names
+}
+
+/// A login carrying the data row's user, then a request with the token it got.
+const LOGIN_AS_ROW: &str = r#"scenario:
+  - name: login
+    request: {method: POST, url: /login, body: '{"user":"{{csv user}}","pw":"{{csv pw}}"}'}
+    extract: {token: json /token}
+    check: [status == 200]
+  - name: list
+    request: {url: /items, headers: {Authorization: 'Bearer {{token}}'}}
+"#;
+
+#[test]
+fn data_rows_go_to_users_and_to_iterations_exactly() {
+    let server = shop();
+    let dir = temp_dir("scenarios", "data");
+    // The plan in a subdirectory, run from its parent: the data path is the plan's.
+    std::fs::create_dir_all(dir.join("plans")).unwrap();
+    let names = users_csv(&dir.join("plans"), 20);
+    let run = |load: &str, data: &str| {
+        let plan = format!(
+            "targets:\n  shop: {{url: 'http://{}'}}\ndata: {data}\n{LOGIN_AS_ROW}load: {{{load}}}\n",
+            server.local_addr()
+        );
+        std::fs::write(dir.join("plans/plan.yaml"), plan).unwrap();
+        let out = loadmark()
+            .current_dir(&dir)
+            .args(["bench", "plans/plan.yaml", "-o", "out", "-q"])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", text(&out));
+    };
+    // Per user (the short form's default in a scenario): 5 users on 2 threads are users 0-4,
+    // so exactly the first 5 rows log in, whatever each user's share of the iterations.
+    run("users: 5, iterations: 100, threads: 2", "users.csv");
+    let seen = server.login_users();
+    assert_eq!(
+        seen.keys().cloned().collect::<Vec<_>>(),
+        {
+            let mut first: Vec<String> = names[..5].to_vec();
+            first.sort();
+            first
+        },
+        "{seen:?}"
+    );
+    assert_eq!(seen.values().sum::<u64>(), 100);
+    assert_eq!(server.auth_failures(), 0);
+    // Per iteration: 60 iterations take rows 0..59 modulo 20, so every user exactly 3 times.
+    run(
+        "users: 7, iterations: 60, threads: 2",
+        "{file: users.csv, per: iteration}",
+    );
+    let seen = server.login_users();
+    assert_eq!(seen.len(), 20, "{seen:?}");
+    let total: u64 = seen.values().sum();
+    assert_eq!(total, 160);
+    // Rows 5..19 only came from the per-iteration run: 3 each.
+    for name in &names[5..] {
+        assert_eq!(seen[name], 3, "{name}: {seen:?}");
+    }
+    assert_eq!(server.auth_failures(), 0);
+}
+
+#[test]
+fn data_file_errors_name_file_line_column() {
+    let dir = temp_dir("scenarios", "data-errors");
+    std::fs::write(dir.join("empty.csv"), "").unwrap();
+    std::fs::write(dir.join("head.csv"), "user,pw\n").unwrap();
+    std::fs::write(dir.join("ragged.csv"), "user,pw\nbob,x\neve\n").unwrap();
+    users_csv(&dir, 3);
+    let head = "targets:\n  a: {url: 'http://127.0.0.1:1'}\n";
+    let cases = [
+        (
+            format!("{head}data: missing.csv\n{LOGIN_AS_ROW}"),
+            "plan.yaml:3:",
+            "missing.csv\": cannot read it",
+        ),
+        (
+            format!("{head}data: {{file: empty.csv, per: user}}\n{LOGIN_AS_ROW}"),
+            "plan.yaml:3:",
+            "(empty file)",
+        ),
+        (
+            format!("{head}data: head.csv\n{LOGIN_AS_ROW}"),
+            "plan.yaml:3:",
+            "at least one data row",
+        ),
+        (
+            format!("{head}data: ragged.csv\n{LOGIN_AS_ROW}"),
+            "plan.yaml:3:",
+            "line 3: \\\"eve\\\" has 1 field(s), the header 2",
+        ),
+        (
+            // The column is checked where the step uses it.
+            format!(
+                "{head}data: users.csv\n{}",
+                LOGIN_AS_ROW.replace("{{csv pw}}", "{{csv password}}")
+            ),
+            "plan.yaml:5:5",
+            "a column of the data file",
+        ),
+        (
+            format!("{head}data: {{file: users.csv, per: request}}\n{LOGIN_AS_ROW}"),
+            "plan.yaml:3:",
+            "per `user` or per `iteration`",
+        ),
+        (
+            format!("{head}data: {{file: users.csv, per: user}}\nrequest: {{path: '/{{{{csv user}}}}'}}\n"),
+            "plan.yaml:3:",
+            "rows need a `scenario:`",
+        ),
+    ];
+    for (plan, place, says) in cases {
+        std::fs::write(dir.join("plan.yaml"), &plan).unwrap();
+        let out = loadmark()
+            .current_dir(&dir)
+            .args(["bench", "--check", "plan.yaml"])
+            .output()
+            .unwrap();
+        let t = text(&out);
+        assert_eq!(out.status.code(), Some(2), "{plan}\n{t}");
+        assert!(t.contains(place) && t.contains(says), "{place} {says}: {t}");
+    }
+}
+
+/// Logs in (the target sets `session`), reads `/me` with the cookie (the target refuses
+/// another user's), logs out (the target deletes it), reads `/me` again (refused: no cookie
+/// left).
+const COOKIE_JOURNEY: &str = r#"scenario:
+  - name: login
+    request: {method: POST, url: /login, body: '{"user":"u{{seq}}"}'}
+  - name: me
+    request: {url: '/me?user=u{{seq}}'}
+    check: [status == 200]
+  - name: logout
+    request: {method: POST, url: /logout}
+  - name: me after logout
+    request: {url: /me}
+    check: [status == 403]
+"#;
+
+#[test]
+fn a_cookie_jar_per_user_sends_each_session_and_forgets_deleted_ones() {
+    let server = shop();
+    let dir = temp_dir("scenarios", "cookies");
+    let plan = |cookies: bool, users: u32, iterations: u32| {
+        format!(
+            "targets:\n  shop: {{url: 'http://{}'}}\n{COOKIE_JOURNEY}load: {{users: {users}, iterations: {iterations}, threads: 2, cookies: {cookies}}}\nthresholds: [checks>=100%]\n",
+            server.local_addr()
+        )
+    };
+    let (out, bundle) = bench(&dir, &plan(true, 20, 400));
+    assert!(out.status.success(), "{}", text(&out));
+    // Only the requests after a logout lacked the cookie: one per iteration.
+    assert_eq!(server.cookie_failures(), 400, "a /me without its session");
+    assert_eq!(server.requests_served(), 1600);
+    let s = scenario(&bundle.as_ref().unwrap().steps[0].report).clone();
+    assert_eq!(s.iterations, 400);
+    assert_eq!(step(&s, "me").status.class(2), 400);
+    assert_eq!(step(&s, "me after logout").status.class(4), 400);
+    // Without the jar, every /me is refused (and the checks say so): 10 iterations, 2 each.
+    let (out, _) = bench(&dir, &plan(false, 2, 10));
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out));
+    assert_eq!(server.cookie_failures(), 400 + 20);
+}
+
+#[test]
+fn users_ramp_with_stages() {
+    let server = shop();
+    let dir = temp_dir("scenarios", "ramp");
+    let names = users_csv(&dir, 12);
+    // 0 -> 10 users in 1s, 10 for 1s, down to 0 in 1s: 10 users in all, each its own
+    // connection and its own data row, none added on the way down.
+    let plan = format!(
+        "targets:\n  shop: {{url: 'http://{}'}}\ndata: users.csv\n{LOGIN_AS_ROW}  - think: 1ms..5ms\nload: {{stages: '1s:10,1s:10,1s:0', threads: 2}}\n",
+        server.local_addr()
+    );
+    let (out, bundle) = bench(&dir, &plan);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(server.connections_accepted(), 10);
+    let seen: Vec<String> = server.login_users().into_keys().collect();
+    let mut first: Vec<String> = names[..10].to_vec();
+    first.sort();
+    assert_eq!(seen, first);
+    assert_eq!(server.auth_failures(), 0);
+    let r = &bundle.unwrap().steps[0].report;
+    let s = scenario(r);
+    assert_eq!(s.aborted, 0, "{s:?}");
+    assert!(s.iterations > 10, "{s:?}");
+    // Users over time: every connection opened while ramping up (by the 1.1 s tick), none
+    // in the last second; the run lasted the stages.
+    let opened: Vec<u64> = r.series.iter().map(|p| p.connections_opened).collect();
+    assert_eq!(opened.iter().sum::<u64>(), 10, "{opened:?}");
+    assert!(opened.iter().skip(2).all(|&n| n == 0), "{opened:?}");
+    assert!(r.series.len() >= 3, "{:?}", r.series.len());
+    assert!(r.series[1].responses > 0, "{:?}", r.series);
 }

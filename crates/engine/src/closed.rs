@@ -22,13 +22,24 @@ const RAMP_STEP: Duration = Duration::from_millis(100);
 /// connection of every thread, so `-n N` sends exactly N.
 pub(crate) struct Budget {
     remaining: Option<AtomicU64>,
+    /// Claims numbered so far ([`Budget::claim_numbered`]; scenarios only).
+    numbered: AtomicU64,
 }
 
 impl Budget {
     pub(crate) fn new(count: Option<u64>) -> Self {
         Budget {
             remaining: count.map(AtomicU64::new),
+            numbered: AtomicU64::new(0),
         }
+    }
+
+    /// A claim with its number among this machine's claims, dense from 0 across every
+    /// thread: a scenario's iteration number (`{{seq}}`, the data row of `per: iteration`).
+    /// One more atomic than [`Budget::claim`], so the plain request loops do not use it.
+    pub(crate) fn claim_numbered(&self) -> Option<u64> {
+        self.claim()
+            .then(|| self.numbered.fetch_add(1, Ordering::Relaxed))
     }
 
     pub(crate) fn claim(&self) -> bool {

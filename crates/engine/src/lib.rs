@@ -25,6 +25,7 @@
 mod checks;
 mod closed;
 mod connection;
+mod cookies;
 mod counted;
 mod error;
 pub mod http1;

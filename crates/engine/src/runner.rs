@@ -256,6 +256,18 @@ where
                 // request within its timeout, each think within its longest.
                 load_end.map(|end| end + scenario_span(plan) + Duration::from_millis(500)),
             ),
+            Load::Ramp { connections, .. } if plan.scenario.is_some() => (
+                Executor::ScenarioRamp {
+                    profile: Arc::new(connections.clone()),
+                    share: Share {
+                        index: index as u64,
+                        of: threads as u64,
+                        segment: segment.clone(),
+                    },
+                    budget: budget.clone(),
+                },
+                load_end,
+            ),
             // ---- end scenarios
             // WebSocket sessions owe answers to messages sent before the end, and close
             // politely: the worker waits for both (each within the timeout).
@@ -513,6 +525,12 @@ enum Executor {
     },
     /// Scenario virtual users, each looping the scenario (issue 17, `crate::scenario`).
     Scenario { users: usize, budget: Arc<Budget> },
+    /// Scenario virtual users whose number follows a profile (`stages`).
+    ScenarioRamp {
+        profile: Arc<Profile>,
+        share: Share,
+        budget: Arc<Budget>,
+    },
     /// Scenario iterations started on a schedule, each on a free user up to the cap.
     ScenarioOpen {
         profile: Arc<Profile>,
@@ -684,6 +702,21 @@ where
                             ((self.index as u64) << 32 | user as u64) ^ 0x9E37_79B9_7F4A_7C15,
                         ));
                     }
+                }
+                Executor::ScenarioRamp {
+                    profile,
+                    share,
+                    budget,
+                } => {
+                    let sc = Rc::new(self.scenario.take().expect("a scenario plan"));
+                    tasks.spawn_local(crate::scenario::ramp_users(
+                        ctx.clone(),
+                        sc,
+                        budget.clone(),
+                        profile.clone(),
+                        origin,
+                        share.clone(),
+                    ));
                 }
                 Executor::ScenarioOpen {
                     profile,

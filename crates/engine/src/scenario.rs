@@ -8,10 +8,13 @@
 //! has an extraction or a check that reads it (up to [`crate::checks::CAPTURE_LIMIT`]).
 //!
 //! Closed model: N users loop the scenario until the duration ends or the iteration count
-//! is spent. Open model: iterations start on the schedule (`Profile::due(k)`, iteration k of
+//! is spent; with `stages`, the number of users follows the profile ([`ramp_users`]). Open model: iterations start on the schedule (`Profile::due(k)`, iteration k of
 //! the whole run) on a free user, up to a cap; an iteration due when every user is busy is
 //! dropped and counted. Its first request's latency, and its duration, run from its intended
 //! start.
+//!
+//! Per-user state: a data-file row (`per: user`: user k keeps row k; `per: iteration`:
+//! iteration k takes row k) and, with `load.cookies`, a cookie jar ([`crate::cookies`]).
 
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
@@ -20,8 +23,8 @@ use std::time::{Duration, Instant};
 
 use loadmark_metrics::{Sample, StepOutcome};
 use loadmark_plan::{
-    next_random, Extract, Plan, Profile, RenderContext, RequestStep, Scenario, ScenarioStep,
-    Segment,
+    next_random, parse_csv, DataPer, Extract, Plan, Profile, RenderContext, RequestStep, Scenario,
+    ScenarioStep, Segment,
 };
 use loadmark_timer::Pacer;
 use tokio::task::JoinSet;
@@ -29,6 +32,7 @@ use tokio::task::JoinSet;
 use crate::checks::{Checks, Parsed, View, CAPTURE_LIMIT};
 use crate::closed::Budget;
 use crate::connection::{perform_bytes, Connection, Shared};
+use crate::cookies::Jar;
 use crate::open::Share;
 use crate::source::Meta;
 use crate::transport::Transport;
@@ -43,6 +47,9 @@ struct StepRun {
     regexes: Vec<Option<regex::Regex>>,
     /// The response must be kept (an extraction or a check reads it).
     capture: bool,
+    /// The request's bytes, when nothing in them changes (no template, no cookie jar):
+    /// rendered once, so such a step costs what `loadmark run`'s fixed request does.
+    fixed: Option<Vec<u8>>,
 }
 
 /// What every user of a worker shares: the compiled scenario.
@@ -59,15 +66,25 @@ pub(crate) struct ScenarioShared {
     segment: Segment,
     worker: u64,
     workers: u64,
-    /// Iterations this worker started without a global number (closed model).
-    seq: Cell<u64>,
+    /// Users this worker created so far: the next one's number is derived from it.
+    users: Cell<u64>,
+    /// The data file's rows (`{{csv NAME}}`), and who takes which.
+    rows: Vec<Vec<String>>,
+    per: DataPer,
+    /// A cookie jar per user (`load.cookies`): every response's head is kept and read.
+    cookies: bool,
 }
 
 impl ScenarioShared {
     /// Compiles `plan.scenario` (checked when the plan was loaded, so it compiles).
     pub(crate) fn new(plan: &Plan, worker: u64, workers: u64, segment: &Segment) -> Option<Self> {
         let files = plan.scenario.as_ref()?;
-        let scenario = Scenario::compile(files, &[]).ok()?;
+        // Read and checked when the plan was loaded; the source read it again already.
+        let (columns, rows) = match &plan.mix.data {
+            Some(path) => parse_csv(&std::fs::read_to_string(path).ok()?).ok()?,
+            None => (Vec::new(), Vec::new()),
+        };
+        let scenario = Scenario::compile(files, &columns).ok()?;
         let Scenario { steps, vars, names } = scenario;
         let mut runs = Vec::new();
         let mut thinks = Vec::new();
@@ -99,8 +116,9 @@ impl ScenarioShared {
                         })
                         .collect();
                     let method = r.method.to_ascii_uppercase();
-                    let capture =
-                        !r.extract.is_empty() || checks.as_ref().is_some_and(|c| c.capture);
+                    let capture = plan.cookies
+                        || !r.extract.is_empty()
+                        || checks.as_ref().is_some_and(|c| c.capture);
                     runs.push(Some(StepRun {
                         meta: Meta {
                             head: method == "HEAD",
@@ -116,6 +134,7 @@ impl ScenarioShared {
                         global_names,
                         regexes,
                         capture,
+                        fixed: None,
                     }));
                     thinks.push(None);
                 }
@@ -123,7 +142,7 @@ impl ScenarioShared {
         }
         let path = plan.request.url.path_and_query();
         let path = path.split('?').next().unwrap_or("");
-        Some(ScenarioShared {
+        let mut shared = ScenarioShared {
             steps: runs,
             thinks,
             names,
@@ -135,34 +154,80 @@ impl ScenarioShared {
             segment: segment.clone(),
             worker,
             workers,
-            seq: Cell::new(0),
-        })
+            users: Cell::new(0),
+            rows,
+            per: plan.mix.per,
+            cookies: plan.cookies,
+        };
+        let mut scratch: User<()> = User::new(shared.vars, 1, 0);
+        for i in 0..shared.steps.len() {
+            let Some(run) = &shared.steps[i] else {
+                continue;
+            };
+            let step = &run.step;
+            let literal = step.path.is_literal()
+                && step.body.is_literal()
+                && step.headers.iter().all(|(_, v)| v.is_literal());
+            if literal && !shared.cookies {
+                render(&shared, run, &mut scratch, 0);
+                let bytes = std::mem::take(&mut scratch.request);
+                shared.steps[i].as_mut().expect("a request step").fixed = Some(bytes);
+            }
+        }
+        Some(shared)
     }
 
-    /// The next iteration's number in the whole run (closed model): unique across workers
-    /// and segments, as a closed loop's `{{seq}}`.
-    fn next_seq(&self) -> u64 {
-        let seq = self.seq.get();
-        self.seq.set(seq + 1);
-        self.segment.global(seq * self.workers + self.worker)
+    /// A new user of this worker: its number is unique in the run (across workers and
+    /// segments) and dense when every worker makes its share, so `per: user` rows go to
+    /// users 0, 1, 2, ... in turn.
+    fn new_user<S>(&self, seed: u64) -> User<S> {
+        let local = self.users.get();
+        self.users.set(local + 1);
+        let id = self.segment.global(local * self.workers + self.worker);
+        // Mixed with the number, so users made in the same instant draw different values.
+        User::new(
+            self.vars,
+            seed ^ (id + 1).wrapping_mul(0xD6E8_FEB8_6659_FD93),
+            id,
+        )
+    }
+
+    /// The data row of an iteration: the user's, or the iteration's (numbered in the run).
+    fn row(&self, user: u64, iteration: u64) -> usize {
+        if self.rows.is_empty() {
+            return 0;
+        }
+        let k = match self.per {
+            DataPer::Iteration => iteration,
+            DataPer::User | DataPer::Request => user,
+        };
+        (k % self.rows.len() as u64) as usize
     }
 }
 
-/// One virtual user: its connection, variables and random state.
+/// One virtual user: its connection, variables, random state and cookies.
 pub(crate) struct User<S> {
     conn: Connection<S>,
     vars: Vec<String>,
     rng: u64,
     request: Vec<u8>,
+    /// The user's number in the run (its `per: user` data row).
+    id: u64,
+    /// The data row of the running iteration.
+    row: usize,
+    jar: Jar,
 }
 
 impl<S> User<S> {
-    fn new(vars: usize, seed: u64) -> Self {
+    fn new(vars: usize, seed: u64, id: u64) -> Self {
         User {
             conn: Connection::new(),
             vars: vec![String::new(); vars],
             rng: seed | 1,
             request: Vec::new(),
+            id,
+            row: 0,
+            jar: Jar::default(),
         }
     }
 }
@@ -183,6 +248,7 @@ async fn iteration<T: Transport>(
     scheduled: Option<Instant>,
 ) -> Ended {
     let started = scheduled.unwrap_or_else(Instant::now);
+    user.row = sc.row(user.id, seq);
     // The iteration's intended start: latency of its first request runs from it.
     let mut due = scheduled;
     for (i, run) in sc.steps.iter().enumerate() {
@@ -197,12 +263,18 @@ async fn iteration<T: Transport>(
             tokio::time::sleep(min + Duration::from_micros(extra)).await;
             continue;
         };
-        render(sc, run, user, seq);
+        let bytes = match &run.fixed {
+            Some(bytes) => bytes,
+            None => {
+                render(sc, run, user, seq);
+                &user.request
+            }
+        };
         let result = perform_bytes(
             shared,
             &mut user.conn,
             due.take(),
-            &user.request,
+            bytes,
             run.meta,
             run.capture,
         )
@@ -260,7 +332,7 @@ fn settle<T: Transport>(
             latency_us: u64::try_from(latency.as_micros()).unwrap_or(u64::MAX),
         },
     );
-    if run.checks.is_none() && run.step.extract.is_empty() {
+    if run.checks.is_none() && run.step.extract.is_empty() && !sc.cookies {
         return Ok(());
     }
     // Status and latency checks read no bytes: nothing was kept, nothing is parsed.
@@ -281,6 +353,16 @@ fn settle<T: Transport>(
     } else {
         Parsed::default()
     };
+    if sc.cookies {
+        let now = std::time::SystemTime::now();
+        for (_, value) in parsed
+            .headers
+            .iter()
+            .filter(|(n, _)| n.eq_ignore_ascii_case("set-cookie"))
+        {
+            user.jar.store(value, now);
+        }
+    }
     if let Some(checks) = &run.checks {
         checks.record_step(
             &view,
@@ -310,7 +392,7 @@ fn settle<T: Transport>(
             &run.regexes[k],
             &parsed,
             &mut json,
-            (&mut user.rng, &user.vars),
+            (&mut user.rng, &user.vars, sc.rows.get(user.row)),
             seq,
         );
         match value {
@@ -339,7 +421,7 @@ fn extract(
     regex: &Option<regex::Regex>,
     parsed: &Parsed<'_>,
     json: &mut Option<Option<serde_json::Value>>,
-    (rng, vars): (&mut u64, &[String]),
+    (rng, vars, row): (&mut u64, &[String], Option<&Vec<String>>),
     seq: u64,
 ) -> Option<String> {
     let body = parsed.body.as_deref()?;
@@ -351,7 +433,7 @@ fn extract(
                 &mut RenderContext {
                     rng,
                     seq,
-                    row: &[],
+                    row: row.map_or(&[], Vec::as_slice),
                     segment: 0,
                 },
                 vars,
@@ -404,7 +486,7 @@ fn render<S>(sc: &ScenarioShared, run: &StepRun, user: &mut User<S>, seq: u64) {
     let mut ctx = RenderContext {
         rng: &mut user.rng,
         seq,
-        row: &[],
+        row: sc.rows.get(user.row).map_or(&[], Vec::as_slice),
         segment: sc.segment.index,
     };
     let mut body = Vec::new();
@@ -435,6 +517,15 @@ fn render<S>(sc: &ScenarioShared, run: &StepRun, user: &mut User<S>, seq: u64) {
         out.extend_from_slice(b": ");
         value.render_with_vars(&mut ctx, &user.vars, out);
         out.extend_from_slice(b"\r\n");
+    }
+    // The jar's cookies, unless the step or the target sends a Cookie header of its own
+    // (what the plan says wins over what the server set).
+    let cookie = |n: &String| n.eq_ignore_ascii_case("cookie");
+    if sc.cookies
+        && !step.headers.iter().any(|(n, _)| cookie(n))
+        && !sc.headers.iter().any(|(n, _)| cookie(n))
+    {
+        user.jar.write_header(out);
     }
     if !body.is_empty() || matches!(step.method.as_str(), "POST" | "PUT" | "PATCH") {
         out.extend_from_slice(format!("Content-Length: {}\r\n", body.len()).as_bytes());
@@ -467,13 +558,88 @@ pub(crate) async fn user_loop<T: Transport>(
     deadline: Option<Instant>,
     seed: u64,
 ) {
-    let mut user = User::new(sc.vars, seed);
-    while deadline.is_none_or(|d| Instant::now() < d) && budget.claim() {
-        let seq = sc.next_seq();
+    let mut user = sc.new_user(seed);
+    while deadline.is_none_or(|d| Instant::now() < d) {
+        let Some(seq) = next_iteration(&sc, &budget) else {
+            break;
+        };
         if let Ended::Complete(started) = iteration(&shared, &sc, &mut user, seq, None).await {
             finished(&shared, started);
         }
     }
+}
+
+/// Claims the next iteration (closed model): its number in the whole run, dense on one
+/// machine and unique across segments, as `{{seq}}` and the `per: iteration` row.
+fn next_iteration(sc: &ScenarioShared, budget: &Budget) -> Option<u64> {
+    budget
+        .claim_numbered()
+        .map(|local| sc.segment.global(local))
+}
+
+/// How often a ramp adjusts its user count (as `run`'s connection ramps).
+const RAMP_STEP: Duration = Duration::from_millis(100);
+
+/// Closed model with `stages`: every [`RAMP_STEP`] this worker's share of the profile's
+/// user count is recomputed; missing users start (each a new user, with a new number and
+/// row), surplus ones leave after the iteration they are in, and none starts one after the
+/// stages end.
+pub(crate) async fn ramp_users<T: Transport>(
+    shared: Rc<Shared<T>>,
+    sc: Rc<ScenarioShared>,
+    budget: Arc<Budget>,
+    profile: Arc<Profile>,
+    origin: Instant,
+    share: Share,
+) {
+    let end = origin + profile.duration();
+    let wanted = Rc::new(Cell::new(0usize));
+    let alive: Rc<RefCell<Vec<bool>>> = Rc::new(RefCell::new(Vec::new()));
+    let mut users = JoinSet::new();
+    let mut step = tokio::time::interval_at(origin.into(), RAMP_STEP);
+    loop {
+        step.tick().await;
+        let Some(total) = profile.value_at(origin.elapsed()) else {
+            break;
+        };
+        let total = share.segment.share_of(total.round() as u64);
+        let mine = (total / share.of + u64::from(share.index < total % share.of)) as usize;
+        wanted.set(mine);
+        let mut alive_now = alive.borrow_mut();
+        if alive_now.len() < mine {
+            alive_now.resize(mine, false);
+        }
+        for slot in 0..mine {
+            if alive_now[slot] {
+                continue;
+            }
+            alive_now[slot] = true;
+            let (shared, sc, budget, wanted, alive) = (
+                shared.clone(),
+                sc.clone(),
+                budget.clone(),
+                wanted.clone(),
+                alive.clone(),
+            );
+            users.spawn_local(async move {
+                let mut user = sc.new_user(0x9E37_79B9_7F4A_7C15);
+                while slot < wanted.get() && Instant::now() < end {
+                    let Some(seq) = next_iteration(&sc, &budget) else {
+                        break;
+                    };
+                    if let Ended::Complete(started) =
+                        iteration(&shared, &sc, &mut user, seq, None).await
+                    {
+                        finished(&shared, started);
+                    }
+                }
+                alive.borrow_mut()[slot] = false;
+            });
+        }
+        drop(alive_now);
+        while users.try_join_next().is_some() {}
+    }
+    while users.join_next().await.is_some() {}
 }
 
 /// Open model: this worker's share of the iteration schedule, each on a free user (up to
@@ -503,7 +669,7 @@ pub(crate) async fn schedule_users<T: Transport>(
         let user = idle.borrow_mut().pop().or_else(|| {
             (created.get() < max_users).then(|| {
                 created.set(created.get() + 1);
-                User::new(sc.vars, k.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ share.index)
+                sc.new_user(k.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ share.index)
             })
         });
         match user {

@@ -62,12 +62,14 @@ fn mixed_plan(port: u16, data: &std::path::Path) -> Plan {
             ],
             templated: true,
             data: Some(data.to_path_buf()),
+            ..Default::default()
         },
         websocket: None,
         protocol: Default::default(),
         script: None,
         checks: Vec::new(),
         scenario: None,
+        cookies: false,
     }
 }
 
@@ -172,6 +174,7 @@ fn closed_loop_counts_and_connections_split_by_weight() {
         script: None,
         checks: Vec::new(),
         scenario: None,
+        cookies: false,
     };
     let weights = vec![3, 1];
     let mut responses = Vec::new();

@@ -34,10 +34,13 @@ pub struct PlanFile {
     /// and bodies may hold `{{rand_int A B}}`, `{{seq}}` and `{{csv column}}`.
     #[serde(default)]
     pub requests: Vec<RequestFile>,
-    /// A CSV file (first line: column names) whose rows feed `{{csv column}}`, one row per
-    /// request, going round; relative to the plan file.
+    /// A CSV file (first line: column names) whose rows feed `{{csv column}}`; relative to
+    /// the plan file. `data: users.csv` gives one row per request, going round (a scenario:
+    /// one per user); `data: {file: users.csv, per: user}` says how rows are assigned:
+    /// `request`, or in a scenario `user` (user k keeps row k for its life) or `iteration`
+    /// (iteration k takes row k), going round when the rows run out.
     #[serde(default)]
-    pub data: Option<String>,
+    pub data: Option<DataFile>,
     /// A WebSocket scenario instead of HTTP requests (`loadmark ws`): the targets' URLs are
     /// ws:// or wss://, `request.path` and `request.headers` shape the upgrade request,
     /// `load.connections` are sessions and `load.requests` counts messages.
@@ -77,6 +80,36 @@ pub struct PlanFile {
     /// its own; see the README's "Scenarios".
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scenario: Option<Vec<crate::scenario::ScenarioStepFile>>,
+}
+
+/// The `data:` file: its path, or its path and how rows are assigned.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(untagged, deny_unknown_fields)]
+pub enum DataFile {
+    Path(String),
+    Spec {
+        /// The CSV file, relative to the plan file.
+        file: String,
+        /// Who takes the next row: `request` [default without a scenario], `user` [default
+        /// in a scenario] or `iteration` (scenarios).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        per: Option<crate::plan::DataPer>,
+    },
+}
+
+impl DataFile {
+    pub fn file(&self) -> &str {
+        match self {
+            DataFile::Path(p) | DataFile::Spec { file: p, .. } => p,
+        }
+    }
+
+    pub fn per(&self) -> Option<crate::plan::DataPer> {
+        match self {
+            DataFile::Path(_) => None,
+            DataFile::Spec { per, .. } => *per,
+        }
+    }
 }
 
 /// A system under test.
@@ -262,7 +295,9 @@ pub struct LoadFile {
     /// Open loop: requests per second.
     #[serde(default)]
     pub rate: Option<f64>,
-    /// Rate stages (open loop), or connection stages with `connections` (closed loop).
+    /// Rate stages (open loop), or connection stages with `connections` (closed loop). In a
+    /// scenario: user counts, from `users` (or 0), unless `iterations_per_second` is given
+    /// (then rates of iterations), e.g. `30s:200,1m:200,10s:0`.
     #[serde(default)]
     pub stages: Option<String>,
     /// Open loop: connection cap [default: 1000].
@@ -313,6 +348,12 @@ pub struct LoadFile {
     /// responses do; latency is measured from each iteration's intended start.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub iterations_per_second: Option<f64>,
+    /// Scenarios: a cookie jar per virtual user. `Set-Cookie` answers are kept (name=value;
+    /// `Max-Age=0` or an `Expires` in the past deletes) and sent back as a `Cookie` header
+    /// on the user's later requests. Path, domain and secure attributes are ignored (one
+    /// target) [default: false].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cookies: Option<bool>,
 }
 
 /// Values to sweep; several keys make a matrix (targets outermost, then in this order).

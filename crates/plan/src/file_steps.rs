@@ -284,9 +284,34 @@ fn expand(
         ));
     }
     let load = &file.load;
-    let scenario = scenario_of(&file, &text, &path, &err)?;
+    // The data file, read now so that templates (and a scenario's) are checked against its
+    // columns; its own errors name the data file's line.
+    let data = file.data.as_ref().map(|d| base.join(d.file()));
+    let columns = match &data {
+        Some(path) => {
+            let text = std::fs::read_to_string(path).map_err(|e| {
+                err(
+                    &["data"],
+                    format!("data {:?}: cannot read it: {e}", path.display()),
+                )
+            })?;
+            crate::template::parse_csv(&text)
+                .map_err(|e| err(&["data"], format!("data {:?}: {e}", path.display())))?
+                .0
+        }
+        None => Vec::new(),
+    };
+    let scenario = scenario_of(&file, &text, &path, &columns, &err)?;
+    let per = data_per(&file, &err)?;
+    // A scenario's ramp: `stages` without `iterations_per_second` are user counts, from
+    // `users` (or 0), as `--stages` with `-c` are connection counts for `run`.
+    let ramp_from = (scenario.is_some()
+        && load.stages.is_some()
+        && load.iterations_per_second.is_none()
+        && load.rate.is_none())
+    .then_some(0);
     let base_settings = Settings {
-        connections: load.users.or(load.connections),
+        connections: load.users.or(load.connections).or(ramp_from),
         rate: load.iterations_per_second.or(load.rate),
         stages: load.stages.clone(),
         max_connections: load.max_connections,
@@ -350,21 +375,6 @@ fn expand(
             || r.headers.values().any(|v| v.contains("{{"))
             || String::from_utf8_lossy(body).contains("{{")
     });
-    let data = file.data.as_ref().map(|d| base.join(d));
-    let columns = match &data {
-        Some(path) => {
-            let text = std::fs::read_to_string(path).map_err(|e| {
-                err(
-                    &["data"],
-                    format!("data {:?}: cannot read it: {e}", path.display()),
-                )
-            })?;
-            crate::template::parse_csv(&text)
-                .map_err(|e| err(&["data"], format!("data {:?}: {e}", path.display())))?
-                .0
-        }
-        None => Vec::new(),
-    };
     if templated {
         for ((section, r), body) in request_files.iter().zip(&bodies) {
             let check = |field: &'static str, text: &str| {
@@ -510,8 +520,10 @@ fn expand(
                         .collect(),
                     templated,
                     data: data.clone(),
+                    per,
                 }
             };
+            plan.cookies = scenario.is_some() && load.cookies == Some(true);
             // Checks (issue 17) hold for every response of every step; for a websocket
             // plan, for every reply (request mode).
             plan.checks.clone_from(&file.checks);
@@ -646,6 +658,7 @@ fn scenario_of(
     file: &PlanFile,
     text: &str,
     path: &Path,
+    columns: &[String],
     err: &dyn Fn(&[&str], String) -> PlanFileError,
 ) -> Result<Option<Vec<crate::scenario::ScenarioStepFile>>, PlanFileError> {
     let load = &file.load;
@@ -664,6 +677,12 @@ fn scenario_of(
                     format!("load.{key} is a scenario's word; without `scenario:` use connections, requests or rate"),
                 ));
             }
+        }
+        if load.cookies.is_some() {
+            return Err(err(
+                &["load", "cookies"],
+                "load.cookies: a cookie jar belongs to a scenario's virtual users; this plan has no `scenario:`".into(),
+            ));
         }
         return Ok(None);
     };
@@ -707,14 +726,11 @@ fn scenario_of(
             "plan-wide `checks` (give each step its `check:`)",
         );
     }
-    if file.data.is_some() {
-        return refuse(&["data"], "a `data` file yet");
-    }
-    if load.stages.is_some() {
-        return refuse(
-            &["load", "stages"],
-            "`stages` yet (give users or iterations_per_second)",
-        );
+    if load.stages.is_some() && load.iterations.is_some() {
+        return Err(err(
+            &["load", "iterations"],
+            "load.iterations: with `stages` the users ramp for the stages' time; give one or the other".into(),
+        ));
     }
     if load.http2 == Some(true) || load.pipeline.is_some() {
         return refuse(
@@ -722,7 +738,7 @@ fn scenario_of(
             "HTTP/2 or pipelining yet (scenarios speak HTTP/1.1)",
         );
     }
-    crate::scenario::Scenario::compile(steps, &[]).map_err(|e| {
+    crate::scenario::Scenario::compile(steps, columns).map_err(|e| {
         let (line, column) = crate::scenario::locate_step(text, e.step);
         PlanFileError {
             file: path.display().to_string(),
@@ -732,4 +748,35 @@ fn scenario_of(
         }
     })?;
     Ok(Some(steps.clone()))
+}
+
+/// How the data file's rows are assigned: `per` as written, else per request (a plain plan)
+/// or per user (a scenario); per user and per iteration need a scenario, and a scenario
+/// has no "next request" to give a row to.
+fn data_per(
+    file: &PlanFile,
+    err: &dyn Fn(&[&str], String) -> PlanFileError,
+) -> Result<crate::plan::DataPer, PlanFileError> {
+    use crate::plan::DataPer;
+    let Some(data) = &file.data else {
+        return Ok(DataPer::Request);
+    };
+    let scenario = file.scenario.is_some();
+    match (data.per(), scenario) {
+        (None, false) => Ok(DataPer::Request),
+        (None, true) => Ok(DataPer::User),
+        (Some(DataPer::Request), false) | (Some(DataPer::User | DataPer::Iteration), true) => {
+            Ok(data.per().expect("matched"))
+        }
+        (Some(DataPer::Request), true) => Err(err(
+            &["data", "per"],
+            "data.per: a scenario takes rows per `user` or per `iteration`, not per request".into(),
+        )),
+        (Some(per), false) => Err(err(
+            &["data", "per"],
+            format!(
+                "data.per: {per:?} rows need a `scenario:` (its virtual users and iterations); without one rows go per `request`"
+            ),
+        )),
+    }
 }

@@ -344,3 +344,56 @@ sweep:
     let e = load_plan_text(text, "bad.yaml", 2).unwrap_err().to_string();
     assert!(e.contains("streams") && e.contains("--http2"), "{e}");
 }
+
+const SCENARIO: &str = "targets:\n  a: {url: 'http://127.0.0.1:8080'}\nscenario:\n  - request: {method: POST, url: /login, body: '{\"user\":\"{{csv user}}\"}'}\n";
+
+#[test]
+fn scenario_data_rows_cookies_and_ramps_reach_the_plan() {
+    let dir = std::env::temp_dir().join(format!("loadmark-plan-data-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("users.csv"), "user\nann\nbob\n").unwrap();
+    let load = |extra: &str| {
+        let path = dir.join("p.yaml");
+        std::fs::write(&path, format!("{SCENARIO}{extra}")).unwrap();
+        crate::load_plan_file(&path, 2)
+    };
+    // The short form: per user in a scenario.
+    let p = load("data: users.csv\nload: {users: 2, iterations: 10, cookies: true}\n").unwrap();
+    let plan = &p.steps[0].plan;
+    assert_eq!(plan.mix.per, crate::DataPer::User);
+    assert_eq!(
+        plan.mix.data.as_deref(),
+        Some(dir.join("users.csv").as_path())
+    );
+    assert!(plan.cookies);
+    let p = load("data: {file: users.csv, per: iteration}\nload: {stages: '1s:5,1s:0'}\n").unwrap();
+    let plan = &p.steps[0].plan;
+    assert_eq!(plan.mix.per, crate::DataPer::Iteration);
+    assert!(!plan.cookies);
+    match &plan.load {
+        Load::Ramp { connections, .. } => assert_eq!(connections.peak(), 5.0),
+        other => panic!("a ramp of users: {other:?}"),
+    }
+    // With iterations_per_second, stages are rates of iterations.
+    let p = load("data: users.csv\nload: {iterations_per_second: 10, stages: '1s:20'}\n").unwrap();
+    assert!(matches!(p.steps[0].plan.load, Load::Open { .. }));
+    for (extra, says) in [
+        ("data: {file: users.csv, pre: user}\n", "data"),
+        (
+            "data: users.csv\nload: {stages: '1s:5', iterations: 9}\n",
+            "load.iterations",
+        ),
+    ] {
+        let e = load(extra).unwrap_err().to_string();
+        assert!(e.contains(says), "{extra}: {e}");
+    }
+    let e = load_plan_text(
+        "targets:\n  a: {url: 'http://127.0.0.1:1'}\nload: {cookies: true}\n",
+        "p.yaml",
+        2,
+    )
+    .unwrap_err();
+    assert_eq!(e.line, 3, "{e}");
+    assert!(e.message.contains("has no `scenario:`"), "{e}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -40,16 +40,16 @@ pub use check::{
 };
 pub use clock::parse_rfc3339;
 pub use file::{
-    AttachFile, CompareFile, CompareMetric, LaunchFile, LoadFile, MonitorFile, PlanFile, ReadyFile,
-    ReportFile, RequestFile, ServiceFile, SweepFile, TargetFile, WebSocketFile,
+    AttachFile, CompareFile, CompareMetric, DataFile, LaunchFile, LoadFile, MonitorFile, PlanFile,
+    ReadyFile, ReportFile, RequestFile, ServiceFile, SweepFile, TargetFile, WebSocketFile,
 };
 pub use file_steps::{
     load_plan_file, load_plan_file_with, load_plan_text, Launch, LoadedPlan, PlanFileError, Ready,
     Step,
 };
 pub use plan::{
-    Http2, Load, Mix, Plan, Protocol, RequestSpec, ScriptRef, Stop, Timeouts, TlsFiles, TlsPolicy,
-    DEFAULT_TIMEOUT, MAX_STREAMS,
+    DataPer, Http2, Load, Mix, Plan, Protocol, RequestSpec, ScriptRef, Stop, Timeouts, TlsFiles,
+    TlsPolicy, DEFAULT_TIMEOUT, MAX_STREAMS,
 };
 pub use scenario::{
     Extract, RequestStep, Scenario, ScenarioError, ScenarioStepFile, Step as ScenarioStep,

@@ -235,6 +235,9 @@ pub struct Plan {
     /// against `request.url`'s origin; `Stop::Requests` counts iterations (issue 17).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scenario: Option<Vec<crate::scenario::ScenarioStepFile>>,
+    /// Scenarios: a cookie jar per virtual user (plans' `load.cookies`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub cookies: bool,
 }
 
 /// Most concurrent streams one HTTP/2 connection may be asked to carry (`--streams`); RFC
@@ -312,6 +315,28 @@ pub struct Mix {
     /// CSV file for `{{csv column}}`: its first line names the columns; rows go round.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub data: Option<std::path::PathBuf>,
+    /// Who takes the next data row: each request, or (scenarios) each user or iteration.
+    #[serde(default, skip_serializing_if = "DataPer::is_request")]
+    pub per: DataPer,
+}
+
+/// How data-file rows are assigned (plans' `data: {file, per}`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum DataPer {
+    /// Each request takes the next row, going round.
+    #[default]
+    Request,
+    /// Scenarios: virtual user k keeps row k (modulo the rows) for its life.
+    User,
+    /// Scenarios: iteration k of the run takes row k (modulo the rows).
+    Iteration,
+}
+
+impl DataPer {
+    pub fn is_request(&self) -> bool {
+        *self == DataPer::Request
+    }
 }
 
 impl Mix {
@@ -671,6 +696,7 @@ mod tests {
             script: None,
             checks: Vec::new(),
             scenario: None,
+            cookies: false,
         }
     }
 

@@ -222,6 +222,7 @@ impl Settings {
             script: None,
             checks: Vec::new(),
             scenario: None,
+            cookies: false,
         };
         plan.validate()?;
         Ok(plan)

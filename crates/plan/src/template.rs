@@ -217,8 +217,11 @@ pub fn next_random(state: &mut u64) -> u64 {
 /// Reads a CSV data file: the first line names the columns; fields are split on commas
 /// (quoted fields with commas are not supported; say so in the error).
 pub fn parse_csv(text: &str) -> Result<(Vec<String>, Vec<Vec<String>>), PlanError> {
-    let mut lines = text.lines().filter(|l| !l.trim().is_empty());
-    let header = lines.next().ok_or_else(|| {
+    let mut lines = text
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty());
+    let (_, header) = lines.next().ok_or_else(|| {
         PlanError::invalid(
             "data",
             "(empty file)",
@@ -226,9 +229,24 @@ pub fn parse_csv(text: &str) -> Result<(Vec<String>, Vec<Vec<String>>), PlanErro
         )
     })?;
     let columns: Vec<String> = header.split(',').map(|c| c.trim().to_string()).collect();
-    let rows: Vec<Vec<String>> = lines
-        .map(|l| l.split(',').map(|c| c.trim().to_string()).collect())
-        .collect();
+    let mut rows: Vec<Vec<String>> = Vec::new();
+    for (number, line) in lines {
+        let row: Vec<String> = line.split(',').map(|c| c.trim().to_string()).collect();
+        // A short or long row would render some column as empty, or silently drop one.
+        if row.len() != columns.len() {
+            return Err(PlanError::invalid(
+                "data",
+                format!(
+                    "line {}: {line:?} has {} field(s), the header {}",
+                    number + 1,
+                    row.len(),
+                    columns.len()
+                ),
+                "as many comma-separated fields as the first line names",
+            ));
+        }
+        rows.push(row);
+    }
     if rows.is_empty() {
         return Err(PlanError::invalid(
             "data",
@@ -356,5 +374,12 @@ mod tests {
         assert_eq!(rows[1], vec!["bob", "us"]);
         assert!(parse_csv("").is_err());
         assert!(parse_csv("a,b\n").is_err());
+        let e = parse_csv("user,region\nalice,eu\n\nbob\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("line 4: ") && e.contains("has 1 field(s), the header 2"),
+            "{e}"
+        );
     }
 }

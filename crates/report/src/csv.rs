@@ -1,4 +1,5 @@
-//! CSV for spreadsheets: the per-second series, and the summary (one row per run or step).
+//! CSV for spreadsheets: the per-second series, the summary (one row per run or step), and
+//! a scenario's steps (one row per step of the journey, `--format csv-steps`).
 //!
 //! Two separate files rather than two sections in one, because spreadsheets and `pandas`
 //! read one table per file. Latencies are integer microseconds, rates per second. The
@@ -14,6 +15,70 @@ use crate::model::Report;
 
 const SERIES_HEADER: &str = "second,warmup,responses,errors,failed,bytes_read,connections_opened,latency_p50_us,latency_p99_us,latency_max_us,messages_sent,messages_received";
 const SUMMARY_HEADER: &str = "started_at,method,url,measured_s,completed,responses,errors,non_success_responses,failed,dropped,in_flight_at_end,rps,read_bytes_per_s,latency_min_us,latency_mean_us,latency_stdev_us,latency_p50_us,latency_p75_us,latency_p90_us,latency_p95_us,latency_p99_us,latency_p99_9_us,latency_p99_99_us,latency_max_us,messages_sent_per_s,messages_received_per_s,sessions_opened,checks_passed,checks_failed,checks_failed_responses,iterations,iterations_aborted,iterations_dropped";
+
+const STEPS_HEADER: &str = "scenario_step,requests,responses,status_1xx,status_2xx,status_3xx,status_4xx,status_5xx,errors,checks_passed,checks_failed,extraction_failures,latency_min_us,latency_mean_us,latency_p50_us,latency_p90_us,latency_p95_us,latency_p99_us,latency_p99_9_us,latency_max_us";
+
+/// A scenario run's steps (issue 17): one row per request step, in the scenario's order,
+/// with its requests, statuses, errors, checks, extraction failures and latency (from its
+/// own histogram); only the header for a run without a scenario.
+pub fn render_csv_steps(r: &Report) -> String {
+    let mut o = format!("{STEPS_HEADER}\n");
+    step_rows(&mut o, "", r);
+    o
+}
+
+/// Every step's scenario rows, each led by the plan step's number and parameters.
+pub fn render_bundle_csv_steps(b: &Bundle) -> String {
+    let mut o = format!("step,target,params,{STEPS_HEADER}\n");
+    for s in &b.steps {
+        step_rows(&mut o, &step_prefix(s), &s.report);
+    }
+    o
+}
+
+fn step_rows(o: &mut String, prefix: &str, r: &Report) {
+    let Some(sc) = &r.summary.scenario else {
+        return;
+    };
+    for st in &sc.steps {
+        let d = &st.latency;
+        // Empty cells, not zeros, for a step that never got a response.
+        let p = |q: f64| {
+            d.percentile(q)
+                .map_or_else(String::new, |us| us.to_string())
+        };
+        let (min, mean, max) = if d.count == 0 {
+            (String::new(), String::new(), String::new())
+        } else {
+            (
+                d.min_us.to_string(),
+                format!("{:.1}", d.mean_us),
+                d.max_us.to_string(),
+            )
+        };
+        let _ = writeln!(
+            o,
+            "{prefix}{},{},{},{},{},{},{},{},{},{},{},{},{min},{mean},{},{},{},{},{},{max}",
+            field(&st.name),
+            st.requests,
+            st.responses,
+            st.status.class(1),
+            st.status.class(2),
+            st.status.class(3),
+            st.status.class(4),
+            st.status.class(5),
+            st.errors.total(),
+            st.checks_passed,
+            st.checks_failed,
+            st.extraction_failures,
+            p(50.0),
+            p(90.0),
+            p(95.0),
+            p(99.0),
+            p(99.9),
+        );
+    }
+}
 
 /// The per-second series of one run.
 pub fn render_csv(r: &Report) -> String {

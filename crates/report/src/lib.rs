@@ -64,7 +64,10 @@ pub use compare::{
     Compared, Comparison, FailIf, FailIfError, GateResult, MetricDelta, Verdict, COMPARED,
     MIN_SECONDS,
 };
-pub use csv::{render_bundle_csv, render_bundle_csv_summary, render_csv, render_csv_summary};
+pub use csv::{
+    render_bundle_csv, render_bundle_csv_steps, render_bundle_csv_summary, render_csv,
+    render_csv_steps, render_csv_summary,
+};
 pub use environment::{Build, Environment};
 pub use format::{format_bytes, format_us};
 pub use html::{render_html, render_html_bundle};

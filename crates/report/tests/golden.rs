@@ -64,6 +64,7 @@ fn fixed_report() -> Report {
         script: None,
         checks: Vec::new(),
         scenario: None,
+        cookies: false,
     };
     let facts = RunFacts {
         started_at: UNIX_EPOCH + Duration::from_secs(1_795_381_503),

@@ -3,11 +3,16 @@
 //! it, so any worker thread can verify one without shared state, and a test knows that a
 //! request the server accepted carried a token the server issued. Requests without a valid
 //! token get 401 and are counted ([`crate::RunningServer::auth_failures`]).
+//!
+//! Cookies: `/login` also sets `session=TOKEN`; `GET /me` needs that cookie (403, counted
+//! by [`crate::RunningServer::cookie_failures`], without it) and `POST /logout` deletes it
+//! (`Max-Age=0`). The users who logged in are counted by name
+//! ([`crate::RunningServer::login_users`]), so a test knows which data rows were sent.
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Limited};
 use hyper::body::Incoming;
-use hyper::header::{HeaderValue, AUTHORIZATION, CONTENT_TYPE, SET_COOKIE};
+use hyper::header::{HeaderValue, AUTHORIZATION, CONTENT_TYPE, COOKIE, SET_COOKIE};
 use hyper::{Request, Response, StatusCode};
 
 use crate::body::ResponseBody;
@@ -107,7 +112,10 @@ pub(crate) fn item(id: &str) -> Response<ResponseBody> {
 
 /// `POST /login` with `{"user":"NAME"}`: `{"token":"..."}` and a `session` cookie holding
 /// the same token; 400 without a user.
-pub(crate) async fn login(req: Request<Incoming>) -> Response<ResponseBody> {
+pub(crate) async fn login(
+    req: Request<Incoming>,
+    counters: &crate::server::Counters,
+) -> Response<ResponseBody> {
     let body = match Limited::new(req.into_body(), MAX_LOGIN_BYTES)
         .collect()
         .await
@@ -130,12 +138,79 @@ pub(crate) async fn login(req: Request<Incoming>) -> Response<ResponseBody> {
             r#"{"error":"send {\"user\":\"NAME\"}"}"#.into(),
         );
     };
+    *counters
+        .login_users
+        .lock()
+        .expect("login users")
+        .entry(user.clone())
+        .or_default() += 1;
     let token = token_for(&user);
     let mut r = json(StatusCode::OK, format!(r#"{{"token":"{token}"}}"#));
     if let Ok(v) = HeaderValue::from_str(&format!("session={token}; Path=/; HttpOnly")) {
         r.headers_mut().insert(SET_COOKIE, v);
     }
     r
+}
+
+/// A response that needed the session cookie and did not get a valid one: tagged so the
+/// server counts it apart from other 403s (`/status/403`).
+#[derive(Clone, Copy)]
+pub(crate) struct CookieFailure;
+
+/// `GET /me`: 200 `{"user":"NAME"}` with a valid `session` cookie (from `/login`), else 403;
+/// `/me?user=NAME` also refuses another user's cookie (a jar shared between users).
+pub(crate) fn me<B>(req: &Request<B>) -> Response<ResponseBody> {
+    let session = req
+        .headers()
+        .get_all(COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .find(|(name, _)| *name == "session")
+        .map(|(_, value)| value.trim());
+    let expected = req
+        .uri()
+        .query()
+        .and_then(|q| q.split('&').find_map(|kv| kv.strip_prefix("user=")));
+    let user = session
+        .filter(|t| valid(t))
+        .and_then(user_of)
+        .filter(|u| expected.is_none_or(|e| e == u));
+    match user {
+        Some(user) => json(
+            StatusCode::OK,
+            serde_json::json!({ "user": user }).to_string(),
+        ),
+        None => {
+            let mut r = json(
+                StatusCode::FORBIDDEN,
+                r#"{"error":"missing or wrong session cookie: send Cookie: session=TOKEN from POST /login (as that user)"}"#.into(),
+            );
+            r.extensions_mut().insert(CookieFailure);
+            r
+        }
+    }
+}
+
+/// `POST /logout`: deletes the session cookie.
+pub(crate) fn logout() -> Response<ResponseBody> {
+    let mut r = json(StatusCode::OK, r#"{"ok":true}"#.into());
+    r.headers_mut().insert(
+        SET_COOKIE,
+        HeaderValue::from_static("session=; Path=/; Max-Age=0"),
+    );
+    r
+}
+
+/// The user a (valid) token was issued to.
+fn user_of(token: &str) -> Option<String> {
+    let hex = token.split_once('.')?.0;
+    let bytes: Option<Vec<u8>> = (0..hex.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(hex.get(i..i + 2)?, 16).ok())
+        .collect();
+    String::from_utf8(bytes?).ok()
 }
 
 #[cfg(test)]
@@ -151,5 +226,6 @@ mod tests {
         assert!(!valid(&token_for("u17").replacen("7", "8", 1)));
         assert!(!valid(""));
         assert!(t.bytes().all(|b| b.is_ascii_hexdigit() || b == b'.'));
+        assert_eq!(user_of(&t).as_deref(), Some("u17"));
     }
 }

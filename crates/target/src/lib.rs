@@ -36,6 +36,8 @@
 //! | `POST /login` | body `{"user":"NAME"}`: 200 `{"token":"..."}` and `Set-Cookie: session=TOKEN`; 400 without a user |
 //! | `/items` | with `Authorization: Bearer TOKEN` (from `/login`): 200 `{"items":[{"id":1,"name":"item 1"},...]}` (ids 1-10); 401 without a valid token (counted: [`RunningServer::auth_failures`]) |
 //! | `/items/ID` | with the token: 200 `{"id":ID,"name":...,"price":...}`, 404 for an unknown id; 401 without it |
+//! | `/me` | with `Cookie: session=TOKEN` (from `/login`): 200 `{"user":"NAME"}`; 403 without a valid one, or (`/me?user=NAME`) with another user's (counted: [`RunningServer::cookie_failures`]) |
+//! | `POST /logout` | 200 and `Set-Cookie: session=; Max-Age=0` (deletes the session cookie) |
 //! | `/relay?url=URL` | what a GET of the loopback `http://` URL answers (status, type, body ≤ 16 MiB; 502 if it fails; one kept-alive backend connection per client connection) |
 //! | `/ws/echo` | WebSocket: every text or binary message back, same opcode and payload |
 //! | `/ws/json` | WebSocket: one JSON reply per JSON request (below) |
@@ -270,6 +272,21 @@ impl RunningServer {
     /// the client has read the answer.
     pub fn logins(&self) -> u64 {
         self.counters.logins.load(Ordering::Relaxed)
+    }
+
+    /// `/me` requests refused (403) for a missing or wrong `session` cookie (issue 17): a
+    /// scenario with `load.cookies` that logged in keeps this at 0. Exact.
+    pub fn cookie_failures(&self) -> u64 {
+        self.counters.cookie_failures.load(Ordering::Relaxed)
+    }
+
+    /// Users who logged in (`POST /login` with a user), by name, with their login count.
+    pub fn login_users(&self) -> std::collections::BTreeMap<String, u64> {
+        self.counters
+            .login_users
+            .lock()
+            .expect("login users")
+            .clone()
     }
 
     /// Connections accepted so far. Exact; keep-alive requests on one connection count once.

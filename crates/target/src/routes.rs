@@ -26,7 +26,7 @@ pub const MAX_DELAY: Duration = Duration::from_millis(60_000);
 const JSON: &[u8] = br#"{"id":12345,"name":"loadmark","ok":true,"tags":["a","b","c"],"msg":"hello from the built-in target"}"#;
 
 const NOT_FOUND: &str = "not found: try /status, /bytes/N, /json, /delay/MS, /status/CODE, \
-                         /echo, /chunked/N, /close, /flaky/N/K, POST /login, /items, /items/ID, /relay?url=URL, /ws/echo, /ws/json, /ws/close-after/N, \
+                         /echo, /chunked/N, /close, /flaky/N/K, POST /login, /items, /items/ID, /me, POST /logout, /relay?url=URL, /ws/echo, /ws/json, /ws/close-after/N, \
                          /ws/drop-after/N\n";
 
 const WS_NOT_FOUND: &str = "not found: WebSocket endpoints are /ws/echo, /ws/json, \
@@ -83,6 +83,8 @@ pub(crate) fn route<B>(req: Request<B>) -> Routed<B> {
         ("items", _) if !crate::journey::authorized(&req) => crate::journey::unauthorized(),
         ("items", None) => crate::journey::items(),
         ("items", Some(id)) => crate::journey::item(id),
+        ("me", None) => crate::journey::me(&req),
+        ("logout", None) if req.method() == hyper::Method::POST => crate::journey::logout(),
         ("relay", None) => match crate::relay::parse_query(req.uri().query()) {
             Ok(url) => return Routed::Relay(url),
             Err(why) => bad_request(why),

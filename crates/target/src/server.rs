@@ -50,6 +50,10 @@ pub(crate) struct Counters {
     pub auth_failures: AtomicU64,
     /// `POST /login` requests answered.
     pub logins: AtomicU64,
+    /// `/login`s by user name (issue 17: which data rows a scenario sent).
+    pub login_users: std::sync::Mutex<std::collections::BTreeMap<String, u64>>,
+    /// `/me` requests answered 403: a missing or wrong session cookie.
+    pub cookie_failures: AtomicU64,
     /// Set by [`crate::RunningServer::record_tags`]: keep each request's loadmark tags.
     pub recording: std::sync::atomic::AtomicBool,
     pub tags: std::sync::Mutex<Vec<crate::Tag>>,
@@ -301,7 +305,10 @@ impl Service<Request<Incoming>> for Target {
             }
             Routed::Login(req) => {
                 self.counters.logins.fetch_add(1, Ordering::Relaxed);
-                counted(self.counters.clone(), crate::journey::login(req))
+                let counters = self.counters.clone();
+                counted(self.counters.clone(), async move {
+                    crate::journey::login(req, &counters).await
+                })
             }
             Routed::Delay(d) => counted(self.counters.clone(), routes::delay(d)),
             Routed::Echo(req) => counted(self.counters.clone(), routes::echo(req)),
@@ -331,7 +338,7 @@ async fn answer(
         }
         Routed::Login(req) => {
             counters.logins.fetch_add(1, Ordering::Relaxed);
-            crate::journey::login(req).await
+            crate::journey::login(req, counters).await
         }
         Routed::Delay(d) => routes::delay(d).await,
         Routed::Echo(req) => routes::echo(req).await,
@@ -344,6 +351,13 @@ async fn answer(
 fn count_auth(response: &Response<ResponseBody>, counters: &Counters) {
     if response.status() == hyper::StatusCode::UNAUTHORIZED {
         counters.auth_failures.fetch_add(1, Ordering::Relaxed);
+    }
+    if response
+        .extensions()
+        .get::<crate::journey::CookieFailure>()
+        .is_some()
+    {
+        counters.cookie_failures.fetch_add(1, Ordering::Relaxed);
     }
 }
 

@@ -83,6 +83,7 @@ pub fn plan() -> Plan {
         script: None,
         checks: Vec::new(),
         scenario: None,
+        cookies: false,
     }
 }
 
