@@ -59,12 +59,13 @@ impl<S> Negotiated for tokio_rustls::client::TlsStream<S> {
             Some(b"h2") => Ok(()),
             Some(other) => Err(format!(
                 "the server chose {} with ALPN, not h2: it does not offer HTTP/2 over TLS \
-                 (drop --http2)",
+                 (drop --http2, or add --http2-fallback to run over HTTP/1.1 then)",
                 String::from_utf8_lossy(other)
             )),
             None => Err(
                 "the server negotiated no protocol with ALPN, so it does not \
-                 offer HTTP/2 over TLS (drop --http2)"
+                 offer HTTP/2 over TLS (drop --http2, or add --http2-fallback to run over \
+                 HTTP/1.1 then)"
                     .into(),
             ),
         }
@@ -220,6 +221,7 @@ pub(crate) async fn slot_loop<T: Transport>(
         });
         let ended = futures_join_all(loops).await;
         drop(client);
+        crate::carried::connection_ended(answered.get());
         if ended.iter().all(|over| !over) {
             return;
         }
