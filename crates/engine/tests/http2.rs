@@ -149,7 +149,8 @@ fn tls_server_without_h2_is_refused_before_any_load() {
     );
     p.tls = TlsPolicy::Insecure;
     match run(&p, &StopHandle::new(), |_| {}) {
-        Err(EngineError::Http2NotOffered(why)) => {
+        Err(e @ EngineError::Http2NotOffered(_)) => {
+            let why = e.to_string();
             assert!(why.contains("ALPN") && why.contains("--http2"), "{why}")
         }
         other => panic!(

@@ -43,7 +43,7 @@ const CONNECTION_WINDOW: u32 = 16 << 20;
 /// Whether a stream speaks HTTP/2 once connected: always over plain TCP and Unix sockets
 /// (prior knowledge), only when ALPN chose `h2` over TLS.
 pub trait Negotiated {
-    /// `Err` names what was negotiated instead.
+    /// `Err` names what was negotiated instead (the caller adds what the user can do).
     fn h2_negotiated(&self) -> Result<(), String> {
         Ok(())
     }
@@ -58,14 +58,12 @@ impl<S> Negotiated for tokio_rustls::client::TlsStream<S> {
         match self.get_ref().1.alpn_protocol() {
             Some(b"h2") => Ok(()),
             Some(other) => Err(format!(
-                "the server chose {} with ALPN, not h2: it does not offer HTTP/2 over TLS \
-                 (drop --http2, or add --http2-fallback to run over HTTP/1.1 then)",
+                "the server chose {} with ALPN, not h2: it does not offer HTTP/2 over TLS",
                 String::from_utf8_lossy(other)
             )),
             None => Err(
                 "the server negotiated no protocol with ALPN, so it does not \
-                 offer HTTP/2 over TLS (drop --http2, or add --http2-fallback to run over \
-                 HTTP/1.1 then)"
+                 offer HTTP/2 over TLS"
                     .into(),
             ),
         }
@@ -295,9 +293,9 @@ where
             kind: e.kind,
             message: e.message,
         })?;
-    stream.h2_negotiated().map_err(|message| ConnectFailure {
+    stream.h2_negotiated().map_err(|why| ConnectFailure {
         kind: ErrorKind::Tls,
-        message,
+        message: format!("{why} (drop --http2)"),
     })?;
     let handshake = h2::client::Builder::new()
         .initial_window_size(STREAM_WINDOW)
