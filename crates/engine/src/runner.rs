@@ -343,6 +343,9 @@ where
                         segment: segment.clone(),
                     },
                     budget: budget.clone(),
+                    http2: plan.protocol.http2.map(|h| {
+                        (h.streams, plan.request.url.scheme().is_tls(), server_limit.clone())
+                    }),
                 },
                 load_end,
             ),
@@ -504,6 +507,8 @@ enum Executor {
         profile: Arc<Profile>,
         share: Share,
         budget: Arc<Budget>,
+        /// HTTP/2: streams per connection, TLS, the server's stream limit.
+        http2: Option<(usize, bool, Arc<AtomicUsize>)>,
     },
     Open {
         profile: Arc<Profile>,
@@ -681,6 +686,7 @@ where
                             h2s.clone(),
                             budget.clone(),
                             self.load_end,
+                            None,
                         ));
                     }
                 }
@@ -688,6 +694,22 @@ where
                     profile,
                     share,
                     budget,
+                    http2: Some((streams, tls, limit)),
+                } => {
+                    tasks.spawn_local(crate::http2::ramp_loop(
+                        ctx.clone(),
+                        Rc::new(H2Shared::new(*tls, *streams, limit.clone())),
+                        budget.clone(),
+                        profile.clone(),
+                        origin,
+                        share.clone(),
+                    ));
+                }
+                Executor::Ramp {
+                    profile,
+                    share,
+                    budget,
+                    http2: None,
                 } => {
                     tasks.spawn_local(ramp_loop(
                         ctx.clone(),

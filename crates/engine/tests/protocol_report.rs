@@ -149,3 +149,40 @@ fn requests_per_connection_when_pipelining() {
     assert_eq!(spread.connections, 2, "{spread:?}");
     assert!((spread.mean * 2.0 - 320.0).abs() < 1e-6, "{spread:?}");
 }
+
+/// `--stages` of connections with `--http2` (issue 16): each slot of the ramp is an HTTP/2
+/// connection with its streams; shrinking retires connections (their streams end their
+/// requests first) and none is reopened.
+#[test]
+fn http2_connections_follow_a_ramp() {
+    let server = target(true, false);
+    let url = format!("http://{}/status", server.local_addr());
+    // Stages of a second, as the HTTP/1.1 ramp test: a stalled stage would open fewer.
+    let stages = Profile::parse("1s:2->2,1s:6->6,1s:1->1", 0.0, "--stages").unwrap();
+    let mut p = plan(&url, 1, 2, Stop::Duration(stages.duration()));
+    p.load = Load::Ramp {
+        connections: stages,
+        threads: 2,
+    };
+    let p = h2(p, 4, false);
+    p.validate().expect("a ramp of HTTP/2 connections is a valid plan");
+    let r = run(&p, &StopHandle::new(), |_| {}).unwrap();
+    no_errors(&r);
+    let s = &r.totals.snapshot;
+    assert_eq!(s.connections_opened, 6, "2, then 4 more; none reopened");
+    assert_eq!(
+        settled_count(|| server.connections_accepted(), 6),
+        6,
+        "the server saw 6 connections"
+    );
+    let served = s.responses + r.totals.in_flight;
+    assert_eq!(settled_count(|| server.http2_requests(), served), served);
+    assert!(s.responses > 100, "{} responses", s.responses);
+    let series = &r.totals.series;
+    assert!(
+        series.len() >= 3 && series[..3].iter().all(|p| p.responses > 0),
+        "every stage ran: {series:?}"
+    );
+    let spread = r.requests_per_connection.unwrap();
+    assert_eq!(spread.connections, 6, "{spread:?}");
+}

@@ -557,14 +557,6 @@ impl Plan {
                 why: "WebSocket sessions are opened over HTTP/1.1",
             });
         }
-        if matches!(self.load, Load::Ramp { .. }) {
-            return Err(PlanError::Conflict {
-                first: "--http2",
-                second: "--stages (ramping connections)",
-                why: "HTTP/2 runs in a closed loop (-c) or an open loop (-R, --stages of rates); \
-                      a closed loop whose connections ramp is not built for HTTP/2 yet",
-            });
-        }
         if !self.request.keep_alive {
             return Err(PlanError::Conflict {
                 first: "--http2",
