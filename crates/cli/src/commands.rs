@@ -308,9 +308,17 @@ fn protocol_summary(plan: &Plan, result: &RunResult) -> Option<ProtocolSummary> 
     if plan.websocket.is_some() {
         return None;
     }
-    let http2 = plan.protocol.http2.filter(|_| result.http2_fallback.is_none());
+    let http2 = plan
+        .protocol
+        .http2
+        .filter(|_| result.http2_fallback.is_none());
     Some(ProtocolSummary {
-        used: if http2.is_some() { "HTTP/2" } else { "HTTP/1.1" }.into(),
+        used: if http2.is_some() {
+            "HTTP/2"
+        } else {
+            "HTTP/1.1"
+        }
+        .into(),
         http2_fallback: result.http2_fallback.clone(),
         streams_per_connection: http2.map(|h| h.streams),
         server_max_concurrent_streams: result.http2_server_streams,

@@ -162,14 +162,18 @@ fn http2_fallback_and_the_protocol_summary_in_text_and_json() {
     );
     assert!(
         // The two connections share one count: their split is the scheduler's.
-        out.contains("HTTP/1.1, 100.0 requests per connection (min ") && out.contains("; 2 connections)"),
+        out.contains("HTTP/1.1, 100.0 requests per connection (min ")
+            && out.contains("; 2 connections)"),
         "{out}"
     );
     let report: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     let p = &report["summary"]["protocol"];
     assert_eq!(p["used"], "HTTP/1.1", "{p}");
-    assert!(p["http2_fallback"].as_str().unwrap().contains("ALPN"), "{p}");
+    assert!(
+        p["http2_fallback"].as_str().unwrap().contains("ALPN"),
+        "{p}"
+    );
     assert_eq!(p["requests_per_connection"]["connections"], 2, "{p}");
     assert_eq!(report["plan"]["protocol"]["http2"]["fallback"], true);
 

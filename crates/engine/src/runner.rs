@@ -344,7 +344,11 @@ where
                     },
                     budget: budget.clone(),
                     http2: plan.protocol.http2.map(|h| {
-                        (h.streams, plan.request.url.scheme().is_tls(), server_limit.clone())
+                        (
+                            h.streams,
+                            plan.request.url.scheme().is_tls(),
+                            server_limit.clone(),
+                        )
                     }),
                 },
                 load_end,

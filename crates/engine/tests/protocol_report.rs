@@ -42,8 +42,14 @@ fn http2_fallback_runs_over_http1_when_tls_offers_no_h2() {
     p.tls = TlsPolicy::Insecure;
     let r = run(&p, &StopHandle::new(), |_| {}).unwrap();
     no_errors(&r);
-    let why = r.http2_fallback.as_deref().expect("the fallback is reported");
-    assert!(why.contains("ALPN") && !why.contains("drop --http2"), "{why}");
+    let why = r
+        .http2_fallback
+        .as_deref()
+        .expect("the fallback is reported");
+    assert!(
+        why.contains("ALPN") && !why.contains("drop --http2"),
+        "{why}"
+    );
     assert_eq!(r.totals.snapshot.responses, 300);
     assert_eq!(settled_count(|| server.requests_served(), 300), 300);
     assert_eq!(server.http2_requests(), 0, "the server saw only HTTP/1.1");
@@ -58,7 +64,10 @@ fn http2_fallback_runs_over_http1_when_tls_offers_no_h2() {
             let message = e.to_string();
             assert!(message.contains("--http2-fallback"), "{message}")
         }
-        other => panic!("expected a refusal, got {:?}", other.map(|r| r.http2_fallback)),
+        other => panic!(
+            "expected a refusal, got {:?}",
+            other.map(|r| r.http2_fallback)
+        ),
     }
 }
 
@@ -78,7 +87,12 @@ fn http2_fallback_is_not_taken_when_the_server_offers_h2() {
 fn requests_per_connection_over_http1_add_up_to_the_responses() {
     let server = target(false, false);
     let url = format!("http://{}/status", server.local_addr());
-    let r = run(&plan(&url, 4, 2, Stop::Requests(800)), &StopHandle::new(), |_| {}).unwrap();
+    let r = run(
+        &plan(&url, 4, 2, Stop::Requests(800)),
+        &StopHandle::new(),
+        |_| {},
+    )
+    .unwrap();
     no_errors(&r);
     let spread = r.requests_per_connection.expect("connections were counted");
     assert_eq!(spread.connections, 4);
@@ -165,7 +179,8 @@ fn http2_connections_follow_a_ramp() {
         threads: 2,
     };
     let p = h2(p, 4, false);
-    p.validate().expect("a ramp of HTTP/2 connections is a valid plan");
+    p.validate()
+        .expect("a ramp of HTTP/2 connections is a valid plan");
     let r = run(&p, &StopHandle::new(), |_| {}).unwrap();
     no_errors(&r);
     let s = &r.totals.snapshot;

@@ -361,5 +361,8 @@ targets:
 load: {requests: 100, http2_fallback: true}
 "#;
     let e = load_plan_text(text, "fb.yaml", 2).unwrap_err().to_string();
-    assert!(e.contains("--http2-fallback") && e.contains("add --http2"), "{e}");
+    assert!(
+        e.contains("--http2-fallback") && e.contains("add --http2"),
+        "{e}"
+    );
 }

@@ -81,7 +81,10 @@ fn a_fallback_says_http1_was_used_and_why() {
     let json = render_json(&r);
     common::assert_valid_report(&json);
     assert!(json.contains("\"used\": \"HTTP/1.1\""), "{json}");
-    assert!(json.contains("\"fallback\": true"), "the plan keeps what was asked: {json}");
+    assert!(
+        json.contains("\"fallback\": true"),
+        "the plan keeps what was asked: {json}"
+    );
     let text = render_text(&r);
     assert!(text.contains("\n  HTTP/1.1\n"), "{text}");
     assert!(
@@ -95,7 +98,11 @@ fn a_fallback_says_http1_was_used_and_why() {
 fn merged_reports_keep_the_lowest_limit_and_drop_the_median() {
     let a = http2_report();
     let mut b = http2_report();
-    b.summary.protocol.as_mut().unwrap().server_max_concurrent_streams = Some(2);
+    b.summary
+        .protocol
+        .as_mut()
+        .unwrap()
+        .server_max_concurrent_streams = Some(2);
     let merged = loadmark_report::merge_reports(&[a, b]).unwrap();
     let p = merged.summary.protocol.unwrap();
     assert_eq!(p.used, "HTTP/2");
