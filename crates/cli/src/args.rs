@@ -182,9 +182,16 @@ pub struct RunArgs {
     pub insecure: bool,
 
     /// Speak HTTP/2: negotiated with ALPN over https:// (refused if the server does not
-    /// offer h2), from the first byte over http:// (h2c with prior knowledge)
+    /// offer h2, unless --http2-fallback), from the first byte over http:// (h2c with prior
+    /// knowledge)
     #[arg(long = "http2")]
     pub http2: bool,
+
+    /// With --http2 over https://: if the server does not offer h2 with ALPN, run over
+    /// HTTP/1.1 instead of refusing (what curl's --http2 does); the report names the
+    /// protocol used
+    #[arg(long = "http2-fallback", requires = "http2")]
+    pub http2_fallback: bool,
 
     /// Concurrent streams per HTTP/2 connection (h2load's -m) [default: 1]
     #[arg(long = "streams", value_parser = at_least_one, allow_negative_numbers = true, requires = "http2")]
@@ -792,6 +799,7 @@ impl RunArgs {
             insecure: self.insecure,
             http2: self.http2,
             streams: self.streams,
+            http2_fallback: self.http2_fallback,
             unix_socket: self.unix_socket.clone(),
             pipeline: self.pipeline,
         };

@@ -9,7 +9,7 @@ use anyhow::{Context, Result};
 use loadmark_engine::{EngineError, Part, RunResult, StopHandle};
 use loadmark_metrics::Snapshot;
 use loadmark_plan::{Load, Plan, RequestSpec, Stop, Target, Timeouts, TlsPolicy};
-use loadmark_report::{Environment, Report, RunFacts};
+use loadmark_report::{Environment, ProtocolSummary, Report, RunFacts};
 
 use crate::args::{
     Command, FailOn, Format, QuickstartArgs, ReportArgs, ReportFlags, RunArgs, SchemaKind,
@@ -169,14 +169,6 @@ pub(crate) fn run_plan(
             let mut part = segment.as_ref().map(|s| s.part()).unwrap_or_default();
             part.script = script.and_then(|s| s.hooks());
             let result = execute(plan, &part, flags.quiet, &mut live)?;
-            if let Some(allowed) = result.http2_server_streams {
-                eprintln!(
-                    "loadmark: the server allows {allowed} concurrent HTTP/2 stream{} per connection, \
-                     fewer than --streams {}: requests waited for a free stream (it was never exceeded)",
-                    if allowed == 1 { "" } else { "s" },
-                    plan.protocol.streams()
-                );
-            }
             let (interrupted, start_skew) = (result.interrupted, result.start_skew);
             let mut report = build_report(plan, result);
             if flags.show_secrets {
@@ -305,7 +297,34 @@ pub(crate) fn build_report(plan: &Plan, result: RunResult) -> Report {
         busiest_worker: result.busiest_worker,
         target_addr: result.addr.to_string(),
     };
-    Report::new(plan, &facts, result.totals, environment())
+    let protocol = protocol_summary(plan, &result);
+    let mut report = Report::new(plan, &facts, result.totals, environment());
+    report.summary.protocol = protocol;
+    report
+}
+
+/// What carried the requests, from the engine's result (issue 16); none for WebSocket runs.
+fn protocol_summary(plan: &Plan, result: &RunResult) -> Option<ProtocolSummary> {
+    if plan.websocket.is_some() {
+        return None;
+    }
+    let http2 = plan
+        .protocol
+        .http2
+        .filter(|_| result.http2_fallback.is_none());
+    Some(ProtocolSummary {
+        used: if http2.is_some() {
+            "HTTP/2"
+        } else {
+            "HTTP/1.1"
+        }
+        .into(),
+        http2_fallback: result.http2_fallback.clone(),
+        streams_per_connection: http2.map(|h| h.streams),
+        server_max_concurrent_streams: result.http2_server_streams,
+        pipeline: plan.protocol.pipeline,
+        requests_per_connection: result.requests_per_connection.clone(),
+    })
 }
 
 fn exit_code(interrupted: bool) -> ExitCode {

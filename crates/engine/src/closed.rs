@@ -86,6 +86,19 @@ async fn scripted_wait<T: Transport>(shared: &Shared<T>) -> bool {
     shared.source.stopped()
 }
 
+/// A ramp's say over one connection slot: the slot retires once the ramp wants fewer
+/// slots than its number.
+pub(crate) struct Retire {
+    id: usize,
+    wanted: Rc<Cell<usize>>,
+}
+
+impl Retire {
+    pub(crate) fn now(&self) -> bool {
+        self.id >= self.wanted.get()
+    }
+}
+
 /// Follows a connection-count profile: every [`RAMP_STEP`] this worker's share of the count is
 /// recomputed; missing connections start, surplus ones retire after their current request.
 pub(crate) async fn ramp_loop<T: Transport>(
@@ -95,6 +108,27 @@ pub(crate) async fn ramp_loop<T: Transport>(
     origin: Instant,
     share: Share,
 ) {
+    ramp_slots(profile, origin, share, move |retire, end| {
+        let (shared, budget) = (shared.clone(), budget.clone());
+        async move {
+            let mut conn = Connection::new();
+            let mut now = Instant::now();
+            while !retire.now() && now < end && !scripted_wait(&shared).await && budget.claim() {
+                now = perform(&shared, &mut conn, None, None).await;
+            }
+        }
+    })
+    .await
+}
+
+/// The ramp itself, whatever a slot runs (an HTTP/1.1 connection, or an HTTP/2 connection
+/// with its streams): `slot` is started for each missing slot with its [`Retire`] and the
+/// ramp's end, and must return once either says so.
+pub(crate) async fn ramp_slots<F, S>(profile: Arc<Profile>, origin: Instant, share: Share, slot: S)
+where
+    S: Fn(Retire, Instant) -> F,
+    F: std::future::Future<Output = ()> + 'static,
+{
     let end = origin + profile.duration();
     let wanted = Rc::new(Cell::new(0usize));
     let alive: Rc<RefCell<Vec<bool>>> = Rc::new(RefCell::new(Vec::new()));
@@ -116,22 +150,14 @@ pub(crate) async fn ramp_loop<T: Transport>(
         for id in 0..mine {
             if !alive_now[id] {
                 alive_now[id] = true;
-                let (shared, budget, wanted, alive) = (
-                    shared.clone(),
-                    budget.clone(),
-                    wanted.clone(),
-                    alive.clone(),
-                );
+                let retire = Retire {
+                    id,
+                    wanted: wanted.clone(),
+                };
+                let run = slot(retire, end);
+                let alive = alive.clone();
                 connections.spawn_local(async move {
-                    let mut conn = Connection::new();
-                    let mut now = Instant::now();
-                    while id < wanted.get()
-                        && now < end
-                        && !scripted_wait(&shared).await
-                        && budget.claim()
-                    {
-                        now = perform(&shared, &mut conn, None, None).await;
-                    }
+                    run.await;
                     alive.borrow_mut()[id] = false;
                 });
             }

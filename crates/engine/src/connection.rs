@@ -100,6 +100,8 @@ pub(crate) struct Connection<S> {
     /// The request timeout, kept registered between requests: it is moved only when it fires
     /// before the current request's deadline, so a request costs no timer registration.
     timer: Option<Pin<Box<Sleep>>>,
+    /// Responses the open stream answered, reported to [`crate::carried`] when it ends.
+    carried: u64,
 }
 
 impl<S> Connection<S> {
@@ -116,18 +118,31 @@ impl<S> Connection<S> {
             rendered: Vec::new(),
             captured: Vec::new(),
             timer: None,
+            carried: 0,
         }
     }
 
     /// Drops the stream and any unparsed bytes; a buffer grown by a large head is given back,
     /// so a hostile server cannot keep every slot's memory at the head limit.
     fn close(&mut self) {
-        self.stream = None;
+        if self.stream.take().is_some() {
+            crate::carried::connection_ended(self.carried);
+        }
+        self.carried = 0;
         let reader = &mut self.reader;
         reader.pending.clear();
         reader.head_hint = 0;
         if reader.pending.capacity() > PENDING_KEEP_BYTES {
             reader.pending = Vec::new();
+        }
+    }
+}
+
+impl<S> Drop for Connection<S> {
+    /// A connection still open at the stop ends here.
+    fn drop(&mut self) {
+        if self.stream.is_some() {
+            crate::carried::connection_ended(self.carried);
         }
     }
 }
@@ -474,6 +489,7 @@ async fn send<T: Transport>(
         } = batch;
         match result {
             Ok(Ok(ex)) => {
+                conn.carried += 1 + earlier.len() as u64;
                 // After a request that said `Connection: close`, the connection is closed by
                 // the client even when the server kept it open (RFC 9112 §9.6).
                 if !ex.reusable || meta.close {

@@ -24,8 +24,11 @@ pub enum EngineError {
     #[error(transparent)]
     Source(#[from] crate::source::SourceError),
     /// `--http2` over TLS, and the server did not choose h2 with ALPN: it speaks only
-    /// HTTP/1.1 there. Drop `--http2`, or point at a server that offers HTTP/2.
-    #[error("HTTP/2 refused: {0}")]
+    /// HTTP/1.1 there. Drop `--http2`, add `--http2-fallback` to run over HTTP/1.1 then, or
+    /// point at a server that offers HTTP/2.
+    #[error(
+        "HTTP/2 refused: {0} (drop --http2, or add --http2-fallback to run over HTTP/1.1 then)"
+    )]
     Http2NotOffered(String),
     /// `--unix-socket` with an https:// URL: TLS over a Unix socket is not supported; use
     /// an http:// URL (the socket is local) or TCP.

@@ -22,6 +22,7 @@
 //! - Latency in a closed loop runs from the first byte written to the last byte read; connect
 //!   time is recorded apart, once per new connection.
 
+mod carried;
 mod checks;
 mod closed;
 mod connection;

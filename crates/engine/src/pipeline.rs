@@ -78,6 +78,7 @@ pub(crate) async fn pipeline_loop<T: Transport>(
             .recorder
             .borrow_mut()
             .record_connection(now, now - t0);
+        let mut carried = crate::carried::Tally::default();
         loop {
             if deadline.is_some_and(|d| Instant::now() >= d) {
                 return;
@@ -183,6 +184,7 @@ pub(crate) async fn pipeline_loop<T: Transport>(
                             bytes_written: jobs[answered].written,
                         });
                         answered += 1;
+                        carried.0 += 1;
                         outstanding.n -= 1;
                         if !response.keep_alive {
                             // Nothing more comes on this connection (none unanswered: a

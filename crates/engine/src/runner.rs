@@ -9,7 +9,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use loadmark_metrics::{
-    Aggregate, Busy, Recorder, Second, SeriesPoint, Snapshot, Totals, WorkerReport,
+    Aggregate, Busy, ConnectionSpread, Recorder, RequestsPerConnection, Second, SeriesPoint,
+    Snapshot, Totals, WorkerReport,
 };
 use loadmark_plan::{Load, Plan, Profile, Segment, Stop, Target, WsSpec};
 use tokio::sync::watch;
@@ -101,6 +102,12 @@ pub struct RunResult {
     /// HTTP/2: the lowest SETTINGS_MAX_CONCURRENT_STREAMS a server announced when it was
     /// below `--streams` (requests waited for a free stream instead of exceeding it).
     pub http2_server_streams: Option<usize>,
+    /// Requests answered per connection, over every connection the run opened (`None`:
+    /// none was counted, as in WebSocket runs).
+    pub requests_per_connection: Option<ConnectionSpread>,
+    /// `--http2-fallback` over TLS: the server did not choose h2 with ALPN (this says what
+    /// it chose), so the run went over HTTP/1.1.
+    pub http2_fallback: Option<String>,
 }
 
 /// Runs the plan to its end (or until `stop`), calling `on_progress` about twice a second.
@@ -141,11 +148,24 @@ pub fn run_part(
         addr,
         connect_timeout: plan.timeouts.connect,
     };
-    if url.scheme().is_tls() && plan.protocol.http2.is_some() {
-        let tls = Tls::with_alpn(tcp, url.host(), &plan.tls, &[b"h2", b"http/1.1"])
+    if let (true, Some(h2)) = (url.scheme().is_tls(), plan.protocol.http2) {
+        let tls = Tls::with_alpn(tcp.clone(), url.host(), &plan.tls, &[b"h2", b"http/1.1"])
             .map_err(|e| EngineError::Tls(e.message))?;
-        refuse_without_h2(&tls)?;
-        run_with(plan, part, addr, tls, stop, &mut on_progress)
+        match refuse_without_h2(&tls) {
+            Ok(()) => run_with(plan, part, addr, tls, stop, &mut on_progress),
+            Err(EngineError::Http2NotOffered(why)) if h2.fallback => {
+                // --http2-fallback: the same run over HTTP/1.1 (as curl's --http2 would go
+                // on), and the result says so; nothing HTTP/2-only is left in the plan.
+                let mut http1 = plan.clone();
+                http1.protocol.http2 = None;
+                let tls = Tls::new(tcp, url.host(), &plan.tls)
+                    .map_err(|e| EngineError::Tls(e.message))?;
+                let mut result = run_with(&http1, part, addr, tls, stop, &mut on_progress)?;
+                result.http2_fallback = Some(why);
+                Ok(result)
+            }
+            Err(e) => Err(e),
+        }
     } else if url.scheme().is_tls() {
         let tls = Tls::new(tcp, url.host(), &plan.tls).map_err(|e| EngineError::Tls(e.message))?;
         run_with(plan, part, addr, tls, stop, &mut on_progress)
@@ -185,7 +205,7 @@ fn resolve(host: &str, port: u16) -> Result<SocketAddr, EngineError> {
 enum Message {
     Tick(usize, WorkerReport),
     /// A worker's last report, its CPU time, and its share of a core over its life.
-    Done(usize, WorkerReport, CpuTime, f64),
+    Done(usize, WorkerReport, CpuTime, f64, RequestsPerConnection),
 }
 
 fn run_with<T: Transport>(
@@ -335,6 +355,13 @@ where
                         segment: segment.clone(),
                     },
                     budget: budget.clone(),
+                    http2: plan.protocol.http2.map(|h| {
+                        (
+                            h.streams,
+                            plan.request.url.scheme().is_tls(),
+                            server_limit.clone(),
+                        )
+                    }),
                 },
                 load_end,
             ),
@@ -404,13 +431,15 @@ where
     aggregate.keep_seconds();
     let mut client_cpu = CpuTime::default();
     let mut busiest_worker = 0.0f64;
+    let mut requests_per_connection = RequestsPerConnection::default();
     let mut done = 0;
     let mut last_progress = Instant::now();
     while done < threads {
         match rx.recv_timeout(Duration::from_millis(500)) {
             Ok(Message::Tick(i, report)) => aggregate.add_from(i, report),
-            Ok(Message::Done(i, report, cpu, busy)) => {
+            Ok(Message::Done(i, report, cpu, busy, carried)) => {
                 aggregate.add_from(i, report);
+                requests_per_connection.add(&carried);
                 client_cpu += cpu;
                 busiest_worker = busiest_worker.max(busy);
                 done += 1;
@@ -479,6 +508,8 @@ where
         start_skew,
         http2_server_streams: Some(server_limit.load(Ordering::Relaxed))
             .filter(|&n| n != usize::MAX),
+        requests_per_connection: requests_per_connection.spread(),
+        http2_fallback: None,
     })
 }
 
@@ -492,6 +523,8 @@ enum Executor {
         profile: Arc<Profile>,
         share: Share,
         budget: Arc<Budget>,
+        /// HTTP/2: streams per connection, TLS, the server's stream limit.
+        http2: Option<(usize, bool, Arc<AtomicUsize>)>,
     },
     Open {
         profile: Arc<Profile>,
@@ -675,6 +708,7 @@ where
                             h2s.clone(),
                             budget.clone(),
                             self.load_end,
+                            None,
                         ));
                     }
                 }
@@ -682,6 +716,22 @@ where
                     profile,
                     share,
                     budget,
+                    http2: Some((streams, tls, limit)),
+                } => {
+                    tasks.spawn_local(crate::http2::ramp_loop(
+                        ctx.clone(),
+                        Rc::new(H2Shared::new(*tls, *streams, limit.clone())),
+                        budget.clone(),
+                        profile.clone(),
+                        origin,
+                        share.clone(),
+                    ));
+                }
+                Executor::Ramp {
+                    profile,
+                    share,
+                    budget,
+                    http2: None,
                 } => {
                     tasks.spawn_local(ramp_loop(
                         ctx.clone(),
@@ -853,7 +903,12 @@ where
             .saturating_sub(ctx.idle_polling.get())
             .as_secs_f64()
             / wall;
-        let _ = self.tx.send(Message::Done(self.index, report, cpu, busy));
+        // Every connection has ended once the event loop's tasks are gone.
+        drop(local);
+        let carried = crate::carried::take();
+        let _ = self
+            .tx
+            .send(Message::Done(self.index, report, cpu, busy, carried));
     }
 }
 

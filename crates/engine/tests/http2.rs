@@ -23,7 +23,10 @@ fn h2_target() -> RunningServer {
 
 fn h2(mut p: Plan, streams: usize) -> Plan {
     p.protocol = Protocol {
-        http2: Some(Http2 { streams }),
+        http2: Some(Http2 {
+            streams,
+            fallback: false,
+        }),
         unix_socket: None,
         pipeline: None,
     };
@@ -149,7 +152,8 @@ fn tls_server_without_h2_is_refused_before_any_load() {
     );
     p.tls = TlsPolicy::Insecure;
     match run(&p, &StopHandle::new(), |_| {}) {
-        Err(EngineError::Http2NotOffered(why)) => {
+        Err(e @ EngineError::Http2NotOffered(_)) => {
+            let why = e.to_string();
             assert!(why.contains("ALPN") && why.contains("--http2"), "{why}")
         }
         other => panic!(

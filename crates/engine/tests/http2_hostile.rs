@@ -141,7 +141,10 @@ fn h2_plan(addr: SocketAddr, connections: usize, streams: usize, requests: u64) 
         Stop::Requests(requests),
     );
     p.protocol = Protocol {
-        http2: Some(Http2 { streams }),
+        http2: Some(Http2 {
+            streams,
+            fallback: false,
+        }),
         unix_socket: None,
         pipeline: None,
     };

@@ -120,7 +120,10 @@ impl Nginx {
 
 fn h2(mut p: Plan, streams: usize) -> Plan {
     p.protocol = Protocol {
-        http2: Some(Http2 { streams }),
+        http2: Some(Http2 {
+            streams,
+            fallback: false,
+        }),
         unix_socket: None,
         pipeline: None,
     };

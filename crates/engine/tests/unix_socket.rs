@@ -37,7 +37,10 @@ fn http1_and_http2_over_a_unix_socket_reach_the_server_there() {
     assert_eq!(settled_count(|| server.requests_served(), 600), 600);
     assert_eq!(server.http2_requests(), 0);
 
-    p.protocol.http2 = Some(Http2 { streams: 8 });
+    p.protocol.http2 = Some(Http2 {
+        streams: 8,
+        fallback: false,
+    });
     let r = run(&p, &StopHandle::new(), |_| {}).unwrap();
     let s = &r.totals.snapshot;
     assert_eq!(s.errors.total(), 0, "{:?}", s.errors);

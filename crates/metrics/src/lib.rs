@@ -42,6 +42,7 @@
 mod aggregate;
 mod checks;
 mod error_kind;
+mod per_connection;
 mod recorder;
 mod scenario;
 mod snapshot;
@@ -51,6 +52,7 @@ mod websocket;
 pub use aggregate::{Aggregate, Second, SeriesPoint, Totals};
 pub use checks::{CheckStat, CheckStats, CHECK_EXAMPLE_CHARS};
 pub use error_kind::{ErrorCounts, ErrorKind, ErrorStat};
+pub use per_connection::{ConnectionSpread, RequestsPerConnection};
 pub use recorder::{Busy, Interval, Recorder, Sample, WorkerReport};
 pub use scenario::{ScenarioStats, StepOutcome, StepStats};
 pub use snapshot::{

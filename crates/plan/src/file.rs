@@ -331,6 +331,10 @@ pub struct LoadFile {
     /// Concurrent streams per HTTP/2 connection [default: 1].
     #[serde(default)]
     pub streams: Option<usize>,
+    /// With `http2: true` over https://: run over HTTP/1.1 when the server does not offer
+    /// h2 with ALPN, instead of refusing (`--http2-fallback`) [default: false].
+    #[serde(default)]
+    pub http2_fallback: Option<bool>,
     /// Connect to this Unix domain socket instead of the URL's host and port.
     #[serde(default)]
     pub unix_socket: Option<std::path::PathBuf>,

@@ -325,6 +325,7 @@ fn expand(
         insecure: load.insecure.unwrap_or(false),
         http2: load.http2.unwrap_or(false),
         streams: load.streams,
+        http2_fallback: load.http2_fallback.unwrap_or(false),
         unix_socket: load.unix_socket.clone(),
         pipeline: load.pipeline,
     };

@@ -397,3 +397,25 @@ fn scenario_data_rows_cookies_and_ramps_reach_the_plan() {
     assert!(e.message.contains("has no `scenario:`"), "{e}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn http2_fallback_in_a_plan_file_needs_http2() {
+    let text = r#"
+targets:
+  api: {url: "https://127.0.0.1:8443"}
+load: {http2: true, http2_fallback: true, stages: "1s:2->4"}
+"#;
+    let p = load_plan_text(text, "fb.yaml", 2).unwrap();
+    let h2 = p.steps[0].plan.protocol.http2.unwrap();
+    assert!(h2.fallback, "the option reaches the plan");
+    let text = r#"
+targets:
+  api: {url: "https://127.0.0.1:8443"}
+load: {requests: 100, http2_fallback: true}
+"#;
+    let e = load_plan_text(text, "fb.yaml", 2).unwrap_err().to_string();
+    assert!(
+        e.contains("--http2-fallback") && e.contains("add --http2"),
+        "{e}"
+    );
+}

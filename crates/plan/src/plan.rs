@@ -269,7 +269,8 @@ impl Protocol {
         *self == Protocol::default()
     }
 
-    /// The protocol's name as reports print it.
+    /// The protocol's name as reports print it (what was asked; a report's
+    /// `summary.protocol.used` says what was spoken).
     pub fn name(&self) -> &'static str {
         match self.http2 {
             Some(_) => "HTTP/2",
@@ -289,6 +290,11 @@ pub struct Http2 {
     /// Concurrent streams per connection (h2load's `-m`, oha's `--http2-parallel`); a server
     /// that allows fewer (SETTINGS_MAX_CONCURRENT_STREAMS) is never asked for more.
     pub streams: usize,
+    /// `--http2-fallback`: over TLS, a server that does not choose h2 with ALPN is loaded over
+    /// HTTP/1.1 (the report says so) instead of refused. h2c (http://) has nothing to fall
+    /// back from: prior knowledge either speaks HTTP/2 or fails.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub fallback: bool,
 }
 
 /// The script a run used and the arguments its `init(args)` received.
@@ -574,14 +580,6 @@ impl Plan {
                 first: "--http2",
                 second: "loadmark ws",
                 why: "WebSocket sessions are opened over HTTP/1.1",
-            });
-        }
-        if matches!(self.load, Load::Ramp { .. }) {
-            return Err(PlanError::Conflict {
-                first: "--http2",
-                second: "--stages (ramping connections)",
-                why: "HTTP/2 runs in a closed loop (-c) or an open loop (-R, --stages of rates); \
-                      a closed loop whose connections ramp is not built for HTTP/2 yet",
             });
         }
         if !self.request.keep_alive {

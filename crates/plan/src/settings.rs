@@ -36,6 +36,8 @@ pub struct Settings {
     pub http2: bool,
     /// `--streams N`: concurrent streams per HTTP/2 connection (default 1, as h2load's -m).
     pub streams: Option<usize>,
+    /// `--http2-fallback`: HTTP/1.1 when a TLS server does not offer h2 (needs `--http2`).
+    pub http2_fallback: bool,
     /// `--unix-socket PATH`.
     pub unix_socket: Option<std::path::PathBuf>,
     /// `--pipeline P`: HTTP/1.1 requests written together per connection.
@@ -55,9 +57,17 @@ impl Settings {
                 "streams are HTTP/2's; add --http2",
             ));
         }
+        if self.http2_fallback && !self.http2 {
+            return Err(conflict(
+                "--http2-fallback",
+                "HTTP/1.1",
+                "it says what --http2 does when a TLS server does not offer h2; add --http2",
+            ));
+        }
         Ok(Protocol {
             http2: self.http2.then(|| Http2 {
                 streams: self.streams.unwrap_or(1),
+                fallback: self.http2_fallback,
             }),
             unix_socket: self.unix_socket.clone(),
             pipeline: self.pipeline,

@@ -28,6 +28,8 @@
 mod alike;
 mod bundle;
 mod checks;
+mod protocol;
+pub use protocol::ProtocolSummary;
 mod html_checks;
 mod scenario;
 pub use scenario::{ScenarioSummary, StepSummary};

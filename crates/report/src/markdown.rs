@@ -154,6 +154,7 @@ pub fn render_markdown(b: &Bundle) -> String {
         .iter()
         .map(|step| (format!("{} {}", step.number, params(step)), &step.report))
         .collect();
+    crate::protocol::render_markdown_section(&mut o, &named); // issue 16
     crate::websocket::render_markdown_section(&mut o, &named);
     crate::checks::render_markdown_section(&mut o, &named); // issue 17
     crate::scenario::render_markdown_section(&mut o, &named); // issue 17

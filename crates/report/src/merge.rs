@@ -148,6 +148,7 @@ pub fn merge_with_options(
         .min()
         .unwrap_or_default();
     merged.loadmark_version = first.loadmark_version.clone();
+    merged.summary.protocol = crate::protocol::ProtocolSummary::merged(&sorted);
     for d in differences {
         merged.run.health.findings.push(format!(
             "merged with --force although the reports differ in {d}"

@@ -147,6 +147,9 @@ pub struct Summary {
     /// Scenario runs (a plan's `scenario:`): iterations and a row per step.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scenario: Option<crate::scenario::ScenarioSummary>,
+    /// HTTP runs: the protocol spoken, a server's stream limit, requests per connection.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub protocol: Option<crate::protocol::ProtocolSummary>,
 }
 
 /// One run, complete. JSON is its stable form.
@@ -245,6 +248,8 @@ impl Report {
                     measured_s,
                 )
             }),
+            // Set by the caller that knows the engine's result (or by a merge).
+            protocol: None,
         };
         let all_completed = completed + totals.warmup_completed;
         Report {

@@ -122,8 +122,13 @@ fn header(o: &mut String, r: &Report) {
 
 /// TLS, interruption and saturation notices, then a blank line.
 fn notices(o: &mut String, r: &Report) {
-    // What carried the requests, when not HTTP/1.1 over TCP.
-    if let Some(h2) = &r.plan.protocol.http2 {
+    // What carried the requests: the protocol actually spoken, the server's stream limit and
+    // the requests per connection; reports older than that summary say what the plan asked.
+    if let Some(p) = &r.summary.protocol {
+        for line in p.lines() {
+            let _ = writeln!(o, "  {line}");
+        }
+    } else if let Some(h2) = &r.plan.protocol.http2 {
         let s = &r.summary;
         let _ = writeln!(
             o,
@@ -140,7 +145,7 @@ fn notices(o: &mut String, r: &Report) {
             }
         );
     }
-    if let Some(depth) = r.plan.protocol.pipeline {
+    if let (None, Some(depth)) = (&r.summary.protocol, r.plan.protocol.pipeline) {
         let _ = writeln!(
             o,
             "  HTTP/1.1 pipelining, {depth} requests written together per connection"

@@ -43,7 +43,7 @@ const CONNECTION_WINDOW: u32 = 16 << 20;
 /// Whether a stream speaks HTTP/2 once connected: always over plain TCP and Unix sockets
 /// (prior knowledge), only when ALPN chose `h2` over TLS.
 pub trait Negotiated {
-    /// `Err` names what was negotiated instead.
+    /// `Err` names what was negotiated instead (the caller adds what the user can do).
     fn h2_negotiated(&self) -> Result<(), String> {
         Ok(())
     }
@@ -58,13 +58,12 @@ impl<S> Negotiated for tokio_rustls::client::TlsStream<S> {
         match self.get_ref().1.alpn_protocol() {
             Some(b"h2") => Ok(()),
             Some(other) => Err(format!(
-                "the server chose {} with ALPN, not h2: it does not offer HTTP/2 over TLS \
-                 (drop --http2)",
+                "the server chose {} with ALPN, not h2: it does not offer HTTP/2 over TLS",
                 String::from_utf8_lossy(other)
             )),
             None => Err(
                 "the server negotiated no protocol with ALPN, so it does not \
-                 offer HTTP/2 over TLS (drop --http2)"
+                 offer HTTP/2 over TLS"
                     .into(),
             ),
         }
@@ -169,16 +168,21 @@ impl Drop for Flight<'_> {
     }
 }
 
-/// One connection slot of a closed loop, until the budget or the deadline says stop.
+/// One connection slot of a closed loop, until the budget or the deadline says stop, or a
+/// ramp retires the slot (`retire`): then each stream ends its current request and the
+/// connection closes, as an HTTP/1.1 connection of a ramp does after its request.
 pub(crate) async fn slot_loop<T: Transport>(
     shared: Rc<Shared<T>>,
     h2s: Rc<H2Shared>,
     budget: Arc<Budget>,
     deadline: Option<Instant>,
+    retire: Option<crate::closed::Retire>,
 ) where
     T::Stream: Negotiated,
 {
-    let stopped = || deadline.is_some_and(|d| Instant::now() >= d);
+    let stopped = || {
+        deadline.is_some_and(|d| Instant::now() >= d) || retire.as_ref().is_some_and(|r| r.now())
+    };
     // Requests taken from the budget that the last connection did not end.
     let waiting: RefCell<Vec<Job>> = RefCell::new(Vec::new());
     loop {
@@ -212,7 +216,7 @@ pub(crate) async fn slot_loop<T: Transport>(
                 &h2s,
                 client.clone(),
                 &budget,
-                deadline,
+                &stopped,
                 &waiting,
                 &answered,
                 &last_failure,
@@ -220,6 +224,7 @@ pub(crate) async fn slot_loop<T: Transport>(
         });
         let ended = futures_join_all(loops).await;
         drop(client);
+        crate::carried::connection_ended(answered.get());
         if ended.iter().all(|over| !over) {
             return;
         }
@@ -239,6 +244,31 @@ pub(crate) async fn slot_loop<T: Transport>(
             tokio::task::consume_budget().await;
         }
     }
+}
+
+/// HTTP/2 connections following a connection-count profile (`--stages` of connections):
+/// the same ramp as HTTP/1.1's ([`crate::closed::ramp_slots`]), each slot a connection with
+/// its streams; a retired slot's streams end their requests, then its connection closes.
+pub(crate) async fn ramp_loop<T: Transport>(
+    shared: Rc<Shared<T>>,
+    h2s: Rc<H2Shared>,
+    budget: Arc<Budget>,
+    profile: Arc<loadmark_plan::Profile>,
+    origin: Instant,
+    share: crate::open::Share,
+) where
+    T::Stream: Negotiated,
+{
+    crate::closed::ramp_slots(profile, origin, share, move |retire, end| {
+        slot_loop(
+            shared.clone(),
+            h2s.clone(),
+            budget.clone(),
+            Some(end),
+            Some(retire),
+        )
+    })
+    .await
 }
 
 /// Polls every stream loop of a connection to its end; true for each that ended because the
@@ -293,9 +323,9 @@ where
             kind: e.kind,
             message: e.message,
         })?;
-    stream.h2_negotiated().map_err(|message| ConnectFailure {
+    stream.h2_negotiated().map_err(|why| ConnectFailure {
         kind: ErrorKind::Tls,
-        message,
+        message: format!("{why} (drop --http2)"),
     })?;
     let handshake = h2::client::Builder::new()
         .initial_window_size(STREAM_WINDOW)
@@ -344,14 +374,14 @@ async fn stream_loop<T: Transport>(
     h2s: &H2Shared,
     mut client: SendRequest<Bytes>,
     budget: &Budget,
-    deadline: Option<Instant>,
+    stopped: &dyn Fn() -> bool,
     waiting: &RefCell<Vec<Job>>,
     answered: &Cell<u64>,
     last_failure: &RefCell<Option<Failure>>,
 ) -> bool {
     let mut rendered = Vec::new();
     loop {
-        if deadline.is_some_and(|d| Instant::now() >= d) {
+        if stopped() {
             return false;
         }
         let mut job = match waiting.borrow_mut().pop() {

@@ -10,5 +10,5 @@ mod open;
 mod request;
 
 pub use client::Negotiated;
-pub(crate) use client::{slot_loop, H2Shared};
+pub(crate) use client::{ramp_loop, slot_loop, H2Shared};
 pub(crate) use open::schedule_loop;

@@ -38,6 +38,16 @@ struct Conn {
     answered: Cell<u64>,
 }
 
+impl Drop for Conn {
+    /// Out of the pool and its last request ended (or the worker stopped): one connection
+    /// counted, if it ever opened.
+    fn drop(&mut self) {
+        if matches!(self.client.get(), Some(Ok(_))) {
+            crate::carried::connection_ended(self.answered.get());
+        }
+    }
+}
+
 struct Pool {
     conns: RefCell<Vec<Rc<Conn>>>,
     max_connections: usize,

@@ -1,0 +1,109 @@
+//! What carried a run's requests (issue 16): the protocol actually spoken (which differs
+//! from the plan's under `--http2-fallback`), the streams a server allowed, and how many
+//! requests each connection carried. Filled from the engine's result by the CLI; absent in
+//! WebSocket runs and in reports written before it existed.
+
+use std::fmt::Write;
+
+use loadmark_metrics::ConnectionSpread;
+use serde::{Deserialize, Serialize};
+
+use crate::Report;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct ProtocolSummary {
+    /// The protocol the requests went over: `HTTP/2` or `HTTP/1.1`.
+    pub used: String,
+    /// `--http2-fallback` took effect: the server did not choose h2 with ALPN (this says
+    /// what it chose), so the run went over HTTP/1.1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub http2_fallback: Option<String>,
+    /// HTTP/2: concurrent streams per connection asked for (`--streams`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub streams_per_connection: Option<usize>,
+    /// HTTP/2: the lowest SETTINGS_MAX_CONCURRENT_STREAMS a server announced, when below
+    /// `--streams`: requests waited for a free stream, the limit was never exceeded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_max_concurrent_streams: Option<usize>,
+    /// HTTP/1.1 pipelining depth (`--pipeline`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pipeline: Option<usize>,
+    /// Responses each connection carried, over the connections opened (one figure per
+    /// connection, counted when it ended). Not kept when reports of several machines are
+    /// merged (a median cannot be added).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requests_per_connection: Option<ConnectionSpread>,
+}
+
+impl ProtocolSummary {
+    /// The summary of merged reports: the lowest stream limit of any, no per-connection
+    /// spread (see the field).
+    pub fn merged(all: &[&Report]) -> Option<ProtocolSummary> {
+        let mut out = all.first()?.summary.protocol.clone()?;
+        out.server_max_concurrent_streams = all
+            .iter()
+            .filter_map(|r| r.summary.protocol.as_ref()?.server_max_concurrent_streams)
+            .min();
+        if all.len() > 1 {
+            out.requests_per_connection = None;
+        }
+        Some(out)
+    }
+
+    /// The lines the text and Markdown reports show, without indentation.
+    pub fn lines(&self) -> Vec<String> {
+        let mut first = self.used.clone();
+        if let Some(streams) = self.streams_per_connection {
+            let _ = write!(
+                first,
+                ", {streams} stream{} per connection",
+                if streams == 1 { "" } else { "s" }
+            );
+        }
+        if let Some(depth) = self.pipeline {
+            let _ = write!(first, " pipelining, {depth} requests written together");
+        }
+        if let Some(s) = &self.requests_per_connection {
+            let _ = write!(
+                first,
+                ", {:.1} requests per connection (min {}, median {}, max {}; {} connection{})",
+                s.mean,
+                s.min,
+                s.median,
+                s.max,
+                s.connections,
+                if s.connections == 1 { "" } else { "s" }
+            );
+        }
+        let mut lines = vec![first];
+        if let Some(why) = &self.http2_fallback {
+            lines.push(format!(
+                "HTTP/2 not offered, so HTTP/1.1 was used (--http2-fallback): {why}"
+            ));
+        }
+        if let Some(allowed) = self.server_max_concurrent_streams {
+            lines.push(format!(
+                "the server allowed {allowed} concurrent stream{} per connection \
+                 (SETTINGS_MAX_CONCURRENT_STREAMS), fewer than --streams: requests waited \
+                 for a free stream, the limit was never exceeded",
+                if allowed == 1 { "" } else { "s" }
+            ));
+        }
+        lines
+    }
+}
+
+/// Markdown: each step's protocol lines, when any step has them.
+pub(crate) fn render_markdown_section(o: &mut String, named: &[(String, &Report)]) {
+    let rows: Vec<(&String, Vec<String>)> = named
+        .iter()
+        .filter_map(|(name, r)| Some((name, r.summary.protocol.as_ref()?.lines())))
+        .collect();
+    if rows.is_empty() {
+        return;
+    }
+    let _ = writeln!(o, "\n## Protocol\n");
+    for (name, lines) in rows {
+        let _ = writeln!(o, "- **{}**: {}", name.trim(), lines.join("; "));
+    }
+}
