@@ -577,13 +577,10 @@ fn next_iteration(sc: &ScenarioShared, budget: &Budget) -> Option<u64> {
         .map(|local| sc.segment.global(local))
 }
 
-/// How often a ramp adjusts its user count (as `run`'s connection ramps).
-const RAMP_STEP: Duration = Duration::from_millis(100);
-
-/// Closed model with `stages`: every [`RAMP_STEP`] this worker's share of the profile's
-/// user count is recomputed; missing users start (each a new user, with a new number and
-/// row), surplus ones leave after the iteration they are in, and none starts one after the
-/// stages end.
+/// Closed model with `stages`: the connection ramp's slots ([`crate::closed::ramp_slots`],
+/// recomputed every ramp step) are users here. A missing user starts as a new user (a new
+/// number and row); a surplus one leaves after the iteration it is in; none starts one
+/// after the stages end.
 pub(crate) async fn ramp_users<T: Transport>(
     shared: Rc<Shared<T>>,
     sc: Rc<ScenarioShared>,
@@ -592,54 +589,23 @@ pub(crate) async fn ramp_users<T: Transport>(
     origin: Instant,
     share: Share,
 ) {
-    let end = origin + profile.duration();
-    let wanted = Rc::new(Cell::new(0usize));
-    let alive: Rc<RefCell<Vec<bool>>> = Rc::new(RefCell::new(Vec::new()));
-    let mut users = JoinSet::new();
-    let mut step = tokio::time::interval_at(origin.into(), RAMP_STEP);
-    loop {
-        step.tick().await;
-        let Some(total) = profile.value_at(origin.elapsed()) else {
-            break;
-        };
-        let total = share.segment.share_of(total.round() as u64);
-        let mine = (total / share.of + u64::from(share.index < total % share.of)) as usize;
-        wanted.set(mine);
-        let mut alive_now = alive.borrow_mut();
-        if alive_now.len() < mine {
-            alive_now.resize(mine, false);
-        }
-        for slot in 0..mine {
-            if alive_now[slot] {
-                continue;
-            }
-            alive_now[slot] = true;
-            let (shared, sc, budget, wanted, alive) = (
-                shared.clone(),
-                sc.clone(),
-                budget.clone(),
-                wanted.clone(),
-                alive.clone(),
-            );
-            users.spawn_local(async move {
-                let mut user = sc.new_user(0x9E37_79B9_7F4A_7C15);
-                while slot < wanted.get() && Instant::now() < end {
-                    let Some(seq) = next_iteration(&sc, &budget) else {
-                        break;
-                    };
-                    if let Ended::Complete(started) =
-                        iteration(&shared, &sc, &mut user, seq, None).await
-                    {
-                        finished(&shared, started);
-                    }
+    crate::closed::ramp_slots(profile, origin, share, move |retire, end| {
+        let (shared, sc, budget) = (shared.clone(), sc.clone(), budget.clone());
+        async move {
+            let mut user = sc.new_user(0x9E37_79B9_7F4A_7C15);
+            while !retire.now() && Instant::now() < end {
+                let Some(seq) = next_iteration(&sc, &budget) else {
+                    break;
+                };
+                if let Ended::Complete(started) =
+                    iteration(&shared, &sc, &mut user, seq, None).await
+                {
+                    finished(&shared, started);
                 }
-                alive.borrow_mut()[slot] = false;
-            });
+            }
         }
-        drop(alive_now);
-        while users.try_join_next().is_some() {}
-    }
-    while users.join_next().await.is_some() {}
+    })
+    .await
 }
 
 /// Open model: this worker's share of the iteration schedule, each on a free user (up to
