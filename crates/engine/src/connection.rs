@@ -38,7 +38,7 @@ use tokio::time::Sleep;
 
 use crate::http1::{Feed, Limits, ParseError, Response, ResponseParser};
 use crate::source::{Meta, Picked, RequestSource};
-use crate::transport::{classify_io, Discard, Transport};
+use crate::transport::{classify_io, Inbound, Transport};
 
 /// Size of a worker's receive buffer, shared by all its connections: every read lands there
 /// and is parsed at once, so memory does not grow with the number of connections. It grows
@@ -114,12 +114,18 @@ impl<S> Connection<S> {
                 head_hint: 0,
                 capture: Vec::new(),
                 overflow: false,
+                stamped: false,
             },
             rendered: Vec::new(),
             captured: Vec::new(),
             timer: None,
             carried: 0,
         }
+    }
+
+    /// The last response's end was stamped by the kernel ([`Inbound::arrival`]).
+    pub(crate) fn stamped(&self) -> bool {
+        self.reader.stamped
     }
 
     /// Drops the stream and any unparsed bytes; a buffer grown by a large head is given back,
@@ -159,6 +165,8 @@ struct Reader {
     capture: Vec<u8>,
     /// The response did not fit in `capture`.
     overflow: bool,
+    /// The last response's end was stamped by the kernel ([`Inbound::arrival`]).
+    stamped: bool,
 }
 
 /// A failed exchange, classified.
@@ -214,7 +222,7 @@ pub(crate) async fn perform<T: Transport>(
     };
     let outcome = request(shared, conn, scheduled, global, &flight.on_air).await;
     flight.ended = true;
-    shared.activity.request_ended();
+    shared.activity.request_ended(conn.stamped());
     match outcome {
         Outcome::Response(sample) => {
             let mut recorder = shared.recorder.borrow_mut();
@@ -495,6 +503,9 @@ async fn send<T: Transport>(
                 if !ex.reusable || meta.close {
                     conn.close();
                 }
+                // A kernel stamp never precedes the request (a real-time clock stepped
+                // back mid-run is the only way it could).
+                let first_byte = ex.first_byte.max(started);
                 // Pipelined responses before the last: each one a response of its own,
                 // timed from the batch's first byte written.
                 let mut earlier_bytes = 0;
@@ -503,8 +514,8 @@ async fn send<T: Transport>(
                     shared.recorder.borrow_mut().record(&Sample {
                         scheduled,
                         started,
-                        first_byte: ex.first_byte,
-                        ended,
+                        first_byte,
+                        ended: ended.max(first_byte),
                         status,
                         bytes_read: bytes,
                         bytes_written: 0,
@@ -519,8 +530,8 @@ async fn send<T: Transport>(
                 return Outcome::Response(Sample {
                     scheduled,
                     started,
-                    first_byte: ex.first_byte,
-                    ended: ex.ended,
+                    first_byte,
+                    ended: ex.ended.max(first_byte),
                     status: ex.status,
                     bytes_read: progress.received - earlier_bytes,
                     bytes_written,
@@ -721,7 +732,7 @@ impl Batch<'_> {
 
 /// Writes the request and reads one whole response (or a pipelined batch's), counting
 /// their bytes.
-async fn exchange<S: AsyncRead + AsyncWrite + Discard + Unpin>(
+async fn exchange<S: AsyncRead + AsyncWrite + Inbound + Unpin>(
     stream: &mut S,
     request: &[u8],
     scratch: &Scratch,
@@ -795,11 +806,11 @@ struct Received {
 /// read clears that), so a response that arrives whole costs exactly one read.
 ///
 /// A long Content-Length body, or a long chunk's data, is counted and dropped unread where the
-/// stream can ([`Discard`]), so its bytes are never copied into the process.
+/// stream can ([`Inbound`]), so its bytes are never copied into the process.
 /// [`Reader::head_hint`] is the head length of the connection's last response when its body
 /// was long (else 0): the first read then asks for that much, so the next head (usually as
 /// long) is read alone and the body dropped.
-async fn receive<S: AsyncRead + AsyncWrite + Discard + Unpin>(
+async fn receive<S: AsyncRead + AsyncWrite + Inbound + Unpin>(
     stream: &mut S,
     request: &[u8],
     scratch: &Scratch,
@@ -814,6 +825,7 @@ async fn receive<S: AsyncRead + AsyncWrite + Discard + Unpin>(
         head_hint,
         capture: captured,
         overflow,
+        stamped,
     } = reader;
     let mut first_byte = None;
     poll_fn(|cx| {
@@ -860,11 +872,16 @@ async fn receive<S: AsyncRead + AsyncWrite + Discard + Unpin>(
                     }))
                 }
             };
+            // When the bytes came: the kernel's stamp where the stream has one (a response
+            // that waited in the socket is not charged to the server), else now.
+            let arrival = stream.arrival();
+            *stamped = arrival.is_some();
+            let read_at = || arrival.unwrap_or_else(Instant::now);
             let first_read = first_byte.is_none();
-            let first = *first_byte.get_or_insert_with(Instant::now);
+            let first = *first_byte.get_or_insert_with(read_at);
             // A response that came in the read that brought its first byte ended then too
             // (parsing it takes well under a microsecond): one clock read, not two.
-            let ended = || if first_read { first } else { Instant::now() };
+            let ended = || if first_read { first } else { read_at() };
             if n == 0 {
                 let result = parser.finish_eof();
                 if result.is_ok() {
@@ -969,7 +986,7 @@ fn keep_bytes(captured: &mut Vec<u8>, overflow: &mut bool, bytes: &[u8]) {
 
 /// How much the first read of the connection's next response asks for: the head just read,
 /// when its body was long enough to be dropped unread, or everything there is (0).
-fn next_head_hint<S: Discard>(response: &Response) -> usize {
+fn next_head_hint<S: Inbound>(response: &Response) -> usize {
     if S::CAN_DISCARD
         && response.body_bytes > DISCARD_MIN_BYTES
         && response.head_bytes < MIN_READ_BYTES as u64

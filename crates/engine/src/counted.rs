@@ -16,7 +16,7 @@ use std::task::{Context, Poll};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 use crate::http2::Negotiated;
-use crate::transport::{ConnectError, Discard, Transport};
+use crate::transport::{ConnectError, Inbound, Transport};
 
 /// Connections open now, across every worker of a run.
 ///
@@ -54,6 +54,10 @@ impl<T: Transport> Transport for Counting<T> {
             inner,
             open: self.open.0,
         })
+    }
+
+    fn stamps_arrival(&self) -> bool {
+        self.inner.stamps_arrival()
     }
 }
 
@@ -115,12 +119,17 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for Counted<S> {
     }
 }
 
-impl<S: Discard> Discard for Counted<S> {
+impl<S: Inbound> Inbound for Counted<S> {
     const CAN_DISCARD: bool = S::CAN_DISCARD;
 
     #[inline]
     fn poll_discard(&mut self, cx: &mut Context<'_>, max: usize) -> Poll<io::Result<usize>> {
         self.inner.poll_discard(cx, max)
+    }
+
+    #[inline]
+    fn arrival(&self) -> Option<std::time::Instant> {
+        self.inner.arrival()
     }
 }
 

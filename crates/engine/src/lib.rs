@@ -19,9 +19,12 @@
 //!   incremental parser, never stored.
 //! - Transports (TCP, TLS) sit behind the [`transport::Transport`] trait, so executors do not
 //!   care what carries the bytes.
-//! - Latency in a closed loop runs from the first byte written to the last byte read; connect
-//!   time is recorded apart, once per new connection.
+//! - Latency in a closed loop runs from the first byte written to the last byte received;
+//!   connect time is recorded apart, once per new connection. "Received" is when the kernel
+//!   received those bytes on kept-alive plain TCP ([`arrival`]), so time a response spends
+//!   waiting for the worker is not charged to the server; elsewhere it is when they were read.
 
+mod arrival;
 mod carried;
 mod checks;
 mod closed;

@@ -170,7 +170,17 @@ pub fn run_part(
         let tls = Tls::new(tcp, url.host(), &plan.tls).map_err(|e| EngineError::Tls(e.message))?;
         run_with(plan, part, addr, tls, stop, &mut on_progress)
     } else {
-        run_with(plan, part, addr, DirectTcp(tcp), stop, &mut on_progress)
+        // Kernel arrival times cost a setsockopt per connection: worth it where connections
+        // are kept (and the closed loop can nap), not where each request opens one.
+        let stamp = plan.request.keep_alive && !plan.request.says_close();
+        run_with(
+            plan,
+            part,
+            addr,
+            DirectTcp { tcp, stamp },
+            stop,
+            &mut on_progress,
+        )
     }
 }
 
@@ -626,6 +636,17 @@ fn linger_time() -> Duration {
         .map_or_else(crate::linger::default_linger, Duration::from_micros)
 }
 
+/// Naps for a closed-loop worker of `connections` ([`crate::linger::Naps`]): only where the
+/// kernel stamps arrivals, so a nap never enters a latency; `LOADMARK_NAP=0` turns them off
+/// for measurements.
+fn naps_for<T: Transport>(transport: &T, connections: usize) -> Option<crate::linger::Naps> {
+    let off = std::env::var("LOADMARK_NAP").is_ok_and(|v| v == "0");
+    if off || !transport.stamps_arrival() {
+        return None;
+    }
+    crate::linger::Naps::new(connections as u64)
+}
+
 impl<T: Transport> Worker<T>
 where
     T::Stream: Negotiated,
@@ -674,13 +695,18 @@ where
                     budget,
                 } => {
                     let linger = linger_time();
-                    if !linger.is_zero() {
+                    let naps = naps_for(&self.transport, *connections);
+                    if !linger.is_zero() || naps.is_some() {
+                        if naps.is_some() {
+                            crate::linger::tighten_timer_slack();
+                        }
                         let ctx = ctx.clone();
                         // Not in `tasks`: the run ends when the connections have.
                         lingering = Some(tokio::task::spawn_local(async move {
                             crate::linger::linger_before_sleeping(
                                 &ctx.activity,
                                 linger,
+                                naps,
                                 &ctx.idle_polling,
                             )
                             .await

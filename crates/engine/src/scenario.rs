@@ -279,7 +279,7 @@ async fn iteration<T: Transport>(
             run.capture,
         )
         .await;
-        shared.activity.request_ended();
+        shared.activity.request_ended(user.conn.stamped());
         let index = run.step.index;
         let sample = match result {
             Ok(sample) => sample,

@@ -7,7 +7,7 @@ use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use loadmark_metrics::ErrorKind;
 use loadmark_plan::TlsPolicy;
@@ -43,14 +43,22 @@ pub fn classify_io(e: &io::Error, step: ErrorKind) -> ErrorKind {
 
 /// Opens connections to one target. Cloned into every worker thread.
 pub trait Transport: Clone + Send + 'static {
-    type Stream: AsyncRead + AsyncWrite + Discard + Unpin + 'static;
+    type Stream: AsyncRead + AsyncWrite + Inbound + Unpin + 'static;
     fn connect(&self) -> impl Future<Output = Result<Self::Stream, ConnectError>>;
+
+    /// Its streams ask the kernel when their bytes arrived ([`Inbound::arrival`]), so a
+    /// response's latency does not grow while it waits to be read: the closed loop may then
+    /// nap instead of being woken for every response ([`crate::linger`]).
+    fn stamps_arrival(&self) -> bool {
+        false
+    }
 }
 
-/// A stream that can drop received bytes without copying them into the process: a body the
-/// load generator only counts need not cross into user space (on TCP, `recv` with
-/// `MSG_TRUNC`, which Linux has honoured for TCP since 2.4).
-pub trait Discard {
+/// What a stream offers the response reader beyond reading: dropping received bytes without
+/// copying them into the process (a body the load generator only counts need not cross into
+/// user space: on TCP, `recv` with `MSG_TRUNC`, which Linux has honoured for TCP since 2.4),
+/// and the kernel's time of arrival of what it last read ([`crate::arrival`]).
+pub trait Inbound {
     /// False for streams that must read every byte (TLS decrypts and authenticates them).
     const CAN_DISCARD: bool = false;
 
@@ -59,9 +67,15 @@ pub trait Discard {
     fn poll_discard(&mut self, _cx: &mut Context<'_>, _max: usize) -> Poll<io::Result<usize>> {
         Poll::Ready(Err(io::ErrorKind::Unsupported.into()))
     }
+
+    /// When the kernel received the bytes of the last read, if it stamped them; None when the
+    /// reader must take the time itself.
+    fn arrival(&self) -> Option<Instant> {
+        None
+    }
 }
 
-impl Discard for TcpStream {
+impl Inbound for TcpStream {
     /// Linux documents `MSG_TRUNC` for TCP (tcp(7)); elsewhere the body is read as before.
     const CAN_DISCARD: bool = cfg!(target_os = "linux");
 
@@ -95,7 +109,7 @@ impl Discard for TcpStream {
     }
 }
 
-impl<S> Discard for tokio_rustls::client::TlsStream<S> {}
+impl<S> Inbound for tokio_rustls::client::TlsStream<S> {}
 
 async fn tcp_connect(
     addr: SocketAddr,
@@ -266,18 +280,32 @@ impl Transport for Tcp {
 }
 
 /// Plain TCP for the engine's own HTTP/1.1 executors: streams that write their first bytes
-/// at once (see [`TcpConn`]).
+/// at once (see [`TcpConn`]) and, when `stamp` says so, read arrival times from the kernel
+/// ([`crate::arrival`]; a setsockopt per connection, so not for `Connection: close` runs,
+/// whose syscalls per request are counted).
 #[derive(Clone)]
-pub(crate) struct DirectTcp(pub Tcp);
+pub(crate) struct DirectTcp {
+    pub tcp: Tcp,
+    pub stamp: bool,
+}
 
 impl Transport for DirectTcp {
     type Stream = TcpConn;
     async fn connect(&self) -> Result<TcpConn, ConnectError> {
+        use std::os::fd::AsRawFd;
+        let inner = tcp_connect(self.tcp.addr, self.tcp.connect_timeout, Nagle::UntilSplit).await?;
+        let stamped = self.stamp && crate::arrival::enable(inner.as_raw_fd());
         Ok(TcpConn {
-            inner: tcp_connect(self.0.addr, self.0.connect_timeout, Nagle::UntilSplit).await?,
+            inner,
             fresh: true,
             nagle: true,
+            stamped,
+            arrival: None,
         })
+    }
+
+    fn stamps_arrival(&self) -> bool {
+        self.stamp
     }
 }
 
@@ -293,6 +321,10 @@ pub(crate) struct TcpConn {
     inner: TcpStream,
     fresh: bool,
     nagle: bool,
+    /// The kernel stamps what this socket receives.
+    stamped: bool,
+    /// When the bytes of the last read arrived, as the kernel stamped them.
+    arrival: Option<Instant>,
 }
 
 impl TcpConn {
@@ -314,15 +346,52 @@ impl AsyncRead for TcpConn {
         cx: &mut Context<'_>,
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.inner).poll_read(cx, buf)
+        if !self.stamped {
+            return Pin::new(&mut self.inner).poll_read(cx, buf);
+        }
+        use std::os::fd::AsRawFd;
+        let fd = self.inner.as_raw_fd();
+        let room = buf.initialize_unfilled();
+        let len = room.len();
+        loop {
+            std::task::ready!(self.inner.poll_read_ready(cx))?;
+            let mut read = None;
+            let tried = self.inner.try_io(tokio::io::Interest::READABLE, || {
+                let (n, arrival) = crate::arrival::recv(fd, room)?;
+                read = Some((n, arrival));
+                // As tokio's own read: a short read shows the socket drained, so readiness is
+                // cleared now (WouldBlock is how `try_io` is told) and the next read waits for
+                // the event loop instead of costing a recv that finds nothing.
+                if n > 0 && n < len {
+                    return Err(io::ErrorKind::WouldBlock.into());
+                }
+                Ok(())
+            });
+            match (tried, read) {
+                (_, Some((n, arrival))) => {
+                    self.arrival = arrival;
+                    buf.advance(n);
+                    return Poll::Ready(Ok(()));
+                }
+                (Err(e), None) if e.kind() == io::ErrorKind::WouldBlock => continue,
+                (Err(e), None) => return Poll::Ready(Err(e)),
+                (Ok(()), None) => unreachable!("a read that succeeded set `read`"),
+            }
+        }
     }
 }
 
-impl Discard for TcpConn {
+impl Inbound for TcpConn {
     const CAN_DISCARD: bool = TcpStream::CAN_DISCARD;
 
     fn poll_discard(&mut self, cx: &mut Context<'_>, max: usize) -> Poll<io::Result<usize>> {
+        // Dropped bytes carry no stamp: whatever ends on them is timed by the reader.
+        self.arrival = None;
         self.inner.poll_discard(cx, max)
+    }
+
+    fn arrival(&self) -> Option<Instant> {
+        self.arrival
     }
 }
 

@@ -7,7 +7,7 @@ use std::time::Duration;
 use loadmark_metrics::ErrorKind;
 use tokio::net::UnixStream;
 
-use crate::transport::{classify_io, ConnectError, Discard, Transport};
+use crate::transport::{classify_io, ConnectError, Inbound, Transport};
 
 /// Connects to a socket file.
 #[derive(Clone)]
@@ -17,7 +17,7 @@ pub struct Unix {
 }
 
 /// Bodies are read, never dropped unread: `MSG_TRUNC` discards only on TCP.
-impl Discard for UnixStream {}
+impl Inbound for UnixStream {}
 
 impl Transport for Unix {
     type Stream = UnixStream;

@@ -173,7 +173,7 @@ pub struct Snapshot {
     #[serde(with = "hist_base64")]
     #[schemars(with = "String")]
     pub connect: Histogram<u64>,
-    /// Open loop only, µs: service time, from the first byte written to the last byte read
+    /// Open loop only, µs: service time, from the first byte written to the last byte received
     /// (what a closed-loop tool calls latency). `service_time` in JSON, as in the summary
     /// (`service` in reports of schema 1).
     #[serde(with = "hist_base64", rename = "service_time", alias = "service")]

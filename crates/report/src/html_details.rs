@@ -211,7 +211,7 @@ fn phases(o: &mut String, r: &Report) {
         rows.push((
             "service time",
             d,
-            "first byte written to last byte read (what the server took)",
+            "first byte written to last byte received (what the server took)",
         ));
     }
     if let Some(d) = &s.schedule_lag {

@@ -101,7 +101,7 @@ pub fn render_markdown(b: &Bundle) -> String {
     let _ = writeln!(o, "\n## Results\n");
     let _ = writeln!(
         o,
-        "Latency is measured as each step's report states (closed loop: first byte written to last byte read; open loop: from the intended send time). Percentiles come from HDR histograms; failed = transport errors + non-2xx/3xx responses.\n"
+        "Latency is measured as each step's report states (closed loop: first byte written to last byte received; open loop: from the intended send time). Percentiles come from HDR histograms; failed = transport errors + non-2xx/3xx responses.\n"
     );
     let columns = crate::table::columns(b);
     let headers: Vec<String> = columns.iter().map(crate::table::header).collect();

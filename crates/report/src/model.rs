@@ -130,7 +130,7 @@ pub struct Summary {
     pub latency: Distribution,
     pub ttfb: Distribution,
     pub connect: Distribution,
-    /// Open loop only: from the first byte written to the last byte read.
+    /// Open loop only: from the first byte written to the last byte received.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub service_time: Option<Distribution>,
     /// Open loop only: actual minus intended send time.

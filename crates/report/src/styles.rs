@@ -7,7 +7,7 @@
 //! Req/Sec is per thread, here each whole second's responses divided by the threads (wrk
 //! samples every 100 ms); bombardier's Reqs/sec is over whole seconds (it samples more
 //! often); ab's Connect is per new connection, Processing and Total are the request's
-//! latency (first byte written to last byte read; connect time is apart), Waiting is the
+//! latency (first byte written to last byte received; connect time is apart), Waiting is the
 //! time to first byte; Taurus's "latency" is the time to first byte, as JMeter's.
 
 use hdrhistogram::Histogram;

@@ -217,7 +217,7 @@ fn http_blocks(o: &mut String, r: &Report) {
     } else {
         let _ = writeln!(
             o,
-            "  Latency       first byte written to last byte read; excludes connecting"
+            "  Latency       first byte written to last byte received; excludes connecting"
         );
         let _ = writeln!(
             o,
@@ -234,7 +234,7 @@ fn http_blocks(o: &mut String, r: &Report) {
             o,
             "Service time",
             service,
-            "first byte written to last byte read",
+            "first byte written to last byte received",
         );
     }
     if let Some(lag) = &s.schedule_lag {
