@@ -21,7 +21,7 @@
 //!   care what carries the bytes.
 //! - Latency in a closed loop runs from the first byte written to the last byte received;
 //!   connect time is recorded apart, once per new connection. "Received" is when the kernel
-//!   received those bytes on kept-alive plain TCP ([`arrival`]), so time a response spends
+//!   received those bytes on kept-alive plain TCP (`arrival.rs`), so time a response spends
 //!   waiting for the worker is not charged to the server; elsewhere it is when they were read.
 
 mod arrival;
@@ -32,6 +32,7 @@ mod connection;
 mod cookies;
 mod counted;
 mod error;
+mod exchange;
 pub mod http1;
 mod http2;
 mod linger;
@@ -44,6 +45,7 @@ mod source;
 mod sys;
 pub mod transport;
 mod unix;
+mod worker;
 pub mod ws;
 
 pub use checks::CAPTURE_LIMIT;

@@ -2,30 +2,27 @@
 //! seconds as they arrive, and stops on time, on count, or on request.
 
 use std::net::{SocketAddr, ToSocketAddrs};
-use std::rc::Rc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use loadmark_metrics::{
-    Aggregate, Busy, ConnectionSpread, Recorder, RequestsPerConnection, Second, SeriesPoint,
-    Snapshot, Totals, WorkerReport,
+    Aggregate, Busy, ConnectionSpread, RequestsPerConnection, Second, SeriesPoint, Snapshot, Totals,
 };
-use loadmark_plan::{Load, Plan, Profile, Segment, Stop, Target, WsSpec};
+use loadmark_plan::{Load, Plan, Segment, Stop};
 use tokio::sync::watch;
 
-use crate::closed::{connection_loop, ramp_loop, Budget};
-use crate::connection::{preconnect, Scratch, Shared};
+use crate::closed::Budget;
 use crate::counted::{Counting, OpenConnections};
 use crate::error::EngineError;
-use crate::http2::{slot_loop, H2Shared, Negotiated};
-use crate::open::{schedule_loop, Share};
+use crate::http2::Negotiated;
+use crate::open::Share;
 use crate::source::RequestSource;
-use crate::sys::{raise_file_limit, thread_cpu_time, BusyClock, CpuTime};
+use crate::sys::{raise_file_limit, CpuTime};
 use crate::transport::{DirectTcp, Tcp, Tls, Transport};
 use crate::unix::Unix;
-use crate::ws::{session_loop, WsShared};
+use crate::worker::{Executor, Message, StartLine, Worker};
 
 /// Stops a run from another thread (a signal handler): the load stops, and the run returns
 /// its result for the time that ran.
@@ -210,12 +207,6 @@ fn resolve(host: &str, port: u16) -> Result<SocketAddr, EngineError> {
         host: host.to_string(),
         source: std::io::Error::new(std::io::ErrorKind::NotFound, "no address"),
     })
-}
-
-enum Message {
-    Tick(usize, WorkerReport),
-    /// A worker's last report, its CPU time, and its share of a core over its life.
-    Done(usize, WorkerReport, CpuTime, f64, RequestsPerConnection),
 }
 
 fn run_with<T: Transport>(
@@ -433,7 +424,7 @@ where
     }
     drop(tx);
     // Every worker has opened what it opens up front: the schedule starts now.
-    let (origin, started_at, start_skew) = start.open(part.start_at, stop);
+    let (origin, started_at, start_skew) = start.open(part.start_at, &|| stop.is_stopped());
     let load_end = load_end.map(|d| origin + d);
 
     let mut aggregate = Aggregate::new(threads, plan.warmup.as_secs());
@@ -523,96 +514,6 @@ where
     })
 }
 
-/// What a worker runs.
-enum Executor {
-    Closed {
-        connections: usize,
-        budget: Arc<Budget>,
-    },
-    Ramp {
-        profile: Arc<Profile>,
-        share: Share,
-        budget: Arc<Budget>,
-        /// HTTP/2: streams per connection, TLS, the server's stream limit.
-        http2: Option<(usize, bool, Arc<AtomicUsize>)>,
-    },
-    Open {
-        profile: Arc<Profile>,
-        share: Share,
-        max_connections: usize,
-        /// Connections opened before the schedule starts.
-        preopen: usize,
-    },
-    /// HTTP/2 connections, each carrying `streams` closed loops.
-    Http2 {
-        connections: usize,
-        budget: Arc<Budget>,
-        streams: usize,
-        tls: bool,
-        server_limit: Arc<AtomicUsize>,
-    },
-    /// HTTP/1.1 connections each writing `depth` requests at a time.
-    Pipeline {
-        connections: usize,
-        budget: Arc<Budget>,
-        depth: usize,
-    },
-    /// HTTP/2's open loop: due requests spread over the streams of a pool of connections.
-    Http2Open {
-        profile: Arc<Profile>,
-        share: Share,
-        max_connections: usize,
-        streams: usize,
-        tls: bool,
-        server_limit: Arc<AtomicUsize>,
-    },
-    /// Scenario virtual users, each looping the scenario (issue 17, `crate::scenario`).
-    Scenario { users: usize, budget: Arc<Budget> },
-    /// Scenario virtual users whose number follows a profile (`stages`).
-    ScenarioRamp {
-        profile: Arc<Profile>,
-        share: Share,
-        budget: Arc<Budget>,
-    },
-    /// Scenario iterations started on a schedule, each on a free user up to the cap.
-    ScenarioOpen {
-        profile: Arc<Profile>,
-        share: Share,
-        max_users: usize,
-    },
-    /// WebSocket virtual users, each running one session after another.
-    WebSocket {
-        sessions: usize,
-        budget: Arc<Budget>,
-        spec: WsSpec,
-    },
-}
-
-struct Worker<T: Transport> {
-    index: usize,
-    executor: Executor,
-    /// Where the workers wait for each other before the load starts.
-    start: Arc<StartLine>,
-    load_end_after: Option<Duration>,
-    hard_stop_after: Option<Duration>,
-    /// No request starts after this.
-    load_end: Option<Instant>,
-    /// Whatever is still running then is abandoned and reported in flight.
-    hard_stop: Option<Instant>,
-    transport: T,
-    source: RequestSource,
-    /// Response checks (issue 17), compiled on the worker's thread.
-    checks: Vec<loadmark_plan::Check>,
-    /// A scenario's compiled steps (issue 17).
-    scenario: Option<crate::scenario::ScenarioShared>,
-    timeout: Duration,
-    connect_timeout: Duration,
-    url: Target,
-    headers: Vec<(String, String)>,
-    stop: watch::Receiver<bool>,
-    tx: mpsc::Sender<Message>,
-}
-
 /// The longest one scenario iteration can take: every request to its timeout, every think
 /// to its longest.
 fn scenario_span(plan: &Plan) -> Duration {
@@ -627,320 +528,6 @@ fn scenario_span(plan: &Plan) -> Duration {
         .sum()
 }
 
-/// How long an idle closed-loop worker polls before sleeping ([`crate::linger`]);
-/// `LOADMARK_LINGER_US` overrides the default (0: sleep at once, the lightest on CPU).
-fn linger_time() -> Duration {
-    std::env::var("LOADMARK_LINGER_US")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .map_or_else(crate::linger::default_linger, Duration::from_micros)
-}
-
-/// Naps for a closed-loop worker of `connections` ([`crate::linger::Naps`]): only where the
-/// kernel stamps arrivals, so a nap never enters a latency; `LOADMARK_NAP=0` turns them off
-/// for measurements.
-fn naps_for<T: Transport>(transport: &T, connections: usize) -> Option<crate::linger::Naps> {
-    let off = std::env::var("LOADMARK_NAP").is_ok_and(|v| v == "0");
-    if off || !transport.stamps_arrival() {
-        return None;
-    }
-    crate::linger::Naps::new(connections as u64)
-}
-
-impl<T: Transport> Worker<T>
-where
-    T::Stream: Negotiated,
-{
-    /// One thread, one event loop (wrk's model): connections are tasks on a current-thread
-    /// runtime, sharing the recorder without locks.
-    fn run(mut self) {
-        let cpu_start = thread_cpu_time();
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .expect("building a current-thread runtime only fails when out of memory or fds");
-        let local = tokio::task::LocalSet::new();
-        let mut preopened = match self.executor {
-            Executor::Open { preopen, .. } if preopen > 0 => {
-                local.block_on(&runtime, preconnect(&self.transport, preopen))
-            }
-            _ => Vec::new(),
-        };
-        let origin = self.start.wait();
-        let mut busy = BusyClock::new(cpu_start, origin);
-        self.load_end = self.load_end_after.map(|d| origin + d);
-        self.hard_stop = self.hard_stop_after.map(|d| origin + d);
-        let ctx = Rc::new(Shared {
-            transport: self.transport.clone(),
-            source: self.source,
-            timeout: self.timeout,
-            recorder: std::cell::RefCell::new(Recorder::new(origin)),
-            in_flight: std::cell::Cell::new(0),
-            scratch: Scratch::new(),
-            idle_polling: std::cell::Cell::new(Duration::ZERO),
-            activity: Default::default(),
-            checks: crate::checks::Checks::new(&self.checks), // issue 17
-        });
-        for (_, connect_time) in &preopened {
-            ctx.recorder
-                .borrow_mut()
-                .record_connection(origin, *connect_time);
-        }
-        local.block_on(&runtime, async {
-            let mut tasks = tokio::task::JoinSet::new();
-            let mut lingering = None;
-            match &self.executor {
-                Executor::Closed {
-                    connections,
-                    budget,
-                } => {
-                    let linger = linger_time();
-                    let naps = naps_for(&self.transport, *connections);
-                    if !linger.is_zero() || naps.is_some() {
-                        if naps.is_some() {
-                            crate::linger::tighten_timer_slack();
-                        }
-                        let ctx = ctx.clone();
-                        // Not in `tasks`: the run ends when the connections have.
-                        lingering = Some(tokio::task::spawn_local(async move {
-                            crate::linger::linger_before_sleeping(
-                                &ctx.activity,
-                                linger,
-                                naps,
-                                &ctx.idle_polling,
-                            )
-                            .await
-                        }));
-                    }
-                    for _ in 0..*connections {
-                        tasks.spawn_local(connection_loop(
-                            ctx.clone(),
-                            budget.clone(),
-                            self.load_end,
-                        ));
-                    }
-                }
-                Executor::Http2 {
-                    connections,
-                    budget,
-                    streams,
-                    tls,
-                    server_limit,
-                } => {
-                    let h2s = Rc::new(H2Shared::new(*tls, *streams, server_limit.clone()));
-                    for _ in 0..*connections {
-                        tasks.spawn_local(slot_loop(
-                            ctx.clone(),
-                            h2s.clone(),
-                            budget.clone(),
-                            self.load_end,
-                            None,
-                        ));
-                    }
-                }
-                Executor::Ramp {
-                    profile,
-                    share,
-                    budget,
-                    http2: Some((streams, tls, limit)),
-                } => {
-                    tasks.spawn_local(crate::http2::ramp_loop(
-                        ctx.clone(),
-                        Rc::new(H2Shared::new(*tls, *streams, limit.clone())),
-                        budget.clone(),
-                        profile.clone(),
-                        origin,
-                        share.clone(),
-                    ));
-                }
-                Executor::Ramp {
-                    profile,
-                    share,
-                    budget,
-                    http2: None,
-                } => {
-                    tasks.spawn_local(ramp_loop(
-                        ctx.clone(),
-                        budget.clone(),
-                        profile.clone(),
-                        origin,
-                        share.clone(),
-                    ));
-                }
-                Executor::Scenario { users, budget } => {
-                    let sc = Rc::new(self.scenario.take().expect("a scenario plan"));
-                    for user in 0..*users {
-                        tasks.spawn_local(crate::scenario::user_loop(
-                            ctx.clone(),
-                            sc.clone(),
-                            budget.clone(),
-                            self.load_end,
-                            ((self.index as u64) << 32 | user as u64) ^ 0x9E37_79B9_7F4A_7C15,
-                        ));
-                    }
-                }
-                Executor::ScenarioRamp {
-                    profile,
-                    share,
-                    budget,
-                } => {
-                    let sc = Rc::new(self.scenario.take().expect("a scenario plan"));
-                    tasks.spawn_local(crate::scenario::ramp_users(
-                        ctx.clone(),
-                        sc,
-                        budget.clone(),
-                        profile.clone(),
-                        origin,
-                        share.clone(),
-                    ));
-                }
-                Executor::ScenarioOpen {
-                    profile,
-                    share,
-                    max_users,
-                } => {
-                    let sc = Rc::new(self.scenario.take().expect("a scenario plan"));
-                    tasks.spawn_local(crate::scenario::schedule_users(
-                        ctx.clone(),
-                        sc,
-                        profile.clone(),
-                        origin,
-                        share.clone(),
-                        *max_users,
-                    ));
-                }
-                Executor::WebSocket {
-                    sessions,
-                    budget,
-                    spec,
-                } => {
-                    let ws = Rc::new(WsShared::new(
-                        spec.clone(),
-                        self.url.clone(),
-                        self.headers.clone(),
-                        self.connect_timeout,
-                        self.index as u64 + 1,
-                    ));
-                    for user in 0..*sessions {
-                        tasks.spawn_local(session_loop(
-                            ctx.clone(),
-                            ws.clone(),
-                            budget.clone(),
-                            self.load_end,
-                            ((self.index as u64) << 32 | user as u64) ^ 0x9E37_79B9_7F4A_7C15,
-                        ));
-                    }
-                }
-                Executor::Pipeline {
-                    connections,
-                    budget,
-                    depth,
-                } => {
-                    for _ in 0..*connections {
-                        tasks.spawn_local(crate::pipeline::pipeline_loop(
-                            ctx.clone(),
-                            budget.clone(),
-                            *depth,
-                            self.load_end,
-                        ));
-                    }
-                }
-                Executor::Http2Open {
-                    profile,
-                    share,
-                    max_connections,
-                    streams,
-                    tls,
-                    server_limit,
-                } => {
-                    let h2s = Rc::new(H2Shared::new(*tls, *streams, server_limit.clone()));
-                    tasks.spawn_local(crate::http2::schedule_loop(
-                        ctx.clone(),
-                        h2s,
-                        profile.clone(),
-                        origin,
-                        share.clone(),
-                        *max_connections,
-                    ));
-                }
-                Executor::Open {
-                    profile,
-                    share,
-                    max_connections,
-                    ..
-                } => {
-                    tasks.spawn_local(schedule_loop(
-                        ctx.clone(),
-                        profile.clone(),
-                        origin,
-                        share.clone(),
-                        *max_connections,
-                        std::mem::take(&mut preopened),
-                    ));
-                }
-            }
-            // Hand over each second shortly after it ends.
-            let mut tick = tokio::time::interval_at(
-                (origin + Duration::from_millis(1_020)).into(),
-                Duration::from_secs(1),
-            );
-            let far = origin + Duration::from_secs(100 * 365 * 24 * 3600);
-            let deadline = tokio::time::sleep_until(self.hard_stop.unwrap_or(far).into());
-            tokio::pin!(deadline);
-            let stopped = self.stop.wait_for(|s| *s);
-            tokio::pin!(stopped);
-            loop {
-                tokio::select! {
-                    joined = tasks.join_next() => {
-                        if joined.is_none() { break; }
-                    }
-                    _ = tick.tick() => {
-                        let mut report = ctx.recorder.borrow_mut().drain(std::time::Instant::now());
-                        report.in_flight_now = ctx.in_flight.get();
-                        report.busy = busy.sample(&ctx.idle_polling);
-                        let _ = self.tx.send(Message::Tick(self.index, report));
-                    }
-                    _ = &mut deadline => break,
-                    _ = &mut stopped => break,
-                }
-            }
-            if let Some(task) = lingering {
-                task.abort();
-                if std::env::var_os("LOADMARK_LINGER_STATS").is_some() {
-                    eprintln!(
-                        "worker {} lingering: {:?}",
-                        self.index,
-                        ctx.activity.stats.get()
-                    );
-                }
-            }
-            // Requests still running now are in flight: abandoned, not errors.
-            tasks.abort_all();
-            while tasks.join_next().await.is_some() {}
-        });
-        let recorder = std::mem::replace(&mut *ctx.recorder.borrow_mut(), Recorder::new(origin));
-        let mut report = recorder.finish();
-        report.in_flight = ctx.in_flight.get();
-        report.busy = busy.sample(&ctx.idle_polling);
-        let cpu = thread_cpu_time() - cpu_start;
-        let wall = origin.elapsed().as_secs_f64().max(1e-9);
-        let busy = cpu
-            .total()
-            .saturating_sub(ctx.idle_polling.get())
-            .as_secs_f64()
-            / wall;
-        // Every connection has ended once the event loop's tasks are gone.
-        drop(local);
-        let carried = crate::carried::take();
-        let _ = self
-            .tx
-            .send(Message::Done(self.index, report, cpu, busy, carried));
-    }
-}
-
-/// Where the workers meet before the load starts: each opens what it opens up front (an
-/// open-loop pool), then the clock starts for all at once, so no intended send time is spent
-/// waiting for those connects.
 /// What share of a run this process runs, and when it starts.
 #[derive(Debug, Clone)]
 pub struct Part {
@@ -960,68 +547,5 @@ impl Default for Part {
             start_at: None,
             script: None,
         }
-    }
-}
-
-/// Sleeps until the wall clock reads `at`: coarse sleeps (waking for Ctrl-C), then a
-/// yielding spin for the last 2 ms, since thread sleeps overshoot by tens of microseconds.
-fn wait_until(at: SystemTime, stop: &StopHandle) {
-    loop {
-        let Ok(left) = at.duration_since(SystemTime::now()) else {
-            return;
-        };
-        if stop.is_stopped() {
-            return;
-        }
-        if left > Duration::from_millis(2) {
-            std::thread::sleep((left - Duration::from_millis(2)).min(Duration::from_millis(100)));
-        } else {
-            std::thread::yield_now();
-        }
-    }
-}
-
-struct StartLine {
-    ready: std::sync::Barrier,
-    origin: std::sync::OnceLock<Instant>,
-    go: std::sync::Barrier,
-}
-
-impl StartLine {
-    fn new(workers: usize) -> Self {
-        StartLine {
-            ready: std::sync::Barrier::new(workers + 1),
-            origin: std::sync::OnceLock::new(),
-            go: std::sync::Barrier::new(workers + 1),
-        }
-    }
-
-    /// The run's side: waits until every worker is ready (and until `at`, when given, so the
-    /// machines of a split run start together), starts the clock, lets them go. Returns the
-    /// start, its wall-clock time, and how late it was against `at` (negative: early).
-    fn open(
-        &self,
-        at: Option<SystemTime>,
-        stop: &StopHandle,
-    ) -> (Instant, SystemTime, Option<f64>) {
-        self.ready.wait();
-        if let Some(at) = at {
-            wait_until(at, stop);
-        }
-        let origin = *self.origin.get_or_init(Instant::now);
-        let wall = SystemTime::now();
-        self.go.wait();
-        let skew = at.map(|at| match wall.duration_since(at) {
-            Ok(late) => late.as_secs_f64(),
-            Err(early) => -early.duration().as_secs_f64(),
-        });
-        (origin, wall, skew)
-    }
-
-    /// A worker's side: ready; returns the start once it is given.
-    fn wait(&self) -> Instant {
-        self.ready.wait();
-        self.go.wait();
-        *self.origin.get().expect("set before the go")
     }
 }

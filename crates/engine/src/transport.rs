@@ -48,7 +48,7 @@ pub trait Transport: Clone + Send + 'static {
 
     /// Its streams ask the kernel when their bytes arrived ([`Inbound::arrival`]), so a
     /// response's latency does not grow while it waits to be read: the closed loop may then
-    /// nap instead of being woken for every response ([`crate::linger`]).
+    /// nap instead of being woken for every response (`linger.rs`).
     fn stamps_arrival(&self) -> bool {
         false
     }
@@ -57,13 +57,13 @@ pub trait Transport: Clone + Send + 'static {
 /// What a stream offers the response reader beyond reading: dropping received bytes without
 /// copying them into the process (a body the load generator only counts need not cross into
 /// user space: on TCP, `recv` with `MSG_TRUNC`, which Linux has honoured for TCP since 2.4),
-/// and the kernel's time of arrival of what it last read ([`crate::arrival`]).
+/// and the kernel's time of arrival of what it last read (`arrival.rs`).
 pub trait Inbound {
     /// False for streams that must read every byte (TLS decrypts and authenticates them).
     const CAN_DISCARD: bool = false;
 
     /// Drops up to `max` received bytes; ready with how many (0: the peer closed), or pending
-    /// until some arrive. Called only when [`Discard::CAN_DISCARD`] is true.
+    /// until some arrive. Called only when [`Inbound::CAN_DISCARD`] is true.
     fn poll_discard(&mut self, _cx: &mut Context<'_>, _max: usize) -> Poll<io::Result<usize>> {
         Poll::Ready(Err(io::ErrorKind::Unsupported.into()))
     }

@@ -349,8 +349,8 @@ const SCENARIO: &str = "targets:\n  a: {url: 'http://127.0.0.1:8080'}\nscenario:
 
 #[test]
 fn scenario_data_rows_cookies_and_ramps_reach_the_plan() {
-    let dir = std::env::temp_dir().join(format!("loadmark-plan-data-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let temp = loadmark_test_support::TempDir::new("plan-data");
+    let dir = temp.path().to_path_buf();
     std::fs::write(dir.join("users.csv"), "user\nann\nbob\n").unwrap();
     let load = |extra: &str| {
         let path = dir.join("p.yaml");
@@ -395,7 +395,6 @@ fn scenario_data_rows_cookies_and_ramps_reach_the_plan() {
     .unwrap_err();
     assert_eq!(e.line, 3, "{e}");
     assert!(e.message.contains("has no `scenario:`"), "{e}");
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
