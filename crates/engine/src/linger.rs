@@ -70,6 +70,7 @@ pub(crate) struct LingerStats {
     pub napped: Duration,
     pub nap_responses: u64,
     pub empty_naps: u64,
+    pub skipped_naps: u64,
 }
 
 impl Activity {
@@ -99,49 +100,78 @@ impl Activity {
 /// gets by accident. Latency is unchanged, because a response's end is when the kernel
 /// received it, not when the worker read it.
 ///
-/// A nap must end while the server still has requests queued, or the server idles and the
-/// run measures the client's naps. So it aims at a quarter of the connections' responses,
-/// learning from each nap how fast they come, and a worker with fewer than
-/// [`NAP_MIN_CONNECTIONS`] connections never naps (one or two connections leave the server
-/// nothing to do while the worker sleeps).
+/// A nap must end while the server still has most of its queue, or the server idles and the
+/// run measures the client's naps: at 4 connections against the built-in target (7 µs a
+/// request), naps of 10 µs halved the count, since the server answered all four within the
+/// nap and the timer's own lateness. So each nap's real length (lateness included) is
+/// measured, the time between responses is learned from it, and the worker naps only while
+/// the nap, lateness included, lasts at most an eighth of the time the server needs to answer
+/// every connection; it asks for an eighth less the lateness. Otherwise it skips naps for
+/// [`NAP_SKIP`] idle spells and then tries one again.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Naps {
-    connections: u64,
+    connections: u32,
     /// The time between two responses while every connection waits, as the naps saw it.
     per_response: Duration,
+    /// How much later than asked a nap ends (timer slack, wake-up), as last seen.
+    lateness: Duration,
+    /// Idle spells left to sleep through without napping.
+    skip: u32,
 }
 
 pub(crate) const NAP_MIN_CONNECTIONS: u64 = 4;
 const NAP_MIN: Duration = Duration::from_micros(10);
 const NAP_MAX: Duration = Duration::from_micros(200);
+/// Idle spells without naps after naps were found not to pay.
+const NAP_SKIP: u32 = 256;
 
 impl Naps {
     /// Naps for a worker of `connections`, or None when it has too few to nap.
     pub(crate) fn new(connections: u64) -> Option<Naps> {
         (connections >= NAP_MIN_CONNECTIONS).then_some(Naps {
-            connections,
+            connections: u32::try_from(connections).unwrap_or(u32::MAX),
             per_response: NAP_MIN,
+            lateness: Duration::ZERO,
+            skip: 0,
         })
     }
 
-    /// The next nap: long enough for a quarter of the connections' responses.
-    fn length(&self) -> Duration {
-        let quarter = u32::try_from(self.connections / 4).unwrap_or(u32::MAX);
-        (self.per_response * quarter).clamp(NAP_MIN, NAP_MAX)
+    /// The time the server needs to answer every connection, at the rate the naps saw.
+    fn drain(&self) -> Duration {
+        self.per_response.saturating_mul(self.connections)
     }
 
-    /// A nap of `length` collected `responses`.
-    fn learn(&mut self, length: Duration, responses: u64) {
-        self.per_response = if responses == 0 {
-            // Slower than thought: the next nap is longer.
-            (self.per_response * 2).min(NAP_MAX)
-        } else if responses * 2 >= self.connections {
-            // Half the connections answered: the server's queue ran low. Shorter.
-            (self.per_response / 2).max(Duration::from_micros(1))
-        } else {
-            let seen = length / u32::try_from(responses).unwrap_or(u32::MAX);
-            (self.per_response * 3 + seen) / 4
+    /// The next nap to ask for: an eighth of the drain time less the lateness.
+    fn length(&self) -> Duration {
+        (self.drain() / 8)
+            .saturating_sub(self.lateness)
+            .clamp(NAP_MIN, NAP_MAX)
+    }
+
+    /// Whether to nap in this idle spell (false while skipping after naps did not pay).
+    fn now(&mut self) -> bool {
+        if self.skip > 0 {
+            self.skip -= 1;
+            return false;
+        }
+        true
+    }
+
+    /// A nap asked for `asked` lasted `slept` and collected `responses`, which came over
+    /// `span` (the nap, and the handling of the last batch before it, when naps follow each
+    /// other).
+    fn learn(&mut self, asked: Duration, slept: Duration, span: Duration, responses: u64) {
+        // Smoothed: one late wake-up (a busy host) must not stop naps for a while.
+        self.lateness = (self.lateness * 3 + slept.saturating_sub(asked)) / 4;
+        self.per_response = match u32::try_from(responses) {
+            // Slower than thought: at least the whole nap per response.
+            Ok(0) => (self.per_response * 2).max(slept).min(NAP_MAX),
+            Ok(n) => (self.per_response * 3 + span / n) / 4,
+            Err(_) => Duration::from_nanos(1),
         };
+        if self.length() + self.lateness > self.drain() / 8 {
+            self.skip = NAP_SKIP;
+        }
     }
 }
 
@@ -169,7 +199,7 @@ pub(crate) async fn linger_before_sleeping(
         let mut idle_since: Option<Instant> = None;
         loop {
             tokio::task::yield_now().await;
-            let now = Instant::now();
+            let mut now = Instant::now();
             if activity.ended.get() != seen {
                 // Work came: the polling since the last request was not idle after all.
                 seen = activity.ended.get();
@@ -185,16 +215,27 @@ pub(crate) async fn linger_before_sleeping(
                 // Every connection waits: nap, then take what came in one turn (in which the
                 // connections answered write their next requests), and again while naps
                 // bring responses stamped by the kernel.
-                while activity.stamped.get() {
-                    let length = n.length();
-                    std::thread::sleep(length);
+                if !n.now() {
+                    activity.note(|s| s.skipped_naps += 1);
+                }
+                // The end of the last nap: responses that came while the worker handled the
+                // last batch are collected by this nap too, so the rate is over the span.
+                let mut woke: Option<Instant> = None;
+                while activity.stamped.get() && n.skip == 0 {
+                    let asked = n.length();
+                    let before = Instant::now();
+                    std::thread::sleep(asked);
+                    let after = Instant::now();
+                    let slept = after - before;
+                    let span = woke.map_or(slept, |w| after - w);
+                    woke = Some(after);
                     tokio::task::yield_now().await;
                     let responses = activity.ended.get().wrapping_sub(seen);
                     seen = activity.ended.get();
-                    n.learn(length, responses);
+                    n.learn(asked, slept, span, responses);
                     activity.note(|s| {
                         s.naps += 1;
-                        s.napped += length;
+                        s.napped += slept;
                         s.nap_responses += responses;
                         s.empty_naps += u64::from(responses == 0);
                     });
@@ -202,6 +243,8 @@ pub(crate) async fn linger_before_sleeping(
                         break;
                     }
                 }
+                // Napping is sleep, not polling: the linger's clock starts after it.
+                now = Instant::now();
             }
             let since = *idle_since.get_or_insert(now);
             if now - since >= linger {
@@ -234,36 +277,46 @@ mod tests {
     }
 
     #[test]
-    fn naps_aim_at_a_quarter_of_the_connections() {
+    fn naps_settle_at_an_eighth_of_the_drain_time() {
         let mut n = Naps::new(40).unwrap();
-        // The server answers every 15 µs: naps settle near 10 x 15 µs.
+        // The server answers every 15 µs (600 µs for all 40); naps end 5 µs late.
         for _ in 0..50 {
-            let length = n.length();
-            let responses = (length.as_micros() / 15) as u64;
-            n.learn(length, responses);
+            assert!(n.now());
+            let asked = n.length();
+            let slept = asked + Duration::from_micros(5);
+            n.learn(asked, slept, slept, (slept.as_micros() / 15) as u64);
         }
         let settled = n.length().as_micros();
-        assert!((120..=180).contains(&settled), "{settled} µs");
+        assert!((60..=75).contains(&settled), "{settled} µs");
     }
 
     #[test]
-    fn naps_shorten_when_the_queue_runs_low_and_lengthen_when_empty() {
-        let mut n = Naps::new(8).unwrap();
-        n.per_response = Duration::from_micros(40);
+    fn naps_stop_where_the_server_would_drain_during_one() {
+        // Four connections, a server answering in 7 µs: the timer alone is later than an
+        // eighth of the 28 µs the server needs for all four.
+        let mut n = Naps::new(4).unwrap();
+        assert!(n.now());
+        n.learn(
+            NAP_MIN,
+            Duration::from_micros(22),
+            Duration::from_micros(22),
+            3,
+        );
+        for _ in 0..NAP_SKIP {
+            assert!(!n.now());
+        }
+        assert!(n.now(), "tried again after the skip");
+    }
+
+    #[test]
+    fn an_empty_nap_lengthens_the_next() {
+        let mut n = Naps::new(64).unwrap();
         let before = n.length();
-        n.learn(before, 8);
-        assert!(n.length() < before);
-        let before = n.length();
-        n.learn(before, 0);
+        n.learn(before, before, before, 0);
         assert!(n.length() > before);
-        // Never past the bounds.
         for _ in 0..20 {
-            n.learn(n.length(), 0);
+            n.learn(n.length(), n.length(), n.length(), 0);
         }
         assert_eq!(n.length(), NAP_MAX);
-        for _ in 0..40 {
-            n.learn(n.length(), 8);
-        }
-        assert_eq!(n.length(), NAP_MIN);
     }
 }
