@@ -115,6 +115,9 @@ pub(crate) struct Naps {
     per_response: Duration,
     /// How much later than asked a nap ends (timer slack, wake-up), as last seen.
     lateness: Duration,
+    /// The share of a nap cycle (nap and the batch handled after the last one) the worker
+    /// spent handling responses, smoothed.
+    busy_share: f32,
     /// Idle spells left to sleep through without napping.
     skip: u32,
 }
@@ -122,6 +125,10 @@ pub(crate) struct Naps {
 pub(crate) const NAP_MIN_CONNECTIONS: u64 = 4;
 const NAP_MIN: Duration = Duration::from_micros(10);
 const NAP_MAX: Duration = Duration::from_micros(200);
+/// The most one nap's lateness counts for (see [`Naps::learn`]).
+const NAP_LATE_MAX: Duration = Duration::from_micros(40);
+/// Naps stop while the worker is busier than this share of a nap cycle.
+const NAP_BUSY_MAX: f32 = 0.75;
 /// Idle spells without naps after naps were found not to pay.
 const NAP_SKIP: u32 = 256;
 
@@ -132,6 +139,7 @@ impl Naps {
             connections: u32::try_from(connections).unwrap_or(u32::MAX),
             per_response: NAP_MIN,
             lateness: Duration::ZERO,
+            busy_share: 0.0,
             skip: 0,
         })
     }
@@ -161,16 +169,27 @@ impl Naps {
     /// `span` (the nap, and the handling of the last batch before it, when naps follow each
     /// other).
     fn learn(&mut self, asked: Duration, slept: Duration, span: Duration, responses: u64) {
-        // Smoothed: one late wake-up (a busy host) must not stop naps for a while.
-        self.lateness = (self.lateness * 3 + slept.saturating_sub(asked)) / 4;
+        // Smoothed, and a sample capped at NAP_LATE_MAX: one wake-up delayed by a busy host
+        // (this VM has shown 1 ms) must not stop naps for thousands of idle spells.
+        let late = slept.saturating_sub(asked).min(NAP_LATE_MAX);
+        self.lateness = (self.lateness * 3 + late) / 4;
         self.per_response = match u32::try_from(responses) {
             // Slower than thought: at least the whole nap per response.
             Ok(0) => (self.per_response * 2).max(slept).min(NAP_MAX),
             Ok(n) => (self.per_response * 3 + span / n) / 4,
             Err(_) => Duration::from_nanos(1),
         };
-        if self.length() + self.lateness > self.drain() / 8 {
+        if span > slept {
+            let share = (span - slept).as_secs_f32() / span.as_secs_f32();
+            self.busy_share = (self.busy_share * 3.0 + share) / 4.0;
+        }
+        // A worker busy most of the cycle is about as slow as the server: a nap there only
+        // delays requests it would have sent (against the built-in target, ~7 µs a request
+        // on each side, naps cost 9% of the count). Against nginx at 50 connections the
+        // share stays under 0.65; against the built-in target it passes 0.8.
+        if self.length() + self.lateness > self.drain() / 8 || self.busy_share > NAP_BUSY_MAX {
             self.skip = NAP_SKIP;
+            self.busy_share = 0.0;
         }
     }
 }
@@ -306,6 +325,32 @@ mod tests {
             assert!(!n.now());
         }
         assert!(n.now(), "tried again after the skip");
+    }
+
+    #[test]
+    fn one_very_late_wake_up_does_not_stop_naps() {
+        let mut n = Naps::new(50).unwrap();
+        for _ in 0..20 {
+            let asked = n.length();
+            n.learn(asked, asked + Duration::from_micros(5), asked, 6);
+        }
+        let asked = n.length();
+        n.learn(asked, asked + Duration::from_millis(1), asked, 6);
+        assert!(n.now(), "a 1 ms late nap stopped naps");
+    }
+
+    #[test]
+    fn a_worker_as_busy_as_the_server_stops_napping() {
+        let mut n = Naps::new(50).unwrap();
+        // Naps each followed by four times as long handling the batch: busy 80% of the cycle.
+        for _ in 0..30 {
+            if !n.now() {
+                return;
+            }
+            let asked = n.length();
+            n.learn(asked, asked, asked * 5, 6);
+        }
+        panic!("still napping while busy 80% of the time");
     }
 
     #[test]
