@@ -1,6 +1,7 @@
 """bench/benchlib.py: what every bench/ summarizer needs, written once.
 
-Files (read text, load JSON, key=value meta files), numbers (median, format, ratio), loadmark's
+Peers and processes (a peer tool's binary, a command pinned to a core, a free loopback port),
+files (read text, load JSON, key=value meta files), numbers (median, format, ratio), loadmark's
 result JSON (percentiles in either schema: `{"p": 99, "us": 812}` objects since schema 2,
 `[99.0, 812]` pairs before), its text report (latency units), and replacing one `## ` section
 of a RESULTS file while keeping the rest.
@@ -11,7 +12,38 @@ or one directory down (bench/ws/):  sys.path.insert(0, os.path.join(os.path.dirn
 import json
 import os
 import re
+import shutil
+import socket
 import statistics
+import subprocess
+
+
+PEERS_BIN = "/opt/peers/bin"
+
+
+def peer_tool(name):
+    """A peer's binary: shared/bench/install-peers.sh's, else the one on PATH, else None."""
+    path = os.path.join(PEERS_BIN, name)
+    return path if os.access(path, os.X_OK) else shutil.which(name)
+
+
+def pinned_command(cpu, cmd, timeout, rt=False):
+    """`cmd` on CPU `cpu` (taskset), killed after `timeout` s, SCHED_FIFO when `rt`."""
+    return (["chrt", "-f", "10"] if rt else []) + [
+        "taskset", "-c", str(cpu), "timeout", str(timeout)] + cmd
+
+
+def pinned(cpu, cmd, timeout, rt=False, **kw):
+    """Runs pinned_command(...) to its end, output captured as text."""
+    return subprocess.run(pinned_command(cpu, cmd, timeout, rt), capture_output=True, text=True,
+                          **kw)
+
+
+def free_port():
+    """A TCP port free on 127.0.0.1 now (the kernel's pick), for a server started next."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 def read(path, default=None):

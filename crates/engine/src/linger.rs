@@ -156,13 +156,18 @@ impl Naps {
             .clamp(NAP_MIN, NAP_MAX)
     }
 
-    /// Whether to nap in this idle spell (false while skipping after naps did not pay).
-    fn now(&mut self) -> bool {
+    /// Whether to nap in this idle spell: false, using up one skipped spell, while skipping
+    /// after naps did not pay.
+    fn take_turn(&mut self) -> bool {
         if self.skip > 0 {
             self.skip -= 1;
             return false;
         }
         true
+    }
+
+    fn skipping(&self) -> bool {
+        self.skip > 0
     }
 
     /// A nap asked for `asked` lasted `slept` and collected `responses`, which came over
@@ -204,6 +209,42 @@ pub(crate) fn tighten_timer_slack() {
     }
 }
 
+/// Naps while every connection waits, then takes what came in one turn (in which the
+/// connections answered write their next requests), and again while naps bring responses
+/// stamped by the kernel. Returns the requests ended count it has seen.
+async fn nap_while_idle(activity: &Activity, naps: &mut Naps, mut seen: u64) -> u64 {
+    if !naps.take_turn() {
+        activity.note(|s| s.skipped_naps += 1);
+        return seen;
+    }
+    // The end of the last nap: responses that came while the worker handled the last batch
+    // are collected by this nap too, so the rate is over the span.
+    let mut woke: Option<Instant> = None;
+    while activity.stamped.get() && !naps.skipping() {
+        let asked = naps.length();
+        let before = Instant::now();
+        std::thread::sleep(asked);
+        let after = Instant::now();
+        let slept = after - before;
+        let span = woke.map_or(slept, |w| after - w);
+        woke = Some(after);
+        tokio::task::yield_now().await;
+        let responses = activity.ended.get().wrapping_sub(seen);
+        seen = activity.ended.get();
+        naps.learn(asked, slept, span, responses);
+        activity.note(|s| {
+            s.naps += 1;
+            s.napped += slept;
+            s.nap_responses += responses;
+            s.empty_naps += u64::from(responses == 0);
+        });
+        if responses == 0 {
+            break;
+        }
+    }
+    seen
+}
+
 /// Runs beside a closed loop's connections until the run ends: while they all wait, naps
 /// (when `naps` is given and the last response was stamped) or polls for up to `linger`, then
 /// sleeps until a request ends. Adds the polling that found nothing to `idle`.
@@ -231,37 +272,8 @@ pub(crate) async fn linger_before_sleeping(
                 continue;
             }
             if let (None, Some(n)) = (idle_since, naps.as_mut()) {
-                // Every connection waits: nap, then take what came in one turn (in which the
-                // connections answered write their next requests), and again while naps
-                // bring responses stamped by the kernel.
-                if !n.now() {
-                    activity.note(|s| s.skipped_naps += 1);
-                }
-                // The end of the last nap: responses that came while the worker handled the
-                // last batch are collected by this nap too, so the rate is over the span.
-                let mut woke: Option<Instant> = None;
-                while activity.stamped.get() && n.skip == 0 {
-                    let asked = n.length();
-                    let before = Instant::now();
-                    std::thread::sleep(asked);
-                    let after = Instant::now();
-                    let slept = after - before;
-                    let span = woke.map_or(slept, |w| after - w);
-                    woke = Some(after);
-                    tokio::task::yield_now().await;
-                    let responses = activity.ended.get().wrapping_sub(seen);
-                    seen = activity.ended.get();
-                    n.learn(asked, slept, span, responses);
-                    activity.note(|s| {
-                        s.naps += 1;
-                        s.napped += slept;
-                        s.nap_responses += responses;
-                        s.empty_naps += u64::from(responses == 0);
-                    });
-                    if responses == 0 {
-                        break;
-                    }
-                }
+                // Every connection waits: nap while naps pay.
+                seen = nap_while_idle(activity, n, seen).await;
                 // Napping is sleep, not polling: the linger's clock starts after it.
                 now = Instant::now();
             }
@@ -300,7 +312,7 @@ mod tests {
         let mut n = Naps::new(40).unwrap();
         // The server answers every 15 µs (600 µs for all 40); naps end 5 µs late.
         for _ in 0..50 {
-            assert!(n.now());
+            assert!(n.take_turn());
             let asked = n.length();
             let slept = asked + Duration::from_micros(5);
             n.learn(asked, slept, slept, (slept.as_micros() / 15) as u64);
@@ -314,7 +326,7 @@ mod tests {
         // Four connections, a server answering in 7 µs: the timer alone is later than an
         // eighth of the 28 µs the server needs for all four.
         let mut n = Naps::new(4).unwrap();
-        assert!(n.now());
+        assert!(n.take_turn());
         n.learn(
             NAP_MIN,
             Duration::from_micros(22),
@@ -322,9 +334,9 @@ mod tests {
             3,
         );
         for _ in 0..NAP_SKIP {
-            assert!(!n.now());
+            assert!(!n.take_turn());
         }
-        assert!(n.now(), "tried again after the skip");
+        assert!(n.take_turn(), "tried again after the skip");
     }
 
     #[test]
@@ -336,7 +348,7 @@ mod tests {
         }
         let asked = n.length();
         n.learn(asked, asked + Duration::from_millis(1), asked, 6);
-        assert!(n.now(), "a 1 ms late nap stopped naps");
+        assert!(n.take_turn(), "a 1 ms late nap stopped naps");
     }
 
     #[test]
@@ -344,7 +356,7 @@ mod tests {
         let mut n = Naps::new(50).unwrap();
         // Naps each followed by four times as long handling the batch: busy 80% of the cycle.
         for _ in 0..30 {
-            if !n.now() {
+            if !n.take_turn() {
                 return;
             }
             let asked = n.length();

@@ -267,7 +267,7 @@ where
                             sc.clone(),
                             budget.clone(),
                             self.load_end,
-                            ((self.index as u64) << 32 | user as u64) ^ 0x9E37_79B9_7F4A_7C15,
+                            user_seed(self.index, user),
                         ));
                     }
                 }
@@ -319,7 +319,7 @@ where
                             ws.clone(),
                             budget.clone(),
                             self.load_end,
-                            ((self.index as u64) << 32 | user as u64) ^ 0x9E37_79B9_7F4A_7C15,
+                            user_seed(self.index, user),
                         ));
                     }
                 }
@@ -494,4 +494,9 @@ impl StartLine {
         self.go.wait();
         *self.origin.get().expect("set before the go")
     }
+}
+
+/// A virtual user's random seed: distinct for every (worker, user), spread over all 64 bits.
+fn user_seed(worker: usize, user: usize) -> u64 {
+    ((worker as u64) << 32 | user as u64) ^ 0x9E37_79B9_7F4A_7C15
 }
