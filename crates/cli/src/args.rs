@@ -207,7 +207,8 @@ pub struct RunArgs {
     pub unix_socket: Option<PathBuf>,
 
     /// HTTP/1.1 pipelining: P requests written together per connection, responses read in
-    /// order, then the next P (wrk's pipeline script; P = 16 in TechEmpower's plaintext)
+    /// order, then the next P (wrk's pipeline script; P = 16 in TechEmpower's plaintext); with
+    /// -R, each due request is written at once, up to P unanswered per connection
     #[arg(long = "pipeline", value_name = "P", value_parser = at_least_one, allow_negative_numbers = true)]
     pub pipeline: Option<usize>,
 

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use loadmark_launch::{launch, LaunchSpec, Launched, Readiness};
-use loadmark_monitor::{find_pid_by_name, Monitor, ProcessSeries};
+use loadmark_monitor::{find_pid_by_listener, find_pid_by_name, Listener, Monitor, ProcessSeries};
 use loadmark_plan::{load_plan_file_with, Launch, LoadedPlan, Ready};
 use loadmark_report::{
     equivalent_command, render_markdown, Bundle, BundleService, BundleStep, BundleTarget,
@@ -301,10 +301,17 @@ fn run_steps(plan: &LoadedPlan, args: &BenchArgs) -> Result<Bundle> {
                 .map(|(k, v)| (k.clone(), v.clone()))
                 .collect(),
             launch: t.launch.as_ref().map(|l| l.command.clone()),
-            attach: t.attach.as_ref().map(|a| match (&a.pid, &a.process) {
-                (Some(pid), _) => format!("pid {pid}"),
-                (None, Some(name)) => format!("process {name}"),
-                _ => String::new(),
+            attach: t.attach.as_ref().map(|a| {
+                if let Some(pid) = a.pid {
+                    format!("pid {pid}")
+                } else if let Some(name) = &a.process {
+                    format!("process {name}")
+                } else if let Some(path) = &a.socket {
+                    format!("the listener of {}", path.display())
+                } else {
+                    a.port
+                        .map_or_else(String::new, |p| format!("the listener of port {p}"))
+                }
             }),
         })
         .collect();
@@ -390,14 +397,7 @@ fn run_steps(plan: &LoadedPlan, args: &BenchArgs) -> Result<Bundle> {
         }
         let pid = match (&running, &file.targets[&step.target].attach) {
             (Some((_, server)), _) => Some(server.pid()),
-            (None, Some(a)) => match (a.pid, &a.process) {
-                (Some(pid), _) => Some(pid),
-                (None, Some(name)) => Some(
-                    find_pid_by_name(name)
-                        .with_context(|| format!("targets.{}.attach.process", step.target))?,
-                ),
-                _ => None,
-            },
+            (None, Some(a)) => attached_pid(&step.target, a)?,
             _ => None,
         };
         let monitor = match (pid, plan.monitor_interval) {
@@ -490,6 +490,25 @@ fn run_steps(plan: &LoadedPlan, args: &BenchArgs) -> Result<Bundle> {
     services.stop_all()?;
     live.linger();
     Ok(bundle)
+}
+
+/// The pid of a target's `attach:` server: given, or found by name or by what it listens on.
+fn attached_pid(target: &str, a: &loadmark_plan::AttachFile) -> anyhow::Result<Option<u32>> {
+    let context = |field: &str| format!("targets.{target}.attach.{field}");
+    Ok(if let Some(pid) = a.pid {
+        Some(pid)
+    } else if let Some(name) = &a.process {
+        Some(find_pid_by_name(name).with_context(|| context("process"))?)
+    } else if let Some(path) = &a.socket {
+        Some(
+            find_pid_by_listener(&Listener::Unix(path.clone()))
+                .with_context(|| context("socket"))?,
+        )
+    } else if let Some(port) = a.port {
+        Some(find_pid_by_listener(&Listener::Tcp(port)).with_context(|| context("port"))?)
+    } else {
+        None
+    })
 }
 
 #[cfg(test)]

@@ -493,6 +493,75 @@ fn an_attached_server_is_monitored_and_open_loop_steps_run_from_the_plan() {
     assert!(md.contains(&format!("attached: pid {server_pid}")), "{md}");
 }
 
+/// A target behind a Unix socket (issue 16): its requests go over the socket and its server
+/// is found for the monitor by the socket it listens on (`attach: {socket: PATH}`).
+#[test]
+fn a_server_behind_a_unix_socket_is_loaded_and_monitored_by_its_socket() {
+    let dir = temp_dir("bench", "attach-socket");
+    let sock = dir.join("app.sock");
+    let mut serve = Command::new(env!("CARGO_BIN_EXE_loadmark"));
+    serve
+        .args(["serve", "--port", "0", "--unix-socket"])
+        .arg(&sock);
+    let server = Daemon::spawn("loadmark serve --unix-socket", serve).unwrap();
+    server
+        .wait_for_line(loadmark_test_support::PATIENCE, |line| {
+            line.starts_with("loadmark target listening on")
+                .then_some(())
+        })
+        .unwrap();
+    let sock = sock.display();
+    let plan = format!(
+        "targets:\n  app:\n    url: http://app.local/json\n    unix: {sock}\n    attach: {{socket: {sock}}}\nload: {{requests: 200, connections: 2}}\nmonitor: {{interval: 250ms}}\n"
+    );
+    let (out, bundle, md) = run_plan(&dir, &plan);
+    let server_pid = server.pid();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let step = &bundle.unwrap().steps[0];
+    assert_eq!(step.report.summary.requests.responses, 200);
+    let usage = step.server.as_ref().expect("the server was monitored");
+    assert_eq!(usage.pid, server_pid);
+    assert!(
+        md.contains(&format!("attached: the listener of {sock}")),
+        "{md}"
+    );
+    // The step's command runs it again, over the socket.
+    assert!(
+        step.command.contains(&format!("--unix-socket {sock}")),
+        "{}",
+        step.command
+    );
+
+    // Nobody listens on another socket: the step fails, naming the field and the socket.
+    let plan = format!(
+        "targets:\n  app:\n    url: http://app.local/json\n    unix: {sock}\n    attach: {{socket: {sock}.none}}\nload: {{requests: 10}}\nmonitor: {{interval: 250ms}}\n"
+    );
+    let (out, _, _) = run_plan(&dir, &plan);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("targets.app.attach.socket") && stderr.contains("app.sock.none"),
+        "{stderr}"
+    );
+
+    // Two ways to find one server is a plan error.
+    let plan = format!(
+        "targets:\n  app:\n    url: http://app.local/json\n    attach: {{socket: {sock}, pid: {server_pid}}}\nload: {{requests: 10}}\n"
+    );
+    let (out, _, _) = run_plan(&dir, &plan);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("exactly one of pid, process, socket or port"),
+        "{stderr}"
+    );
+    drop(server);
+}
+
 /// A plan's `loadmark` steps run this binary even when no `loadmark` is on PATH (as under
 /// `cargo run`), and `bench --check` names any other program PATH lacks.
 #[test]

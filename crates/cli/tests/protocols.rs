@@ -104,7 +104,7 @@ fn http2_unix_socket_and_pipelining_runs_against_loadmark_serve() {
     let (ok, _, out, err) = loadmark(&["run", &url, "--pipeline", "16", "-c", "2", "-n", "320"]);
     assert!(ok, "{err}");
     assert!(
-        out.contains("pipelining, 16 requests written together"),
+        out.contains("pipelining, up to 16 requests in flight per connection"),
         "{out}"
     );
     assert!(out.contains("320 completed"), "{out}");

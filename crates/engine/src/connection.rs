@@ -84,6 +84,12 @@ pub(crate) struct Connection<S> {
 }
 
 impl<S> Connection<S> {
+    /// The open stream, taken out of the slot (an executor of its own takes over a
+    /// preconnected connection).
+    pub(crate) fn take_stream(&mut self) -> Option<S> {
+        self.stream.take()
+    }
+
     pub(crate) fn new() -> Self {
         Connection {
             stream: None,

@@ -31,6 +31,44 @@ pub(crate) struct Share {
     pub segment: Arc<Segment>,
 }
 
+/// This worker's share of the schedule, one request after another: each is handed out once
+/// it is due. Every open-loop executor (HTTP/1.1, pipelined, HTTP/2, scenario iterations)
+/// walks it the same way.
+pub(crate) struct Schedule {
+    profile: Arc<Profile>,
+    origin: Instant,
+    share: Share,
+    /// This worker's next request, counted among the segment's.
+    j: u64,
+    pacer: Pacer,
+}
+
+impl Schedule {
+    pub(crate) fn new(profile: Arc<Profile>, origin: Instant, share: Share) -> Schedule {
+        let j = share.index;
+        Schedule {
+            profile,
+            origin,
+            share,
+            j,
+            pacer: Pacer::new(),
+        }
+    }
+
+    /// The next request's number in the whole run and its intended time, once that time has
+    /// come (at once for one already due); None when the schedule has no more. Time the pacer
+    /// spent polling with nothing to do is added to `idle`.
+    pub(crate) async fn next(&mut self, idle: &Cell<Duration>) -> Option<(u64, Instant)> {
+        let k = self.share.segment.global(self.j);
+        let due = self.origin + self.profile.due(k)?;
+        // Sleep only when nothing is due: every request already due goes out at once.
+        let polled = self.pacer.sleep_until(due).await;
+        idle.set(idle.get() + polled);
+        self.j += self.share.of;
+        Some((k, due))
+    }
+}
+
 /// Sends this worker's share of the schedule, then waits for its requests to end (each is
 /// bounded by the request timeout).
 pub(crate) async fn schedule_loop<T: Transport>(
@@ -46,17 +84,8 @@ pub(crate) async fn schedule_loop<T: Transport>(
         preopened.into_iter().map(|(c, _)| c).collect(),
     ));
     let mut requests = JoinSet::new();
-    let mut j = share.index;
-    let mut pacer = Pacer::new();
-    loop {
-        let k = share.segment.global(j);
-        let Some(offset) = profile.due(k) else {
-            break;
-        };
-        let due = origin + offset;
-        // Sleep only when nothing is due: every request already due goes out at once.
-        let polled = pacer.sleep_until(due).await;
-        shared.idle_polling.set(shared.idle_polling.get() + polled);
+    let mut schedule = Schedule::new(profile, origin, share);
+    while let Some((k, due)) = schedule.next(&shared.idle_polling).await {
         while requests.try_join_next().is_some() {}
         let conn = idle.borrow_mut().pop().or_else(|| {
             (opened.get() < max_connections).then(|| {
@@ -74,7 +103,6 @@ pub(crate) async fn schedule_loop<T: Transport>(
             }
             None => shared.recorder.borrow_mut().record_dropped(due, 1),
         }
-        j += share.of;
     }
     while requests.join_next().await.is_some() {}
 }

@@ -250,6 +250,12 @@ where
     for index in 0..threads {
         // Spread connections as evenly as possible; the first threads take the remainder.
         let spread = |n: usize| n / threads + usize::from(index < n % threads);
+        // This worker's share of a schedule (open loops, ramps).
+        let share = || Share {
+            index: index as u64,
+            of: threads as u64,
+            segment: segment.clone(),
+        };
         let (executor, hard_stop) = match &plan.load {
             // ---- scenarios (crate::scenario, issue 17)
             Load::Closed { connections, .. } if plan.scenario.is_some() => (
@@ -266,11 +272,7 @@ where
             } if plan.scenario.is_some() => (
                 Executor::ScenarioOpen {
                     profile: Arc::new(rate.clone()),
-                    share: Share {
-                        index: index as u64,
-                        of: threads as u64,
-                        segment: segment.clone(),
-                    },
+                    share: share(),
                     max_users: spread(mine(*max_connections).max(threads)),
                 },
                 // Iterations started before the end run their steps to the end, each
@@ -280,11 +282,7 @@ where
             Load::Ramp { connections, .. } if plan.scenario.is_some() => (
                 Executor::ScenarioRamp {
                     profile: Arc::new(connections.clone()),
-                    share: Share {
-                        index: index as u64,
-                        of: threads as u64,
-                        segment: segment.clone(),
-                    },
+                    share: share(),
                     budget: budget.clone(),
                 },
                 load_end,
@@ -318,11 +316,7 @@ where
             } if plan.protocol.http2.is_some() => (
                 Executor::Http2Open {
                     profile: Arc::new(rate.clone()),
-                    share: Share {
-                        index: index as u64,
-                        of: threads as u64,
-                        segment: segment.clone(),
-                    },
+                    share: share(),
                     max_connections: spread(mine(*max_connections).max(threads)),
                     streams: plan.protocol.streams(),
                     tls: plan.request.url.scheme().is_tls(),
@@ -340,6 +334,30 @@ where
                 },
                 load_end,
             ),
+            Load::Open {
+                rate,
+                max_connections,
+                ..
+            } if plan.protocol.pipeline.is_some() => (
+                Executor::PipelineOpen {
+                    profile: Arc::new(rate.clone()),
+                    share: share(),
+                    max_connections: spread(mine(*max_connections).max(threads)),
+                    depth: plan.protocol.pipeline.unwrap_or(1),
+                    preopen: spread(mine(plan.load.preopen())),
+                },
+                load_end.map(|end| end + plan.timeouts.request + Duration::from_millis(500)),
+            ),
+            Load::Ramp { connections, .. } if plan.protocol.pipeline.is_some() => (
+                Executor::PipelineRamp {
+                    profile: Arc::new(connections.clone()),
+                    share: share(),
+                    budget: budget.clone(),
+                    depth: plan.protocol.pipeline.unwrap_or(1),
+                },
+                load_end,
+            ),
+            // ---- end pipelining
             Load::Closed { connections, .. } => (
                 Executor::Closed {
                     connections: spread(mine(*connections)),
@@ -350,11 +368,7 @@ where
             Load::Ramp { connections, .. } => (
                 Executor::Ramp {
                     profile: Arc::new(connections.clone()),
-                    share: Share {
-                        index: index as u64,
-                        of: threads as u64,
-                        segment: segment.clone(),
-                    },
+                    share: share(),
                     budget: budget.clone(),
                     http2: plan.protocol.http2.map(|h| {
                         (
@@ -375,11 +389,7 @@ where
             } => (
                 Executor::Open {
                     profile: Arc::new(rate.clone()),
-                    share: Share {
-                        index: index as u64,
-                        of: threads as u64,
-                        segment: segment.clone(),
-                    },
+                    share: share(),
                     max_connections: spread(mine(*max_connections).max(threads)),
                     preopen: spread(mine(plan.load.preopen())),
                 },

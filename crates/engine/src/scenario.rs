@@ -26,14 +26,13 @@ use loadmark_plan::{
     next_random, parse_csv, DataPer, Extract, Plan, Profile, RenderContext, RequestStep, Scenario,
     ScenarioStep, Segment,
 };
-use loadmark_timer::Pacer;
 use tokio::task::JoinSet;
 
 use crate::checks::{Checks, Parsed, View, CAPTURE_LIMIT};
 use crate::closed::Budget;
 use crate::connection::{perform_bytes, Connection, Shared};
 use crate::cookies::Jar;
-use crate::open::Share;
+use crate::open::{Schedule, Share};
 use crate::source::Meta;
 use crate::transport::Transport;
 
@@ -621,21 +620,14 @@ pub(crate) async fn schedule_users<T: Transport>(
     let created = Cell::new(0usize);
     let idle: Rc<RefCell<Vec<User<T::Stream>>>> = Rc::new(RefCell::new(Vec::new()));
     let mut running = JoinSet::new();
-    let mut pacer = Pacer::new();
-    let mut j = share.index;
-    loop {
-        let k = share.segment.global(j);
-        let Some(offset) = profile.due(k) else {
-            break;
-        };
-        let due = origin + offset;
-        let polled = pacer.sleep_until(due).await;
-        shared.idle_polling.set(shared.idle_polling.get() + polled);
+    let index = share.index;
+    let mut schedule = Schedule::new(profile, origin, share);
+    while let Some((k, due)) = schedule.next(&shared.idle_polling).await {
         while running.try_join_next().is_some() {}
         let user = idle.borrow_mut().pop().or_else(|| {
             (created.get() < max_users).then(|| {
                 created.set(created.get() + 1);
-                sc.new_user(k.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ share.index)
+                sc.new_user(k.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ index)
             })
         });
         match user {
@@ -654,7 +646,6 @@ pub(crate) async fn schedule_users<T: Transport>(
                 shared.recorder.borrow_mut().scenario(due).dropped += 1;
             }
         }
-        j += share.of;
     }
     while running.join_next().await.is_some() {}
 }

@@ -63,6 +63,23 @@ pub(crate) enum Executor {
         budget: Arc<Budget>,
         depth: usize,
     },
+    /// HTTP/1.1 pipelining's open loop: due requests written on connections with fewer than
+    /// `depth` unanswered.
+    PipelineOpen {
+        profile: Arc<Profile>,
+        share: Share,
+        max_connections: usize,
+        depth: usize,
+        /// Connections opened before the schedule starts.
+        preopen: usize,
+    },
+    /// Pipelined connections whose number follows a profile (`stages`).
+    PipelineRamp {
+        profile: Arc<Profile>,
+        share: Share,
+        budget: Arc<Budget>,
+        depth: usize,
+    },
     /// HTTP/2's open loop: due requests spread over the streams of a pool of connections.
     Http2Open {
         profile: Arc<Profile>,
@@ -153,7 +170,9 @@ where
             .expect("building a current-thread runtime only fails when out of memory or fds");
         let local = tokio::task::LocalSet::new();
         let mut preopened = match self.executor {
-            Executor::Open { preopen, .. } if preopen > 0 => {
+            Executor::Open { preopen, .. } | Executor::PipelineOpen { preopen, .. }
+                if preopen > 0 =>
+            {
                 local.block_on(&runtime, preconnect(&self.transport, preopen))
             }
             _ => Vec::new(),
@@ -334,8 +353,41 @@ where
                             budget.clone(),
                             *depth,
                             self.load_end,
+                            None,
                         ));
                     }
+                }
+                Executor::PipelineOpen {
+                    profile,
+                    share,
+                    max_connections,
+                    depth,
+                    ..
+                } => {
+                    tasks.spawn_local(crate::pipeline::open::schedule_loop(
+                        ctx.clone(),
+                        profile.clone(),
+                        origin,
+                        share.clone(),
+                        *max_connections,
+                        *depth,
+                        std::mem::take(&mut preopened),
+                    ));
+                }
+                Executor::PipelineRamp {
+                    profile,
+                    share,
+                    budget,
+                    depth,
+                } => {
+                    tasks.spawn_local(crate::pipeline::ramp_loop(
+                        ctx.clone(),
+                        budget.clone(),
+                        profile.clone(),
+                        origin,
+                        share.clone(),
+                        *depth,
+                    ));
                 }
                 Executor::Http2Open {
                     profile,

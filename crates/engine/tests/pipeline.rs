@@ -1,6 +1,8 @@
 //! `--pipeline P`: P HTTP/1.1 requests written together per connection, responses matched in
 //! order; exact counts against the built-in target at depth 16; a server that closes
-//! mid-pipeline gets the unanswered idempotent requests once more on a new connection.
+//! mid-pipeline gets the unanswered idempotent requests once more on a new connection. The
+//! same in an open loop (`-R`: due requests written behind the unanswered ones) and with
+//! `--stages` (a ramp of pipelined connections).
 
 mod common;
 
@@ -9,16 +11,50 @@ use std::net::{SocketAddr, TcpListener};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread;
+use std::time::Duration;
 
 use common::{plan, settled_count};
+use loadmark_engine::RunResult;
 use loadmark_engine::{run, StopHandle};
 use loadmark_metrics::ErrorKind;
-use loadmark_plan::{Plan, Stop};
+use loadmark_plan::{Load, Plan, Profile, Stop};
 use loadmark_target::{start, ServerConfig};
 
 fn pipelined(mut p: Plan, depth: usize) -> Plan {
     p.protocol.pipeline = Some(depth);
     p
+}
+
+/// An open loop at `rate` for `duration`, pipelined `depth` deep over at most `max`
+/// connections of one worker.
+fn pipelined_open(url: &str, rate: f64, duration: Duration, max: usize, depth: usize) -> Plan {
+    let mut p = pipelined(plan(url, 1, 1, Stop::Duration(duration)), depth);
+    p.load = Load::Open {
+        rate: Profile::constant(rate, duration),
+        max_connections: max,
+        threads: 1,
+        connections: None,
+    };
+    p.validate()
+        .expect("pipelining in an open loop is a valid plan");
+    p
+}
+
+/// 8 requests at 1000/s, on one connection 8 deep.
+fn eight_due_a_millisecond_apart(addr: SocketAddr) -> Plan {
+    pipelined_open(
+        &format!("http://{addr}/"),
+        1000.0,
+        Duration::from_millis(8),
+        1,
+        8,
+    )
+}
+
+/// Every scheduled request is a response, an error, a drop, or in flight.
+fn accounted(r: &RunResult) -> u64 {
+    let s = &r.totals.snapshot;
+    s.responses + s.errors.total() + s.dropped + r.totals.in_flight
 }
 
 #[test]
@@ -132,4 +168,138 @@ fn unanswered_posts_are_not_sent_again() {
     // The server counts an answer after writing it: wait for its count to catch up with
     // what the client read.
     assert_eq!(settled_count(|| answered.load(Ordering::SeqCst), 5), 5);
+}
+
+#[test]
+fn an_open_loop_writes_due_requests_behind_unanswered_ones_and_counts_exactly() {
+    let server = start(ServerConfig {
+        addr: ([127, 0, 0, 1], 0).into(),
+        ..Default::default()
+    })
+    .unwrap();
+    let url = format!("http://{}/status", server.local_addr());
+    let p = pipelined_open(&url, 2000.0, Duration::from_secs(1), 4, 16);
+    let r = run(&p, &StopHandle::new(), |_| {}).unwrap();
+    let s = &r.totals.snapshot;
+    assert_eq!(accounted(&r), 2000, "exactly R x D scheduled");
+    assert_eq!(s.errors.total(), 0, "{:?}", s.errors);
+    assert!(
+        (1..=4).contains(&s.connections_opened),
+        "{} connections for at most 4",
+        s.connections_opened
+    );
+    // Each response timed from its intended time: the schedule lag was recorded for all.
+    assert_eq!(s.lag.len(), s.responses);
+    let expected = s.responses + r.totals.in_flight;
+    assert_eq!(
+        settled_count(|| server.requests_served(), expected),
+        expected
+    );
+}
+
+#[test]
+fn an_open_loop_retries_the_gets_a_closed_pipeline_left_unanswered() {
+    let (addr, _, answered) = closing_server(5);
+    // 8 requests due 1 ms apart: the first connection answers 5 and closes on the next.
+    let p = eight_due_a_millisecond_apart(addr);
+    let r = run(&p, &StopHandle::new(), |_| {}).unwrap();
+    let s = &r.totals.snapshot;
+    assert_eq!(s.errors.total(), 0, "{:?}", s.errors);
+    assert_eq!(s.dropped, 0);
+    assert_eq!(s.responses, 8);
+    assert!(s.retries >= 1, "the unanswered were sent again");
+    assert_eq!(s.connections_opened, 2);
+    assert_eq!(settled_count(|| answered.load(Ordering::SeqCst), 8), 8);
+}
+
+#[test]
+fn an_open_loop_does_not_send_unanswered_posts_again() {
+    let (addr, _, answered) = closing_server(5);
+    let mut p = eight_due_a_millisecond_apart(addr);
+    p.request.method = "POST".into();
+    let r = run(&p, &StopHandle::new(), |_| {}).unwrap();
+    let s = &r.totals.snapshot;
+    assert_eq!(s.retries, 0);
+    let closed = s.errors.get(ErrorKind::Closed).count;
+    assert!(closed >= 1, "{:?}", s.errors);
+    assert_eq!(s.responses + closed, 8, "{:?}", s.errors);
+    assert_eq!(
+        settled_count(|| answered.load(Ordering::SeqCst), s.responses),
+        s.responses
+    );
+}
+
+#[test]
+fn stages_ramp_pipelined_connections() {
+    let server = start(ServerConfig {
+        addr: ([127, 0, 0, 1], 0).into(),
+        ..Default::default()
+    })
+    .unwrap();
+    let url = format!("http://{}/status", server.local_addr());
+    let stages = Profile::parse("1s:2->2,1s:4->4", 0.0, "--stages").unwrap();
+    let mut p = pipelined(plan(&url, 1, 1, Stop::Duration(stages.duration())), 8);
+    p.load = Load::Ramp {
+        connections: stages,
+        threads: 1,
+    };
+    p.validate()
+        .expect("a ramp of pipelined connections is a valid plan");
+    let r = run(&p, &StopHandle::new(), |_| {}).unwrap();
+    let s = &r.totals.snapshot;
+    assert_eq!(s.errors.total(), 0, "{:?}", s.errors);
+    assert_eq!(s.connections_opened, 4, "2, then 2 more; none reopened");
+    assert!(s.responses > 0);
+    let expected = s.responses + r.totals.in_flight;
+    assert_eq!(
+        settled_count(|| server.requests_served(), expected),
+        expected
+    );
+}
+
+/// Answers nothing until `n` requests have arrived on a connection, then answers them all:
+/// only a client that writes requests behind unanswered ones gets any answer.
+fn batch_server(n: usize) -> SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    thread::spawn(move || {
+        for tcp in listener.incoming().flatten() {
+            thread::spawn(move || {
+                let mut tcp = tcp;
+                let (mut buf, mut chunk, mut heads) = (Vec::new(), [0u8; 65536], 0);
+                while let Ok(read) = tcp.read(&mut chunk) {
+                    if read == 0 {
+                        return;
+                    }
+                    buf.extend_from_slice(&chunk[..read]);
+                    while let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                        buf.drain(..end + 4);
+                        heads += 1;
+                    }
+                    if heads >= n {
+                        for _ in 0..heads {
+                            if tcp.write_all(&common::ok_response(b"ok")).is_err() {
+                                return;
+                            }
+                        }
+                        heads = 0;
+                    }
+                }
+            });
+        }
+    });
+    addr
+}
+
+#[test]
+fn an_open_loop_pipelines_due_requests_on_one_connection() {
+    let addr = batch_server(8);
+    // 8 requests due 1 ms apart, one connection 8 deep: all 8 must be on it unanswered.
+    let p = eight_due_a_millisecond_apart(addr);
+    let r = run(&p, &StopHandle::new(), |_| {}).unwrap();
+    let s = &r.totals.snapshot;
+    assert_eq!(s.errors.total(), 0, "{:?}", s.errors);
+    assert_eq!((s.responses, s.dropped, s.connections_opened), (8, 0, 1));
+    // The first was answered after the eighth was due, 7 ms later: its latency shows it.
+    assert!(s.latency.max() >= 7_000, "max {} µs", s.latency.max());
 }

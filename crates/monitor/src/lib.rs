@@ -47,8 +47,12 @@
 //!   step 3".
 //! - **Linux only.** Everything comes from /proc.
 
+mod listener;
 mod proc;
 
+pub use listener::{find_pid_by_listener, Listener};
+
+use std::collections::HashMap;
 use std::sync::mpsc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -191,6 +195,15 @@ pub enum MonitorError {
     /// master and workers, count as one: the topmost is chosen). Fix: give the pid.
     #[error("several running processes are named `{name}`: pids {}; give the pid instead", join_pids(.pids))]
     Ambiguous { name: String, pids: Vec<u32> },
+    /// No process of ours listens on this socket (a Unix socket's path or a TCP port). Fix:
+    /// check that the server runs and listens there (`ss -lxp`, `ss -ltp`), and that it runs
+    /// as loadmark's user (another user's fds cannot be read), or give the pid.
+    #[error("no process that loadmark can see listens on the {listener} (is the server running, as this user?)")]
+    NoListener { listener: String },
+    /// Unrelated processes hold the same listening socket (passed over a Unix socket, or
+    /// `SO_REUSEPORT` listeners on one port). Fix: give the pid.
+    #[error("several unrelated processes listen on the {listener}: pids {}; give the pid instead", join_pids(.pids))]
+    SharedListener { listener: String, pids: Vec<u32> },
     /// A /proc file could not be read, usually permission denied on `/proc/[pid]/fd` of
     /// another user's process. Fix: run loadmark as the server's user (or root), or let
     /// loadmark launch the server.
@@ -284,6 +297,22 @@ pub fn find_pid_by_name(name: &str) -> Result<u32, MonitorError> {
         })
         .map(|(&pid, _)| pid)
         .collect();
+    let roots = topmost(&matches, &stats);
+    match roots.as_slice() {
+        [] => Err(MonitorError::NotFound {
+            name: name.to_string(),
+        }),
+        [pid] => Ok(*pid),
+        _ => Err(MonitorError::Ambiguous {
+            name: name.to_string(),
+            pids: roots,
+        }),
+    }
+}
+
+/// Of `matches`, those with no ancestor among them, sorted: one tree of matching processes
+/// (a master and its workers) counts as its topmost process.
+pub(crate) fn topmost(matches: &[u32], stats: &HashMap<u32, proc::Stat>) -> Vec<u32> {
     let has_matching_ancestor = |pid: u32| {
         let mut current = stats.get(&pid).map(|s| s.ppid);
         // Bounded walk: a parent loop cannot happen in /proc, but a racy read must not hang.
@@ -306,16 +335,7 @@ pub fn find_pid_by_name(name: &str) -> Result<u32, MonitorError> {
         .filter(|&pid| !has_matching_ancestor(pid))
         .collect();
     roots.sort_unstable();
-    match roots.as_slice() {
-        [] => Err(MonitorError::NotFound {
-            name: name.to_string(),
-        }),
-        [pid] => Ok(*pid),
-        _ => Err(MonitorError::Ambiguous {
-            name: name.to_string(),
-            pids: roots,
-        }),
-    }
+    roots
 }
 
 /// Samples a process tree on its own thread until stopped.

@@ -6,7 +6,9 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use loadmark_monitor::{find_pid_by_name, sample_once, Monitor, MonitorError};
+use loadmark_monitor::{
+    find_pid_by_listener, find_pid_by_name, sample_once, Listener, Monitor, MonitorError,
+};
 use loadmark_test_support::{wait_until, TempDir, PATIENCE};
 
 /// Kills the child's whole process group and reaps it, also when an assertion fails.
@@ -274,4 +276,52 @@ fn a_short_last_interval_is_folded_into_the_one_before() {
         // 150 ms or more the tick error is under 7 %, and the process uses at most one core.
         assert!(pair[1].cpu_percent <= 110.0, "{series:?}");
     }
+}
+
+/// A server listening on a Unix socket and on a TCP port, with a forked worker holding both
+/// (as nginx's workers inherit its listeners): found by either, as the topmost process.
+#[test]
+fn finds_the_server_behind_a_unix_socket_or_a_tcp_port() {
+    const SERVER: &str = r#"
+import os, socket, sys, time
+unix = socket.socket(socket.AF_UNIX)
+unix.bind(sys.argv[1])
+unix.listen()
+tcp = socket.socket()
+tcp.bind(("127.0.0.1", 0))
+tcp.listen()
+if os.fork() == 0:
+    time.sleep(30)
+    os._exit(0)
+print(tcp.getsockname()[1], flush=True)
+time.sleep(30)
+"#;
+    let dir = TempDir::new("lmk-listener");
+    let socket = dir.path().join("app.sock");
+    let mut server = spawn(
+        Command::new("python3")
+            .args(["-c", SERVER])
+            .arg(&socket)
+            .stdout(Stdio::piped()),
+    );
+    let mut line = String::new();
+    BufReader::new(server.0.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let port: u16 = line.trim().parse().expect("the server's port");
+    let pid = server.0.id();
+    assert_eq!(
+        find_pid_by_listener(&Listener::Unix(socket.clone())).unwrap(),
+        pid
+    );
+    assert_eq!(find_pid_by_listener(&Listener::Tcp(port)).unwrap(), pid);
+
+    // Nobody listens on another path of the same directory.
+    match find_pid_by_listener(&Listener::Unix(dir.path().join("none.sock"))) {
+        Err(e @ MonitorError::NoListener { .. }) => {
+            assert!(e.to_string().contains("none.sock"), "{e}")
+        }
+        other => panic!("expected NoListener, got {other:?}"),
+    }
+    drop(server);
 }

@@ -201,7 +201,8 @@ pub struct ReadyFile {
     pub delay: Option<String>,
 }
 
-/// A server already running, found by PID or by process name.
+/// A server already running, found by exactly one of: PID, process name, the Unix socket it
+/// listens on, or the TCP port it listens on.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AttachFile {
@@ -209,6 +210,13 @@ pub struct AttachFile {
     pub pid: Option<u32>,
     #[serde(default)]
     pub process: Option<String>,
+    /// The path of the Unix socket the server listens on (a server behind a local proxy or
+    /// sidecar); the process holding it is monitored.
+    #[serde(default)]
+    pub socket: Option<std::path::PathBuf>,
+    /// A TCP port the server listens on (any local address).
+    #[serde(default)]
+    pub port: Option<u16>,
 }
 
 /// What to send.
@@ -338,7 +346,8 @@ pub struct LoadFile {
     /// Connect to this Unix domain socket instead of the URL's host and port.
     #[serde(default)]
     pub unix_socket: Option<std::path::PathBuf>,
-    /// HTTP/1.1 requests written together per connection (wrk's pipeline script).
+    /// HTTP/1.1 requests in flight per connection: written together in a closed loop (wrk's
+    /// pipeline script), each as it comes due with `rate`.
     #[serde(default)]
     pub pipeline: Option<usize>,
     /// Scenarios: virtual users looping the scenario (closed model; `connections` in other

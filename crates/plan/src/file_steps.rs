@@ -564,10 +564,18 @@ fn expand(
             ));
         }
         if let Some(a) = &target.attach {
-            if a.pid.is_some() == a.process.is_some() {
+            let given = [
+                a.pid.is_some(),
+                a.process.is_some(),
+                a.socket.is_some(),
+                a.port.is_some(),
+            ];
+            if given.iter().filter(|&&g| g).count() != 1 {
                 return Err(err(
                     &["targets", name, "attach"],
-                    format!("targets.{name}.attach: give exactly one of pid or process"),
+                    format!(
+                        "targets.{name}.attach: give exactly one of pid, process, socket or port"
+                    ),
                 ));
             }
         }

@@ -258,8 +258,8 @@ pub struct Protocol {
     /// `--unix-socket`); the URL still gives the Host header and the path.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unix_socket: Option<std::path::PathBuf>,
-    /// HTTP/1.1 pipelining (`--pipeline P`): P requests written together per connection,
-    /// responses read in order. Absent: one request at a time.
+    /// HTTP/1.1 pipelining (`--pipeline P`): up to P requests in flight per connection,
+    /// responses read in order (written together in a closed loop). Absent: one at a time.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pipeline: Option<usize>,
 }
@@ -551,12 +551,6 @@ impl Plan {
             }
             if self.websocket.is_some() {
                 return conflict("loadmark ws", "WebSocket sessions do not pipeline");
-            }
-            if !matches!(self.load, Load::Closed { .. }) {
-                return conflict(
-                    "--rate/--stages",
-                    "pipelining runs in a closed loop (-c, -n/-d), as wrk's pipeline script",
-                );
             }
             if !self.request.keep_alive {
                 return conflict(

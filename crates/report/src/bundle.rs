@@ -285,6 +285,21 @@ pub fn equivalent_command(plan: &Plan) -> String {
     if !plan.request.keep_alive {
         args.push("--no-keepalive".into());
     }
+    if let Some(h2) = &plan.protocol.http2 {
+        args.push(format!("--http2 --streams {}", h2.streams));
+        if h2.fallback {
+            args.push("--http2-fallback".into());
+        }
+    }
+    if let Some(depth) = plan.protocol.pipeline {
+        args.push(format!("--pipeline {depth}"));
+    }
+    if let Some(path) = &plan.protocol.unix_socket {
+        args.push(format!(
+            "--unix-socket {}",
+            quote(&path.display().to_string())
+        ));
+    }
     args.push(format!("--timeout {}", d(plan.timeouts.request)));
     if !plan.warmup.is_zero() {
         args.push(format!("--warmup {}", d(plan.warmup)));

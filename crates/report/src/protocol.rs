@@ -61,7 +61,10 @@ impl ProtocolSummary {
             );
         }
         if let Some(depth) = self.pipeline {
-            let _ = write!(first, " pipelining, {depth} requests written together");
+            let _ = write!(
+                first,
+                " pipelining, up to {depth} requests in flight per connection"
+            );
         }
         if let Some(s) = &self.requests_per_connection {
             let _ = write!(

@@ -148,7 +148,7 @@ fn notices(o: &mut String, r: &Report) {
     if let (None, Some(depth)) = (&r.summary.protocol, r.plan.protocol.pipeline) {
         let _ = writeln!(
             o,
-            "  HTTP/1.1 pipelining, {depth} requests written together per connection"
+            "  HTTP/1.1 pipelining, up to {depth} requests in flight per connection"
         );
     }
     if let Some(path) = &r.plan.protocol.unix_socket {

@@ -17,7 +17,6 @@ use std::time::Instant;
 use bytes::Bytes;
 use h2::client::SendRequest;
 use loadmark_metrics::{ErrorKind, Sample};
-use loadmark_timer::Pacer;
 use tokio::sync::OnceCell;
 use tokio::task::JoinSet;
 
@@ -25,7 +24,7 @@ use super::client::{
     connect, exchange, pick, record_error, ConnectFailure, Failure, Flight, H2Shared, Negotiated,
 };
 use crate::connection::Shared;
-use crate::open::Share;
+use crate::open::{Schedule, Share};
 use crate::transport::Transport;
 use loadmark_plan::Profile;
 
@@ -94,16 +93,8 @@ pub(crate) async fn schedule_loop<T: Transport>(
         max_connections: max_connections.max(1),
     });
     let mut requests = JoinSet::new();
-    let mut j = share.index;
-    let mut pacer = Pacer::new();
-    loop {
-        let k = share.segment.global(j);
-        let Some(offset) = profile.due(k) else {
-            break;
-        };
-        let due = origin + offset;
-        let polled = pacer.sleep_until(due).await;
-        shared.idle_polling.set(shared.idle_polling.get() + polled);
+    let mut schedule = Schedule::new(profile, origin, share);
+    while let Some((k, due)) = schedule.next(&shared.idle_polling).await {
         while requests.try_join_next().is_some() {}
         match pool.take(h2s.streams()) {
             Some(conn) => {
@@ -114,7 +105,6 @@ pub(crate) async fn schedule_loop<T: Transport>(
             }
             None => shared.recorder.borrow_mut().record_dropped(due, 1),
         }
-        j += share.of;
     }
     while requests.join_next().await.is_some() {}
 }

@@ -1,0 +1,363 @@
+//! HTTP/1.1 pipelining (`--pipeline P`), as wrk's pipeline script and the TechEmpower
+//! plaintext test drive it: each connection writes P requests in one write, reads the P
+//! responses in order, then writes the next P. Its own executor, so the one-request-at-a-time
+//! path in [`crate::connection`] has no branch for it.
+//!
+//! Each response's latency runs from the write that carried its request (the whole batch
+//! goes out in that one write) to its last byte. A connection that ends before answering the
+//! whole batch (closed by the server, `Connection: close` on an earlier response) leaves the
+//! rest unanswered: idempotent ones are sent once more on a new connection and counted as
+//! retries; the others, and a second failure, are errors.
+
+use std::cell::Cell;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::Instant;
+
+pub(crate) mod open;
+
+use loadmark_metrics::{ErrorKind, Sample};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+use crate::closed::{ramp_slots, Budget, Retire};
+use crate::connection::Shared;
+use crate::http1::{Feed, Limits, ParseError, Response, ResponseParser};
+use crate::open::Share;
+use crate::source::Picked;
+use crate::transport::{classify_io, Transport};
+use loadmark_plan::Profile;
+
+/// A request of the batch: its place in the write buffer and whether it may go again.
+#[derive(Clone, Copy)]
+struct Job {
+    head: bool,
+    idempotent: bool,
+    retried: bool,
+    written: u64,
+}
+
+/// Counts the batch's unanswered requests as in flight if the worker stops mid-batch.
+struct Outstanding<'a> {
+    in_flight: &'a Cell<u64>,
+    n: u64,
+}
+
+impl Drop for Outstanding<'_> {
+    fn drop(&mut self) {
+        self.in_flight.set(self.in_flight.get() + self.n);
+    }
+}
+
+/// Pipelined connections whose number follows a profile (`--stages`): each slot is a
+/// [`pipeline_loop`] that retires, after its batch, once the ramp wants fewer.
+pub(crate) async fn ramp_loop<T: Transport>(
+    shared: Rc<Shared<T>>,
+    budget: Arc<Budget>,
+    profile: Arc<Profile>,
+    origin: Instant,
+    share: Share,
+    depth: usize,
+) {
+    ramp_slots(profile, origin, share, move |retire, end| {
+        pipeline_loop(
+            shared.clone(),
+            budget.clone(),
+            depth,
+            Some(end),
+            Some(retire),
+        )
+    })
+    .await
+}
+
+/// One pipelined connection slot of a closed loop, until the budget, the deadline or (in a
+/// ramp) its retirement.
+pub(crate) async fn pipeline_loop<T: Transport>(
+    shared: Rc<Shared<T>>,
+    budget: Arc<Budget>,
+    depth: usize,
+    deadline: Option<Instant>,
+    retire: Option<Retire>,
+) {
+    let mut retry: Vec<Job> = Vec::new();
+    let mut out = Vec::new();
+    let mut rendered = Vec::new();
+    let mut responses = InOrder::new();
+    'connections: loop {
+        if deadline.is_some_and(|d| Instant::now() >= d) {
+            return;
+        }
+        let t0 = Instant::now();
+        let mut stream = match shared.transport.connect().await {
+            Ok(s) => s,
+            Err(e) => {
+                // As over one request at a time: the connect failure is a request's error.
+                if retry.pop().is_some() || budget.claim() {
+                    error(&shared, e.kind, &e.message);
+                    tokio::task::consume_budget().await;
+                    continue;
+                }
+                return;
+            }
+        };
+        let now = Instant::now();
+        shared
+            .recorder
+            .borrow_mut()
+            .record_connection(now, now - t0);
+        let mut carried = crate::carried::Tally::default();
+        loop {
+            if deadline.is_some_and(|d| Instant::now() >= d)
+                || retire.as_ref().is_some_and(Retire::now)
+            {
+                return;
+            }
+            // The batch: requests to send again first, then new ones from the budget.
+            let mut jobs: Vec<Job> = std::mem::take(&mut retry);
+            out.clear();
+            // A retried request is picked from the source again: the same request for a
+            // single one, possibly another of a mix.
+            for job in &mut jobs {
+                (job.written, job.head, job.idempotent) =
+                    append(&shared, None, &mut out, &mut rendered);
+            }
+            while jobs.len() < depth && budget.claim() {
+                let (written, head, idempotent) = append(&shared, None, &mut out, &mut rendered);
+                jobs.push(Job {
+                    head,
+                    idempotent,
+                    retried: false,
+                    written,
+                });
+            }
+            if jobs.is_empty() {
+                return;
+            }
+            let mut outstanding = Outstanding {
+                in_flight: &shared.in_flight,
+                n: jobs.len() as u64,
+            };
+            let started = Instant::now();
+            let timeout_at = started + shared.timeout;
+            if let Err(e) = stream.write_all(&out).await {
+                outstanding.n = 0;
+                for _ in &jobs {
+                    error(
+                        &shared,
+                        classify_io(&e, ErrorKind::Write),
+                        &format!("write: {e}"),
+                    );
+                }
+                continue 'connections;
+            }
+            // Responses in order, each parsed from where the previous one ended (bytes past
+            // the last one of a batch answer nothing and are dropped with the batch).
+            let mut answered = 0;
+            responses.clear();
+            responses.expect(jobs[0].head);
+            let ended_early: Option<(ErrorKind, String)> = loop {
+                let at = Instant::now();
+                let (response, first) = match responses.next(at) {
+                    Ok(Next::Response(response, first)) => (response, first),
+                    Ok(Next::NeedRead) => {
+                        let read = tokio::time::timeout_at(
+                            timeout_at.into(),
+                            stream.read(responses.space()),
+                        );
+                        match read.await {
+                            Err(_) => break Some(timed_out(&shared)),
+                            Ok(Ok(0)) => {
+                                break Some((
+                                    ErrorKind::Closed,
+                                    format!(
+                                        "the server closed the connection with {} of {} \
+                                         pipelined requests unanswered",
+                                        jobs.len() - answered,
+                                        jobs.len()
+                                    ),
+                                ))
+                            }
+                            Ok(Ok(n)) => responses.filled(n),
+                            Ok(Err(e)) => {
+                                break Some((
+                                    classify_io(&e, ErrorKind::Read),
+                                    format!("read: {e}"),
+                                ))
+                            }
+                        }
+                        continue;
+                    }
+                    Err(e) => break Some((ErrorKind::Protocol, e.to_string())),
+                };
+                shared.recorder.borrow_mut().record(&Sample {
+                    scheduled: None,
+                    started,
+                    first_byte: first,
+                    ended: at,
+                    status: response.status,
+                    bytes_read: response.head_bytes + response.body_bytes,
+                    bytes_written: jobs[answered].written,
+                });
+                answered += 1;
+                carried.0 += 1;
+                outstanding.n -= 1;
+                if !response.keep_alive {
+                    // Nothing more comes on this connection (none unanswered: a plain
+                    // reconnect).
+                    break Some((
+                        ErrorKind::Closed,
+                        format!(
+                            "the server closed the connection (Connection: close) with {} of \
+                             {} pipelined requests unanswered",
+                            jobs.len() - answered,
+                            jobs.len()
+                        ),
+                    ));
+                }
+                if answered == jobs.len() {
+                    break None;
+                }
+                responses.expect(jobs[answered].head);
+            };
+            outstanding.n = 0;
+            let Some((kind, message)) = ended_early else {
+                continue;
+            };
+            // Whatever was not answered: once more on a new connection if it may be, else
+            // an error. A timed-out request is not sent again (the server may be working).
+            for job in &jobs[answered..] {
+                if job.idempotent && !job.retried && kind != ErrorKind::Timeout {
+                    shared.recorder.borrow_mut().record_retry(Instant::now());
+                    retry.push(Job {
+                        retried: true,
+                        ..*job
+                    });
+                } else {
+                    error(&shared, kind, &message);
+                }
+            }
+            continue 'connections;
+        }
+    }
+}
+
+/// Responses read in order from one connection: the bytes read and not yet parsed sit at
+/// `pos..filled` of `buf`, so a response may start in the read that ended the one before.
+pub(crate) struct InOrder {
+    buf: Vec<u8>,
+    filled: usize,
+    pos: usize,
+    parser: ResponseParser,
+    /// When the first byte of the response being parsed was read.
+    first_byte: Option<Instant>,
+}
+
+pub(crate) enum Next {
+    /// A whole response, and when its first byte was read.
+    Response(Response, Instant),
+    /// The bytes read end inside the next response (or there are none): read more.
+    NeedRead,
+}
+
+impl InOrder {
+    pub(crate) fn new() -> InOrder {
+        InOrder {
+            buf: vec![0u8; 64 * 1024],
+            filled: 0,
+            pos: 0,
+            parser: ResponseParser::new(Limits::default()),
+            first_byte: None,
+        }
+    }
+
+    /// A new connection: nothing read yet.
+    pub(crate) fn clear(&mut self) {
+        (self.filled, self.pos, self.first_byte) = (0, 0, None);
+    }
+
+    /// The next response answers a HEAD request or not (its body is framed differently).
+    pub(crate) fn expect(&mut self, head: bool) {
+        self.parser.reset(head);
+    }
+
+    /// Where the next read goes (the buffer doubles when the unparsed bytes fill it).
+    pub(crate) fn space(&mut self) -> &mut [u8] {
+        if self.filled == self.buf.len() {
+            self.buf.resize(self.buf.len() * 2, 0);
+        }
+        &mut self.buf[self.filled..]
+    }
+
+    /// A read put `n` bytes into [`InOrder::space`].
+    pub(crate) fn filled(&mut self, n: usize) {
+        self.filled += n;
+    }
+
+    /// The next response, if the bytes read (last at `at`) hold its end.
+    pub(crate) fn next(&mut self, at: Instant) -> Result<Next, ParseError> {
+        if self.pos == self.filled {
+            return Ok(Next::NeedRead);
+        }
+        let first = *self.first_byte.get_or_insert(at);
+        match self.parser.feed(&self.buf[self.pos..self.filled])? {
+            Feed::NeedMore { consumed } => {
+                // Keep the unparsed tail (a partial head or framing line) in front.
+                self.pos += consumed;
+                self.buf.copy_within(self.pos..self.filled, 0);
+                self.filled -= self.pos;
+                self.pos = 0;
+                Ok(Next::NeedRead)
+            }
+            Feed::Done { consumed, response } => {
+                self.pos += consumed;
+                if self.pos == self.filled {
+                    self.clear();
+                } else {
+                    // The next response starts in this read's bytes.
+                    self.first_byte = Some(at);
+                }
+                Ok(Next::Response(response, first))
+            }
+        }
+    }
+}
+
+fn timed_out<T: Transport>(shared: &Shared<T>) -> (ErrorKind, String) {
+    (
+        ErrorKind::Timeout,
+        format!(
+            "no complete response within {:?} (--timeout)",
+            shared.timeout
+        ),
+    )
+}
+
+/// Appends the next request (number `global` of an open loop's schedule) to the batch; its
+/// length, whether it is HEAD, and idempotent.
+fn append<T: Transport>(
+    shared: &Shared<T>,
+    global: Option<u64>,
+    out: &mut Vec<u8>,
+    rendered: &mut Vec<u8>,
+) -> (u64, bool, bool) {
+    let meta = match shared.source.next(global, rendered) {
+        Picked::Fixed(bytes, meta) => {
+            out.extend_from_slice(bytes);
+            (bytes.len() as u64, meta)
+        }
+        Picked::Rendered(meta) => {
+            out.extend_from_slice(rendered);
+            (rendered.len() as u64, meta)
+        }
+        // Scripts are refused with --pipeline when the plan is validated.
+        Picked::Failed(message) => unreachable!("a script with --pipeline: {message}"),
+    };
+    (meta.0, meta.1.head, meta.1.idempotent)
+}
+
+fn error<T: Transport>(shared: &Shared<T>, kind: ErrorKind, message: &str) {
+    shared
+        .recorder
+        .borrow_mut()
+        .record_error(kind, Instant::now(), &message);
+}
