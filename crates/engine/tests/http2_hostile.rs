@@ -1,6 +1,6 @@
 //! Hostile HTTP/2 servers, written frame by frame on raw loopback TCP: GOAWAY at once, GOAWAY
 //! mid-run, RST_STREAM on every stream, a malformed frame, no WINDOW_UPDATE for an upload, a
-//! stream limit lowered after the handshake. Each run is bounded by a request count; every
+//! stream limit lowered after the handshake, a PING before every answer. Each run is bounded by a request count; every
 //! request ends as a response or a classified error naming the HTTP/2 code, never a hang.
 
 mod common;
@@ -22,6 +22,7 @@ const DATA: u8 = 0;
 const HEADERS: u8 = 1;
 const RST_STREAM: u8 = 3;
 const SETTINGS: u8 = 4;
+const PING: u8 = 6;
 const GOAWAY: u8 = 7;
 const END_STREAM_HEADERS: u8 = 0x1 | 0x4;
 /// HPACK: static table entry 8, `:status: 200`.
@@ -37,6 +38,9 @@ enum Mode {
     NoWindowUpdate,
     /// SETTINGS_MAX_CONCURRENT_STREAMS = 1 sent after the handshake, then answers everything.
     LowerLimit,
+    /// Sends a PING for every request (its payload names the stream) and answers the stream
+    /// only once the client's PING ACK with that payload came back.
+    PingFirst,
 }
 
 fn frame(ty: u8, flags: u8, stream: u32, payload: &[u8]) -> Vec<u8> {
@@ -96,6 +100,13 @@ fn connection(mut tcp: TcpStream, mode: Mode, answered: &AtomicU64) -> std::io::
             tcp.write_all(&frame(SETTINGS, 1, 0, &[]))?;
             continue;
         }
+        if let (Mode::PingFirst, PING, 1) = (mode, ty, flags & 1) {
+            // The ACK of our PING: its payload names the stream to answer now.
+            let acked = u64::from_be_bytes(payload[..8].try_into().expect("8-byte PING")) as u32;
+            tcp.write_all(&frame(HEADERS, END_STREAM_HEADERS, acked, STATUS_200))?;
+            answered.fetch_add(1, Ordering::SeqCst);
+            continue;
+        }
         if ty != HEADERS {
             continue;
         }
@@ -118,6 +129,9 @@ fn connection(mut tcp: TcpStream, mode: Mode, answered: &AtomicU64) -> std::io::
                         tcp.write_all(&goaway(stream, 0))?;
                     }
                 }
+            }
+            Mode::PingFirst => {
+                tcp.write_all(&frame(PING, 0, 0, &u64::from(stream).to_be_bytes()))?;
             }
             Mode::LowerLimit => {
                 if !limited {
@@ -275,4 +289,15 @@ fn a_stream_limit_lowered_after_the_handshake_is_kept_and_reported() {
     assert_eq!(s.responses, 100);
     assert_eq!(settled_count(|| answered.load(Ordering::SeqCst), 100), 100);
     assert_eq!(r.http2_server_streams, Some(1));
+}
+
+#[test]
+fn a_server_that_pings_before_every_answer_gets_its_acks() {
+    let (addr, answered) = server(Mode::PingFirst);
+    let r = run(&h2_plan(addr, 2, 4, 200), &StopHandle::new(), |_| {}).unwrap();
+    let s = &r.totals.snapshot;
+    assert_eq!(s.errors.total(), 0, "{:?}", s.errors);
+    assert_eq!(s.responses, 200);
+    // Each answer followed the ACK of its own PING.
+    assert_eq!(settled_count(|| answered.load(Ordering::SeqCst), 200), 200);
 }
