@@ -59,11 +59,13 @@ pub fn find_pid_by_listener(listener: &Listener) -> Result<u32, MonitorError> {
         return Err(not_found());
     }
     let own = std::process::id();
-    let holders: Vec<u32> = proc::all_pids()?
-        .into_iter()
+    // One walk of /proc: the processes and their parents, then the fds of each.
+    let stats = proc::all_stats()?;
+    let holders: Vec<u32> = stats
+        .keys()
+        .copied()
         .filter(|&pid| pid != own && holds_any(pid, &inodes))
         .collect();
-    let stats = proc::all_stats()?;
     let roots = crate::topmost(&holders, &stats);
     match roots.as_slice() {
         [] => Err(not_found()),
