@@ -39,7 +39,7 @@ use crate::exchange::{
     excerpt, exchange, Batch, Failure, Progress, Reader, Scratch, SCRATCH_BYTES,
 };
 use crate::source::{Meta, Picked, RequestSource};
-use crate::transport::Transport;
+use crate::transport::{Handshake, Inbound, Transport};
 
 /// A connection keeps unparsed bytes (a head split across reads) in its own buffer; a buffer
 /// grown past this by a large head is given back when the connection closes.
@@ -275,23 +275,62 @@ impl Drop for Flight<'_> {
     }
 }
 
-/// Opens a connection, recording it; a failure is the request's error.
-async fn connect<T: Transport>(shared: &Shared<T>) -> Result<T::Stream, Failure> {
-    let t0 = Instant::now();
+/// Opens a connection; a failure is the request's error. The connection is recorded once its
+/// first request was written ([`Opened::record`]): a stream may confirm its handshake only
+/// then ([`Handshake`]).
+async fn connect<T: Transport>(shared: &Shared<T>) -> Result<(T::Stream, Opened), Failure> {
+    let started = Instant::now();
     let result = shared.transport.connect().await;
-    let now = Instant::now();
+    let returned = Instant::now();
     match result {
-        Ok(s) => {
-            shared
-                .recorder
-                .borrow_mut()
-                .record_connection(now, now - t0);
-            Ok(s)
-        }
+        Ok(s) => Ok((s, Opened { started, returned })),
         Err(e) => Err(Failure {
             kind: e.kind,
             message: e.message,
         }),
+    }
+}
+
+/// A connection opened for a request, not yet recorded.
+struct Opened {
+    started: Instant,
+    /// When `connect` returned.
+    returned: Instant,
+}
+
+impl Opened {
+    /// Records the connection as its first write found it. Returns when it was up (the
+    /// request's first byte could not be written before), or the connect's failure, which is
+    /// then the request's error.
+    fn record<T: Transport>(
+        self,
+        shared: &Shared<T>,
+        handshake: Handshake,
+    ) -> Result<Instant, Failure> {
+        let (up, connect_time) = match handshake {
+            Handshake::Done => (self.returned, self.returned - self.started),
+            Handshake::Waited { waited, at } => (at, self.returned - self.started + waited),
+            Handshake::Waiting(addr) => {
+                return Err(Failure {
+                    kind: ErrorKind::Connect,
+                    message: format!(
+                        "connect to {addr}: no answer within the request's {:?} (--timeout)",
+                        shared.timeout
+                    ),
+                })
+            }
+            Handshake::Failed(e) => {
+                return Err(Failure {
+                    kind: e.kind,
+                    message: e.message,
+                })
+            }
+        };
+        shared
+            .recorder
+            .borrow_mut()
+            .record_connection(up, connect_time);
+        Ok(up)
     }
 }
 
@@ -380,10 +419,14 @@ async fn send<T: Transport>(
     let mut retried = false;
     loop {
         let reused = conn.stream.is_some();
+        let mut opened = None;
         let stream = match conn.stream {
             Some(ref mut s) => s,
             None => match connect(shared).await {
-                Ok(s) => conn.stream.insert(s),
+                Ok((s, o)) => {
+                    opened = Some(o);
+                    conn.stream.insert(s)
+                }
                 Err(f) => return Outcome::Failed(f),
             },
         };
@@ -430,6 +473,25 @@ async fn send<T: Transport>(
             script_error,
             ..
         } = batch;
+        // A new connection is recorded once its first write showed whether (and when) it was
+        // up; a connect that failed is the request's error, whatever the exchange made of it.
+        let mut started = started;
+        if let Some(opened) = opened {
+            let handshake = conn
+                .stream
+                .as_ref()
+                .map_or(Handshake::Done, |s| s.handshake());
+            match opened.record(shared, handshake) {
+                // The closed loop times a request from its first byte written, which could
+                // not be before the connection was up.
+                Ok(up) if scheduled.is_none() => started = started.max(up),
+                Ok(_) => {}
+                Err(f) => {
+                    conn.close();
+                    return Outcome::Failed(f);
+                }
+            }
+        }
         match result {
             Ok(Ok(ex)) => {
                 conn.carried += 1 + earlier.len() as u64;

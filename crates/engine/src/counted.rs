@@ -131,6 +131,10 @@ impl<S: Inbound> Inbound for Counted<S> {
     fn arrival(&self) -> Option<std::time::Instant> {
         self.inner.arrival()
     }
+
+    fn handshake(&self) -> crate::transport::Handshake {
+        self.inner.handshake()
+    }
 }
 
 impl<S: Negotiated> Negotiated for Counted<S> {

@@ -36,6 +36,7 @@ mod exchange;
 pub mod http1;
 mod http2;
 mod linger;
+mod oneshot;
 mod open;
 mod pipeline;
 mod runner;

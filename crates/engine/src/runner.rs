@@ -17,6 +17,7 @@ use crate::closed::Budget;
 use crate::counted::{Counting, OpenConnections};
 use crate::error::EngineError;
 use crate::http2::Negotiated;
+use crate::oneshot::OneShotTcp;
 use crate::open::Share;
 use crate::source::RequestSource;
 use crate::sys::{raise_file_limit, CpuTime};
@@ -167,17 +168,17 @@ pub fn run_part(
         let tls = Tls::new(tcp, url.host(), &plan.tls).map_err(|e| EngineError::Tls(e.message))?;
         run_with(plan, part, addr, tls, stop, &mut on_progress)
     } else {
-        // Kernel arrival times cost a setsockopt per connection: worth it where connections
-        // are kept (and the closed loop can nap), not where each request opens one.
-        let stamp = plan.request.keep_alive && !plan.request.says_close();
-        run_with(
-            plan,
-            part,
-            addr,
-            DirectTcp { tcp, stamp },
-            stop,
-            &mut on_progress,
-        )
+        let keep_alive = plan.request.keep_alive && !plan.request.says_close();
+        if keep_alive {
+            // Kernel arrival times cost a setsockopt per connection: worth it where
+            // connections are kept (and the closed loop can nap).
+            let transport = DirectTcp { tcp, stamp: true };
+            run_with(plan, part, addr, transport, stop, &mut on_progress)
+        } else {
+            // A connection per request: its syscalls are what a request costs (oneshot.rs).
+            let transport = OneShotTcp { tcp };
+            run_with(plan, part, addr, transport, stop, &mut on_progress)
+        }
     }
 }
 

@@ -22,7 +22,7 @@ pub struct ConnectError {
 }
 
 impl ConnectError {
-    fn io(addr: SocketAddr, e: &io::Error) -> Self {
+    pub(crate) fn io(addr: SocketAddr, e: &io::Error) -> Self {
         ConnectError {
             kind: classify_io(e, ErrorKind::Connect),
             message: format!("connect to {addr}: {e}"),
@@ -73,6 +73,27 @@ pub trait Inbound {
     fn arrival(&self) -> Option<Instant> {
         None
     }
+
+    /// What the first write showed of the connection's handshake. Streams whose connect waits
+    /// for it are always [`Handshake::Done`]; `crate::oneshot` lets the request's own `send`
+    /// confirm it.
+    fn handshake(&self) -> Handshake {
+        Handshake::Done
+    }
+}
+
+/// How a connection came up, as its first write found it.
+#[derive(Debug, Clone)]
+pub enum Handshake {
+    /// Up before the request was written.
+    Done,
+    /// The first write waited this long for the handshake, which ended at `at`: connect time,
+    /// not the request's.
+    Waited { waited: Duration, at: Instant },
+    /// The first write is still waiting for the handshake to this address.
+    Waiting(SocketAddr),
+    /// The connect failed; the first write found out. The request's error is this one.
+    Failed(ConnectError),
 }
 
 impl Inbound for TcpStream {
@@ -117,7 +138,7 @@ async fn tcp_connect(
     nagle: Nagle,
 ) -> Result<TcpStream, ConnectError> {
     let error = |e: io::Error| ConnectError::io(addr, &e);
-    let (socket, state) = start_connect(addr, nagle).map_err(error)?;
+    let (socket, state) = start_connect(addr, nagle, true).map_err(error)?;
     if state == Connect::Failed {
         // Refused at once (loopback): take the error before the socket is registered with
         // the event loop. A registration dropped without the loop turning is only released
@@ -152,7 +173,7 @@ async fn tcp_connect(
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Connect {
+pub(crate) enum Connect {
     /// Established when `connect` returned.
     Done,
     /// The handshake is under way.
@@ -163,7 +184,7 @@ enum Connect {
 
 /// Whether a new socket turns Nagle's algorithm off before it connects.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Nagle {
+pub(crate) enum Nagle {
     /// `TCP_NODELAY` at once: for streams that write many small pieces while earlier ones
     /// are unanswered (WebSocket frames, TLS records).
     Off,
@@ -179,8 +200,14 @@ enum Nagle {
 /// On loopback the whole handshake runs inside `connect` (it still says EINPROGRESS), so one
 /// zero-timeout `poll` tells that the connection is up and the request can be written at
 /// once: no wait for the event loop to report the socket writable, and no timer for
-/// --connect-timeout. Only a handshake still under way goes through the event loop.
-fn start_connect(addr: SocketAddr, nagle: Nagle) -> io::Result<(std::net::TcpStream, Connect)> {
+/// --connect-timeout. Only a handshake still under way goes through the event loop. Without
+/// `check` there is no `poll`: a connect that did not end at once is `InProgress`, and the
+/// caller finds out (`crate::oneshot`: with the request's own `send`).
+pub(crate) fn start_connect(
+    addr: SocketAddr,
+    nagle: Nagle,
+    check: bool,
+) -> io::Result<(std::net::TcpStream, Connect)> {
     use std::os::fd::{AsRawFd, FromRawFd};
 
     let family = match addr {
@@ -212,6 +239,9 @@ fn start_connect(addr: SocketAddr, nagle: Nagle) -> io::Result<(std::net::TcpStr
     let e = io::Error::last_os_error();
     if e.raw_os_error() != Some(libc::EINPROGRESS) {
         return Err(e);
+    }
+    if !check {
+        return Ok((socket, Connect::InProgress));
     }
     let mut pfd = libc::pollfd {
         fd,

@@ -51,6 +51,7 @@ pub trait Negotiated {
 
 impl Negotiated for tokio::net::TcpStream {}
 impl Negotiated for crate::transport::TcpConn {}
+impl Negotiated for crate::oneshot::OneShotConn {}
 impl Negotiated for tokio::net::UnixStream {}
 
 impl<S> Negotiated for tokio_rustls::client::TlsStream<S> {
