@@ -2,7 +2,9 @@
 # HTTP/2 and pipelining beside their peers (issue 16): loadmark --http2 vs h2load (and oha
 # --http2 when installed) against nginx h2c, and loadmark --pipeline 16 vs wrk with a
 # pipelining script against nginx HTTP/1.1. nginx: one worker pinned to CPU 0; each client
-# pinned to CPU 1. Client CPU per request = GNU time's user+sys / requests completed.
+# pinned to CPU 1. Client CPU per request = GNU time's user+sys / requests completed; its user
+# and system shares are printed too (what a client can change is mostly the user part: the
+# system part is the kernel's work per segment and per syscall).
 # Usage: LOADMARK=target/release/loadmark bench/h2/run.sh [REPS] [N]
 # Loopback only; every run ends by itself (fixed request counts, wrk for D seconds).
 set -euo pipefail
@@ -50,22 +52,24 @@ cpu() { # prints "user+sys seconds" of the command, its output to $DIR/out
   /usr/bin/time -f "%U %S" -o "$DIR/time" taskset -c 1 "$@" > "$DIR/out" 2>&1
   awk '{print $1 + $2}' "$DIR/time"
 }
-echo "tool,rep,requests,seconds_cpu,us_per_request,req_per_s"
+# "us_per_request,us_user,us_system" for SECONDS and REQUESTS (user and system from $DIR/time).
+per() { awk -v s="$1" -v n="$2" '{printf "%.2f,%.2f,%.2f", s*1e6/n, $1*1e6/n, $2*1e6/n}' "$DIR/time"; }
+echo "tool,rep,requests,seconds_cpu,us_per_request,us_user,us_system,req_per_s"
 for rep in $(seq "$REPS"); do
   s=$(cpu h2load -c 50 -m 10 -t 1 -n "$N" "http://127.0.0.1:$H2C/plaintext")
   ok=$(awk '/^requests:/ {print $8}' "$DIR/out"); rps=$(awk '/^finished in/ {print $4}' "$DIR/out")
-  echo "h2load,$rep,$ok,$s,$(echo "$s $ok" | awk '{printf "%.2f", $1*1e6/$2}'),$rps"
+  echo "h2load,$rep,$ok,$s,$(per "$s" "$ok"),$rps"
   s=$(cpu "$LOADMARK" run "http://127.0.0.1:$H2C/plaintext" --http2 -c 50 --streams 10 -t 1 -n "$N")
   ok=$(awk '/Requests/ {print $2; exit}' "$DIR/out"); rps=$(awk '$1 == "Req/s" {print $2; exit}' "$DIR/out")
-  echo "loadmark-http2,$rep,$ok,$s,$(echo "$s $ok" | awk '{printf "%.2f", $1*1e6/$2}'),$rps"
+  echo "loadmark-http2,$rep,$ok,$s,$(per "$s" "$ok"),$rps"
   if command -v oha > /dev/null; then
     s=$(cpu oha --http2 -c 50 -p 10 -n "$N" --no-tui "http://127.0.0.1:$H2C/plaintext")
-    echo "oha-http2,$rep,$N,$s,$(echo "$s $N" | awk '{printf "%.2f", $1*1e6/$2}'),"
+    echo "oha-http2,$rep,$N,$s,$(per "$s" "$N"),"
   fi
   s=$(cpu wrk -t 1 -c 256 -d "${D}s" -s "$DIR/pipeline.lua" "http://127.0.0.1:$H1/plaintext")
   ok=$(awk '/requests in/ {print $1}' "$DIR/out"); rps=$(awk '/^Requests\/sec/ {print $2}' "$DIR/out")
-  echo "wrk-pipeline16,$rep,$ok,$s,$(echo "$s $ok" | awk '{printf "%.2f", $1*1e6/$2}'),$rps"
+  echo "wrk-pipeline16,$rep,$ok,$s,$(per "$s" "$ok"),$rps"
   s=$(cpu "$LOADMARK" run "http://127.0.0.1:$H1/plaintext" --pipeline 16 -c 256 -t 1 -d "${D}s")
   ok=$(awk '/Requests/ {print $2; exit}' "$DIR/out"); rps=$(awk '$1 == "Req/s" {print $2; exit}' "$DIR/out")
-  echo "loadmark-pipeline16,$rep,$ok,$s,$(echo "$s $ok" | awk '{printf "%.2f", $1*1e6/$2}'),$rps"
+  echo "loadmark-pipeline16,$rep,$ok,$s,$(per "$s" "$ok"),$rps"
 done
