@@ -37,7 +37,7 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::time::Sleep;
 
 use crate::transport::{
-    start_connect, Connect, ConnectError, Handshake, Inbound, Nagle, Tcp, Transport,
+    send_now, start_connect, Connect, ConnectError, Handshake, Inbound, Nagle, Tcp, Transport,
 };
 
 const READ: u32 = (libc::EPOLLIN | libc::EPOLLRDHUP | libc::EPOLLERR | libc::EPOLLHUP) as u32;
@@ -196,17 +196,6 @@ impl OneShotConn {
         }
     }
 
-    fn send(&mut self, buf: &[u8]) -> io::Result<usize> {
-        let fd = self.socket.as_raw_fd();
-        // SAFETY: `buf` is valid for `buf.len()` bytes; the fd is open while `socket` is.
-        let n = unsafe { libc::send(fd, buf.as_ptr().cast(), buf.len(), libc::MSG_NOSIGNAL) };
-        if n < 0 {
-            Err(io::Error::last_os_error())
-        } else {
-            Ok(n as usize)
-        }
-    }
-
     /// A read's syscall, with the readiness it leaves: into `room` (its length is `len`), or
     /// without one, dropping up to `len` bytes uncopied (`MSG_TRUNC`).
     fn poll_recv(
@@ -305,7 +294,7 @@ impl AsyncWrite for OneShotConn {
                 }
                 return Poll::Pending;
             }
-            match self.send(buf) {
+            match send_now(&self.socket, buf) {
                 Ok(n) => {
                     if let Pending::Unconfirmed { since } = self.handshake {
                         self.handshake = match since {

@@ -425,6 +425,25 @@ impl Inbound for TcpConn {
     }
 }
 
+/// One `send` on a socket, without the event loop and without SIGPIPE: a stream's first write
+/// goes straight out (see [`TcpConn`] and `crate::oneshot`).
+pub(crate) fn send_now(socket: &impl std::os::fd::AsRawFd, buf: &[u8]) -> io::Result<usize> {
+    // SAFETY: `buf` is valid for `buf.len()` bytes; the fd is open while `socket` is.
+    let n = unsafe {
+        libc::send(
+            socket.as_raw_fd(),
+            buf.as_ptr().cast(),
+            buf.len(),
+            libc::MSG_NOSIGNAL,
+        )
+    };
+    if n < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(n as usize)
+    }
+}
+
 impl AsyncWrite for TcpConn {
     fn poll_write(
         mut self: Pin<&mut Self>,
@@ -432,18 +451,14 @@ impl AsyncWrite for TcpConn {
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
         if std::mem::take(&mut self.fresh) {
-            use std::os::fd::AsRawFd;
-            let fd = self.inner.as_raw_fd();
-            // SAFETY: `buf` is valid for `buf.len()` bytes; the fd is open while `inner` is.
-            let n = unsafe { libc::send(fd, buf.as_ptr().cast(), buf.len(), libc::MSG_NOSIGNAL) };
-            if n >= 0 {
-                let written = Poll::Ready(Ok(n as usize));
-                self.after_write(buf.len(), &written);
-                return written;
-            }
-            let e = io::Error::last_os_error();
-            if e.kind() != io::ErrorKind::WouldBlock {
-                return Poll::Ready(Err(e));
+            match send_now(&self.inner, buf) {
+                Ok(n) => {
+                    let written = Poll::Ready(Ok(n));
+                    self.after_write(buf.len(), &written);
+                    return written;
+                }
+                Err(e) if e.kind() != io::ErrorKind::WouldBlock => return Poll::Ready(Err(e)),
+                Err(_) => {}
             }
         }
         let written = Pin::new(&mut self.inner).poll_write(cx, buf);

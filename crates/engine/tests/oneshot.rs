@@ -31,6 +31,38 @@ fn run_plan(p: &Plan) -> RunResult {
     run(p, &StopHandle::new(), |_| {}).unwrap()
 }
 
+/// A loopback socket bound to a port of its own and not listening, and the port.
+fn bound_not_listening() -> (std::os::fd::OwnedFd, u16) {
+    // SAFETY: plain syscalls on a new socket that the OwnedFd then owns.
+    unsafe {
+        let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0);
+        assert!(fd >= 0);
+        let owned = std::os::fd::OwnedFd::from_raw_fd(fd);
+        let mut addr = loopback_any_port();
+        let mut len = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
+        assert_eq!(
+            libc::bind(fd, &addr as *const _ as *const libc::sockaddr, len),
+            0
+        );
+        assert_eq!(
+            libc::getsockname(fd, &mut addr as *mut _ as *mut libc::sockaddr, &mut len),
+            0
+        );
+        (owned, u16::from_be(addr.sin_port))
+    }
+}
+
+fn loopback_any_port() -> libc::sockaddr_in {
+    libc::sockaddr_in {
+        sin_family: libc::AF_INET as libc::sa_family_t,
+        sin_port: 0,
+        sin_addr: libc::in_addr {
+            s_addr: u32::from_ne_bytes([127, 0, 0, 1]),
+        },
+        sin_zero: [0; 8],
+    }
+}
+
 /// A listener whose accept queue holds one connection (backlog 0), already taken by a
 /// connection nobody accepts: the kernel drops further SYNs while it is full.
 fn full_listener() -> (TcpListener, TcpStream) {
@@ -39,14 +71,7 @@ fn full_listener() -> (TcpListener, TcpStream) {
         let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0);
         assert!(fd >= 0);
         let listener = TcpListener::from_raw_fd(fd);
-        let addr = libc::sockaddr_in {
-            sin_family: libc::AF_INET as libc::sa_family_t,
-            sin_port: 0,
-            sin_addr: libc::in_addr {
-                s_addr: u32::from_ne_bytes([127, 0, 0, 1]),
-            },
-            sin_zero: [0; 8],
-        };
+        let addr = loopback_any_port();
         let len = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
         assert_eq!(
             libc::bind(fd, &addr as *const _ as *const libc::sockaddr, len),
@@ -71,11 +96,8 @@ fn syn_sent_to(port: u16) -> bool {
 
 #[test]
 fn a_refused_connect_is_a_connect_error_and_opens_no_connection() {
-    let port = TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    // Bound without listening: connects are refused, and no other test can take the port.
+    let (_bound, port) = bound_not_listening();
     let r = run_plan(&close_mode(&format!("http://127.0.0.1:{port}/"), 50));
     let s = &r.totals.snapshot;
     let connect = s.errors.get(ErrorKind::Connect);
