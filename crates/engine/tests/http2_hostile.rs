@@ -258,9 +258,10 @@ fn a_malformed_frame_is_a_protocol_error_naming_the_code_loadmark_sent() {
     assert_eq!(s.responses, 0);
     assert_eq!(s.errors.total(), 10, "{:?}", s.errors);
     let e = example(&r, ErrorKind::Protocol);
-    // h2 answers a SETTINGS frame of 5 bytes with GOAWAY PROTOCOL_ERROR.
+    // A SETTINGS payload that is not a multiple of 6 bytes is a FRAME_SIZE_ERROR
+    // (RFC 9113 §6.5).
     assert!(
-        e.contains("broke the HTTP/2 protocol") && e.contains("GOAWAY PROTOCOL_ERROR"),
+        e.contains("broke the HTTP/2 protocol") && e.contains("GOAWAY FRAME_SIZE_ERROR"),
         "{:?}",
         s.errors
     );

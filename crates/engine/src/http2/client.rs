@@ -1,22 +1,17 @@
-//! The HTTP/2 closed loop: a connection slot opens a connection, runs `streams` request
-//! loops over it (each sends its next request when its previous one ended), and opens a new
-//! connection when that one ends while load is still owed.
+//! The HTTP/2 closed loop: a connection slot opens a connection, keeps `--streams` requests
+//! open on it (each ended request's place goes to the next one, all sent in one write after
+//! the read that ended them), and opens a new connection when that one ends while load is
+//! still owed. How servers that break the rules are handled is [`super::conn`]'s to say; here:
+//! - **Unprocessed requests** (GOAWAY above the server's last stream id, REFUSED_STREAM) are
+//!   sent once more on a new connection and counted as retries; a second refusal is an error
+//!   naming the code.
+//! - **A connection that ends before it answered anything** (GOAWAY at once, a dead peer, a
+//!   stream limit of 0): one waiting request is charged with the cause, so a server that
+//!   refuses everything makes errors, never a silent spin.
 //!
-//! The rules for servers that misbehave, in one place:
-//! - **MAX_CONCURRENT_STREAMS below `--streams`**: h2's `SendRequest::ready` waits for a free
-//!   stream, so the server's limit is never exceeded; the extra loops simply wait.
-//! - **GOAWAY**: streams the server says it did not process (above its last stream id, which
-//!   h2 fails with a remote GOAWAY error) and streams refused with REFUSED_STREAM are sent once
-//!   more on a new connection and counted as retries; processed ones end as they end. A request
-//!   refused twice is an error naming the code.
-//! - **RST_STREAM** with any other code: the request is a `protocol` error naming the code.
-//! - **A connection that ends before it answered anything** (GOAWAY at once, a dead peer):
-//!   one waiting request is charged with the cause, so a server that refuses everything makes
-//!   errors, never a silent spin.
-//!
-//! Latency runs from the moment the request is handed to h2 (its HEADERS frame is queued and
-//! goes out on the connection's next write, in the same turn of the event loop) to the end
-//! of its last DATA frame.
+//! Latency runs from the moment the request's HEADERS frame is queued (it goes out in the
+//! same turn of the event loop, in the write that follows) to the read that held the end of
+//! its response.
 
 use std::cell::{Cell, RefCell};
 use std::future::poll_fn;
@@ -25,20 +20,14 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
-use bytes::Bytes;
-use h2::client::SendRequest;
-use loadmark_metrics::{ErrorKind, Sample};
+use loadmark_metrics::ErrorKind;
 
+use super::conn::{Event, Failure, H2Conn};
 use super::request::{prepare, Prepared};
 use crate::closed::Budget;
 use crate::connection::Shared;
 use crate::source::Picked;
-use crate::transport::{classify_io, Transport};
-
-/// Flow-control windows the client grants: large enough that a fast server is never held up
-/// on loopback by WINDOW_UPDATE round trips (h2's default is 64 KiB - 1, RFC 9113's).
-const STREAM_WINDOW: u32 = 1 << 20;
-const CONNECTION_WINDOW: u32 = 16 << 20;
+use crate::transport::Transport;
 
 /// Whether a stream speaks HTTP/2 once connected: always over plain TCP and Unix sockets
 /// (prior knowledge), only when ALPN chose `h2` over TLS.
@@ -98,80 +87,43 @@ impl H2Shared {
         self.streams
     }
 
-    /// Called after a connection's first response, when the server's SETTINGS have been
-    /// read: notes a limit below `--streams` (h2 already keeps to it).
-    pub(crate) fn observe_limit(&self, client: &SendRequest<Bytes>) {
-        let allowed = client.current_max_send_streams();
+    /// Notes a server's stream limit below `--streams` (the connection already keeps to it).
+    pub(crate) fn observe_limit(&self, allowed: usize) {
         if allowed < self.streams {
             self.server_limit.fetch_min(allowed, Ordering::Relaxed);
         }
     }
 }
 
-/// A request taken from the budget and not yet ended.
+/// A request taken from the budget and not yet ended: `started` once it was first sent.
 struct Job {
     started: Option<Instant>,
     retried: bool,
 }
 
-/// How an exchange failed.
-pub(crate) struct Failure {
-    pub kind: ErrorKind,
-    pub message: String,
-    /// The server did not process it (GOAWAY above its last stream, REFUSED_STREAM): it may
-    /// be sent again on a new connection.
-    pub unprocessed: bool,
-    /// The connection cannot carry more streams.
-    pub connection_over: bool,
+/// What a stream of the closed loop carries.
+struct Tag {
+    started: Instant,
+    retried: bool,
+    written: u64,
 }
 
-pub(crate) fn failure(e: &h2::Error, what: &str) -> Failure {
-    let (kind, message) = if let Some(io) = e.get_io() {
-        (classify_io(io, ErrorKind::Read), format!("{what}: {io}"))
-    } else if e.is_go_away() {
-        let reason = e.reason().map_or("?".into(), |r| format!("{r:?}"));
-        let message = if e.is_remote() {
-            format!("{what}: GOAWAY {reason} from the server")
-        } else {
-            // h2 found the server's frames malformed and closed the connection itself.
-            format!("{what}: the server broke the HTTP/2 protocol; loadmark sent GOAWAY {reason}")
-        };
-        (ErrorKind::Protocol, message)
-    } else if e.is_reset() {
-        let reason = e.reason().map_or("?".into(), |r| format!("{r:?}"));
-        (
-            ErrorKind::Protocol,
-            format!("{what}: RST_STREAM {reason} from the server"),
-        )
-    } else {
-        (ErrorKind::Protocol, format!("{what}: HTTP/2 error: {e}"))
-    };
-    let refused = e.is_reset() && e.reason() == Some(h2::Reason::REFUSED_STREAM);
-    Failure {
-        kind,
-        message,
-        unprocessed: (e.is_go_away() && e.is_remote()) || refused,
-        connection_over: e.is_io() || e.is_go_away(),
-    }
-}
-
-/// Counts a request as in flight if the worker stops it after its HEADERS were queued.
-pub(crate) struct Flight<'a> {
+/// A connection whose open streams count as in flight if the worker stops it.
+pub(crate) struct Live<'a, S, G> {
+    pub conn: H2Conn<S, G>,
     pub in_flight: &'a Cell<u64>,
-    pub on_air: bool,
 }
 
-impl Drop for Flight<'_> {
+impl<S, G> Drop for Live<'_, S, G> {
     fn drop(&mut self) {
-        if self.on_air {
-            self.in_flight.set(self.in_flight.get() + 1);
-        }
+        self.in_flight
+            .set(self.in_flight.get() + self.conn.active() as u64);
     }
 }
 
 /// One connection slot of a closed loop, until the budget or the deadline says stop, or a
-/// ramp retires the slot (`retire`): then each stream ends its current request and the
-/// connection closes, as an HTTP/1.1 connection of a ramp does after its request.
+/// ramp retires the slot (`retire`): then the requests open on it end, and it closes, as an
+/// HTTP/1.1 connection of a ramp does after its request.
 pub(crate) async fn slot_loop<T: Transport>(
     shared: Rc<Shared<T>>,
     h2s: Rc<H2Shared>,
@@ -181,61 +133,123 @@ pub(crate) async fn slot_loop<T: Transport>(
 ) where
     T::Stream: Negotiated,
 {
-    let stopped = || {
-        deadline.is_some_and(|d| Instant::now() >= d) || retire.as_ref().is_some_and(|r| r.now())
+    let stopped = |now: Instant| {
+        deadline.is_some_and(|d| now >= d) || retire.as_ref().is_some_and(|r| r.now())
     };
-    // Requests taken from the budget that the last connection did not end.
-    let waiting: RefCell<Vec<Job>> = RefCell::new(Vec::new());
+    // Requests taken from the budget that the last connection did not end (retries).
+    let mut waiting: Vec<Job> = Vec::new();
+    let mut rendered = Vec::new();
+    let mut events = Vec::new();
     loop {
-        if stopped() {
+        if stopped(Instant::now()) {
             return;
         }
-        if waiting.borrow().is_empty() {
+        if waiting.is_empty() {
             if !budget.claim() {
                 return;
             }
-            waiting.borrow_mut().push(Job {
+            waiting.push(Job {
                 started: None,
                 retried: false,
             });
         }
-        let client = match connect(&shared).await {
+        let conn = match connect(&shared).await {
             Ok(c) => c,
             Err(f) => {
                 // The connect failure is the waiting request's error (as over HTTP/1.1).
-                waiting.borrow_mut().pop();
+                waiting.pop();
                 record_error(&shared, f.kind, &f.message);
                 tokio::task::consume_budget().await;
                 continue;
             }
         };
-        let answered = Cell::new(0u64);
-        let last_failure: RefCell<Option<Failure>> = RefCell::new(None);
-        let loops = (0..h2s.streams).map(|_| {
-            stream_loop(
-                &shared,
-                &h2s,
-                client.clone(),
-                &budget,
-                &stopped,
-                &waiting,
-                &answered,
-                &last_failure,
-            )
-        });
-        let ended = futures_join_all(loops).await;
-        drop(client);
-        crate::carried::connection_ended(answered.get());
-        if ended.iter().all(|over| !over) {
+        let mut live = Live {
+            conn,
+            in_flight: &shared.in_flight,
+        };
+        let mut answered = 0u64;
+        let mut last_failure: Option<Failure> = None;
+        let mut stop = false;
+        let mut exhausted = false;
+        loop {
+            let now = Instant::now();
+            stop |= stopped(now);
+            while !stop && live.conn.can_open() && live.conn.active() < h2s.streams {
+                let job = match waiting.pop() {
+                    Some(job) => job,
+                    None if !exhausted && budget.claim() => Job {
+                        started: None,
+                        retried: false,
+                    },
+                    None => {
+                        exhausted = true;
+                        break;
+                    }
+                };
+                let prepared = match pick(&shared, &h2s, None, &mut rendered) {
+                    Ok(p) => p,
+                    Err(message) => {
+                        record_error(&shared, ErrorKind::Protocol, &message);
+                        continue;
+                    }
+                };
+                let started = job.started.unwrap_or(now);
+                let tag = Tag {
+                    started,
+                    retried: job.retried,
+                    written: prepared.body.len() as u64,
+                };
+                live.conn.open(
+                    &prepared.block,
+                    &prepared.body,
+                    tag,
+                    started + shared.timeout,
+                );
+            }
+            if live.conn.active() == 0 {
+                break;
+            }
+            events.clear();
+            poll_fn(|cx| live.conn.poll(cx, &mut events)).await;
+            for event in events.drain(..) {
+                match event {
+                    Event::Response { tag, answer } => {
+                        answered += 1;
+                        let sample = answer.sample(None, tag.started, tag.written);
+                        shared.recorder.borrow_mut().record(&sample);
+                    }
+                    Event::Failed { tag, failure } => {
+                        if failure.unprocessed && !tag.retried {
+                            shared.recorder.borrow_mut().record_retry(Instant::now());
+                            waiting.push(Job {
+                                started: Some(tag.started),
+                                retried: true,
+                            });
+                        } else {
+                            record_error(&shared, failure.kind, &failure.message);
+                        }
+                        last_failure = Some(failure);
+                    }
+                }
+            }
+            h2s.observe_limit(live.conn.server_limit());
+        }
+        let over = live.conn.is_over();
+        let why = live.conn.why_over();
+        drop(live);
+        crate::carried::connection_ended(answered);
+        if stop || !over {
+            // Stopped, or the load is done: the connection ended every request it had.
             return;
         }
-        if answered.get() == 0 {
+        if answered == 0 {
             // Nothing answered on this connection: charge one waiting request with the cause,
             // so a server that ends every connection at once cannot make this loop spin.
-            if waiting.borrow_mut().pop().is_some() {
-                let (kind, message) = match last_failure.borrow_mut().take() {
-                    Some(f) => (f.kind, f.message),
-                    None => (
+            if waiting.pop().is_some() || budget.claim() {
+                let (kind, message) = match (last_failure.take(), why) {
+                    (Some(f), _) => (f.kind, f.message),
+                    (None, Some(why)) => why,
+                    (None, None) => (
                         ErrorKind::Protocol,
                         "the HTTP/2 connection ended before it answered any request".into(),
                     ),
@@ -272,46 +286,15 @@ pub(crate) async fn ramp_loop<T: Transport>(
     .await
 }
 
-/// Polls every stream loop of a connection to its end; true for each that ended because the
-/// connection did.
-async fn futures_join_all<F: std::future::Future<Output = bool>>(
-    loops: impl Iterator<Item = F>,
-) -> Vec<bool> {
-    let mut loops: Vec<_> = loops.map(|f| Some(Box::pin(f))).collect();
-    let mut out = vec![false; loops.len()];
-    poll_fn(|cx| {
-        let mut pending = false;
-        for (i, slot) in loops.iter_mut().enumerate() {
-            if let Some(f) = slot {
-                match f.as_mut().poll(cx) {
-                    std::task::Poll::Ready(v) => {
-                        out[i] = v;
-                        *slot = None;
-                    }
-                    std::task::Poll::Pending => pending = true,
-                }
-            }
-        }
-        if pending {
-            std::task::Poll::Pending
-        } else {
-            std::task::Poll::Ready(())
-        }
-    })
-    .await;
-    out
-}
-
 pub(crate) struct ConnectFailure {
     pub kind: ErrorKind,
     pub message: String,
 }
 
-/// Opens a connection and runs the HTTP/2 handshake (the preface and SETTINGS); the
-/// connection's frames are then driven by a task of their own.
-pub(crate) async fn connect<T: Transport>(
+/// Opens a connection and runs the HTTP/2 handshake (the preface and both SETTINGS).
+pub(crate) async fn connect<T: Transport, G>(
     shared: &Shared<T>,
-) -> Result<SendRequest<Bytes>, ConnectFailure>
+) -> Result<H2Conn<T::Stream, G>, ConnectFailure>
 where
     T::Stream: Negotiated,
 {
@@ -328,36 +311,15 @@ where
         kind: ErrorKind::Tls,
         message: format!("{why} (drop --http2)"),
     })?;
-    let handshake = h2::client::Builder::new()
-        .initial_window_size(STREAM_WINDOW)
-        .initial_connection_window_size(CONNECTION_WINDOW)
-        .handshake::<_, Bytes>(stream);
-    let (client, connection) = match tokio::time::timeout(shared.timeout, handshake).await {
-        Ok(Ok(pair)) => pair,
-        Ok(Err(e)) => {
-            let f = failure(&e, "HTTP/2 handshake");
-            return Err(ConnectFailure {
-                kind: f.kind,
-                message: f.message,
-            });
-        }
-        Err(_) => {
-            return Err(ConnectFailure {
-                kind: ErrorKind::Timeout,
-                message: format!("HTTP/2 handshake: no answer within {:?}", shared.timeout),
-            })
-        }
-    };
+    let conn = H2Conn::handshake(stream, shared.timeout)
+        .await
+        .map_err(|(kind, message)| ConnectFailure { kind, message })?;
     let now = Instant::now();
     shared
         .recorder
         .borrow_mut()
         .record_connection(now, now - t0);
-    // The connection's errors reach every stream on it; its own result adds nothing.
-    tokio::task::spawn_local(async move {
-        let _ = connection.await;
-    });
-    Ok(client)
+    Ok(conn)
 }
 
 pub(crate) fn record_error<T: Transport>(shared: &Shared<T>, kind: ErrorKind, message: &str) {
@@ -365,119 +327,6 @@ pub(crate) fn record_error<T: Transport>(shared: &Shared<T>, kind: ErrorKind, me
         .recorder
         .borrow_mut()
         .record_error(kind, Instant::now(), &message);
-}
-
-/// One stream's closed loop on one connection. True when it ended because the connection
-/// can carry no more streams (load is still owed), false when the load is done.
-#[allow(clippy::too_many_arguments)]
-async fn stream_loop<T: Transport>(
-    shared: &Shared<T>,
-    h2s: &H2Shared,
-    mut client: SendRequest<Bytes>,
-    budget: &Budget,
-    stopped: &dyn Fn() -> bool,
-    waiting: &RefCell<Vec<Job>>,
-    answered: &Cell<u64>,
-    last_failure: &RefCell<Option<Failure>>,
-) -> bool {
-    let mut rendered = Vec::new();
-    loop {
-        if stopped() {
-            return false;
-        }
-        let mut job = match waiting.borrow_mut().pop() {
-            Some(job) => job,
-            None if budget.claim() => Job {
-                started: None,
-                retried: false,
-            },
-            None => return false,
-        };
-        // Waits for a stream the server allows (SETTINGS_MAX_CONCURRENT_STREAMS).
-        // Bounded: a server that allows no stream (a limit of 0) makes timeouts, not a hang.
-        client = match tokio::time::timeout(shared.timeout, client.ready()).await {
-            Ok(Ok(c)) => c,
-            Ok(Err(e)) => {
-                *last_failure.borrow_mut() = Some(failure(&e, "open a stream"));
-                waiting.borrow_mut().push(job);
-                return true;
-            }
-            Err(_) => {
-                record_error(
-                    shared,
-                    ErrorKind::Timeout,
-                    &format!(
-                        "the server allowed no new stream within {:?} (--timeout)",
-                        shared.timeout
-                    ),
-                );
-                return true;
-            }
-        };
-        let prepared = match pick(shared, h2s, None, &mut rendered) {
-            Ok(p) => p,
-            Err(message) => {
-                record_error(shared, ErrorKind::Protocol, &message);
-                continue;
-            }
-        };
-        let mut flight = Flight {
-            in_flight: &shared.in_flight,
-            on_air: false,
-        };
-        let started = *job.started.get_or_insert_with(Instant::now);
-        let deadline_at = started + shared.timeout;
-        let result = tokio::time::timeout_at(
-            deadline_at.into(),
-            exchange(&mut client, &prepared, &mut flight.on_air),
-        )
-        .await;
-        flight.on_air = false;
-        match result {
-            Ok(Ok((first_byte, status, bytes_read))) => {
-                if answered.get() == 0 {
-                    h2s.observe_limit(&client);
-                }
-                answered.set(answered.get() + 1);
-                shared.recorder.borrow_mut().record(&Sample {
-                    scheduled: None,
-                    started,
-                    first_byte,
-                    ended: Instant::now(),
-                    status,
-                    bytes_read,
-                    bytes_written: prepared.body.len() as u64,
-                });
-            }
-            Ok(Err(f)) => {
-                if f.unprocessed && !job.retried {
-                    shared.recorder.borrow_mut().record_retry(Instant::now());
-                    waiting.borrow_mut().push(Job {
-                        started: job.started,
-                        retried: true,
-                    });
-                    *last_failure.borrow_mut() = Some(f);
-                    return true;
-                }
-                record_error(shared, f.kind, &f.message);
-                if f.connection_over {
-                    *last_failure.borrow_mut() = Some(f);
-                    return true;
-                }
-            }
-            Err(_) => {
-                // Dropping the exchange resets the stream (RST_STREAM CANCEL).
-                record_error(
-                    shared,
-                    ErrorKind::Timeout,
-                    &format!(
-                        "no complete response within {:?} (--timeout)",
-                        shared.timeout
-                    ),
-                );
-            }
-        }
-    }
 }
 
 /// The next request, prepared: fixed ones once per run, templated ones each time.
@@ -502,63 +351,4 @@ pub(crate) fn pick<T: Transport>(
         }
         Picked::Rendered(_) => prepare(rendered, h2s.scheme).map(Rc::new),
     }
-}
-
-/// Sends one request (its body within the flow-control windows the server grants) and reads
-/// its whole response, releasing the window as the body is read. Returns when the response
-/// headers arrived, the status, and the body bytes read.
-pub(crate) async fn exchange(
-    client: &mut SendRequest<Bytes>,
-    prepared: &Prepared,
-    on_air: &mut bool,
-) -> Result<(Instant, u16, u64), Failure> {
-    let end = prepared.body.is_empty();
-    let (response, mut send) = client
-        .send_request(prepared.request(), end)
-        .map_err(|e| failure(&e, "send request"))?;
-    *on_air = true;
-    let mut upload_error = None;
-    if !end {
-        if let Err(e) = send_body(&mut send, prepared.body.clone()).await {
-            // The server may have answered before it read the whole body (a 413): the
-            // response decides.
-            upload_error = Some(e);
-        }
-    }
-    let response = match response.await {
-        Ok(r) => r,
-        Err(e) => return Err(failure(upload_error.as_ref().unwrap_or(&e), "response")),
-    };
-    let first_byte = Instant::now();
-    let status = response.status().as_u16();
-    let mut body = response.into_body();
-    let mut read = 0u64;
-    while let Some(chunk) = body.data().await {
-        let chunk = chunk.map_err(|e| failure(&e, "response body"))?;
-        read += chunk.len() as u64;
-        let _ = body.flow_control().release_capacity(chunk.len());
-    }
-    if !body.is_end_stream() {
-        body.trailers()
-            .await
-            .map_err(|e| failure(&e, "response trailers"))?;
-    }
-    Ok((first_byte, status, read))
-}
-
-async fn send_body(send: &mut h2::SendStream<Bytes>, mut rest: Bytes) -> Result<(), h2::Error> {
-    while !rest.is_empty() {
-        send.reserve_capacity(rest.len());
-        let granted = match poll_fn(|cx| send.poll_capacity(cx)).await {
-            Some(granted) => granted?,
-            // The stream closed before the server gave room for the rest.
-            None => return Ok(()),
-        };
-        if granted == 0 {
-            continue;
-        }
-        let chunk = rest.split_to(granted.min(rest.len()));
-        send.send_data(chunk, rest.is_empty())?;
-    }
-    Ok(())
 }

@@ -10,69 +10,102 @@
 //! is taken out of the pool.
 
 use std::cell::{Cell, RefCell};
-use std::rc::Rc;
+use std::collections::VecDeque;
+use std::future::poll_fn;
+use std::rc::{Rc, Weak};
 use std::sync::Arc;
+use std::task::{Poll, Waker};
 use std::time::Instant;
 
-use bytes::Bytes;
-use h2::client::SendRequest;
-use loadmark_metrics::{ErrorKind, Sample};
-use tokio::sync::OnceCell;
+use loadmark_metrics::ErrorKind;
 use tokio::task::JoinSet;
 
-use super::client::{
-    connect, exchange, pick, record_error, ConnectFailure, Failure, Flight, H2Shared, Negotiated,
-};
+use super::client::{connect, pick, record_error, H2Shared, Live, Negotiated};
+use super::conn::Event;
 use crate::connection::Shared;
 use crate::open::{Schedule, Share};
 use crate::transport::Transport;
 use loadmark_plan::Profile;
 
-/// One connection of the pool: opened by the first request that lands on it (the others
-/// wait for the same handshake), and out of the pool once it failed or the server went away.
-struct Conn {
-    client: OnceCell<Result<SendRequest<Bytes>, (ErrorKind, String)>>,
-    busy: Cell<usize>,
-    dead: Cell<bool>,
-    answered: Cell<u64>,
+/// A due request: number `k` of the schedule, due at `due`.
+#[derive(Clone, Copy)]
+struct Due {
+    k: u64,
+    due: Instant,
+    retried: bool,
 }
 
-impl Drop for Conn {
-    /// Out of the pool and its last request ended (or the worker stopped): one connection
-    /// counted, if it ever opened.
-    fn drop(&mut self) {
-        if matches!(self.client.get(), Some(Ok(_))) {
-            crate::carried::connection_ended(self.answered.get());
+/// What a stream of the open loop carries.
+struct Tag {
+    job: Due,
+    started: Instant,
+    written: u64,
+}
+
+/// One connection of the pool: its driver task opens it and sends what lands in `queue`.
+struct Conn {
+    queue: RefCell<VecDeque<Due>>,
+    /// Requests given to it and not ended (queued or on a stream).
+    busy: Cell<usize>,
+    /// Out of the pool: it could not open, it failed, or the server went away.
+    dead: Cell<bool>,
+    waker: RefCell<Option<Waker>>,
+}
+
+impl Conn {
+    fn wake(&self) {
+        if let Some(w) = self.waker.borrow_mut().take() {
+            w.wake();
         }
     }
 }
 
-struct Pool {
+struct Pool<T: Transport> {
+    shared: Rc<Shared<T>>,
+    h2s: Rc<H2Shared>,
     conns: RefCell<Vec<Rc<Conn>>>,
     max_connections: usize,
+    /// The schedule is over: drivers end once their requests have.
+    finished: Cell<bool>,
+    /// Where drivers run; held by [`schedule_loop`] alone, so stopping it stops them.
+    drivers: Weak<RefCell<JoinSet<()>>>,
 }
 
-impl Pool {
-    /// A connection with a free stream, or a new one if the cap allows.
-    fn take(&self, streams: usize) -> Option<Rc<Conn>> {
-        let mut conns = self.conns.borrow_mut();
-        conns.retain(|c| !c.dead.get());
-        let conn = match conns.iter().find(|c| c.busy.get() < streams) {
-            Some(c) => c.clone(),
-            None if conns.len() < self.max_connections => {
-                let c = Rc::new(Conn {
-                    client: OnceCell::new(),
-                    busy: Cell::new(0),
-                    dead: Cell::new(false),
-                    answered: Cell::new(0),
-                });
-                conns.push(c.clone());
-                c
+impl<T: Transport> Pool<T>
+where
+    T::Stream: Negotiated,
+{
+    /// Gives `job` to a connection with a free stream, or to a new one if the cap allows;
+    /// false when every stream of every connection is taken.
+    fn dispatch(self: &Rc<Self>, job: Due) -> bool {
+        let streams = self.h2s.streams();
+        let conn = {
+            let mut conns = self.conns.borrow_mut();
+            conns.retain(|c| !c.dead.get());
+            match conns.iter().find(|c| c.busy.get() < streams) {
+                Some(c) => c.clone(),
+                None if conns.len() < self.max_connections => {
+                    let c = Rc::new(Conn {
+                        queue: RefCell::new(VecDeque::new()),
+                        busy: Cell::new(0),
+                        dead: Cell::new(false),
+                        waker: RefCell::new(None),
+                    });
+                    conns.push(c.clone());
+                    if let Some(drivers) = self.drivers.upgrade() {
+                        drivers
+                            .borrow_mut()
+                            .spawn_local(drive(self.clone(), c.clone()));
+                    }
+                    c
+                }
+                None => return false,
             }
-            None => return None,
         };
         conn.busy.set(conn.busy.get() + 1);
-        Some(conn)
+        conn.queue.borrow_mut().push_back(job);
+        conn.wake();
+        true
     }
 }
 
@@ -88,145 +121,144 @@ pub(crate) async fn schedule_loop<T: Transport>(
 ) where
     T::Stream: Negotiated,
 {
+    let drivers = Rc::new(RefCell::new(JoinSet::new()));
     let pool = Rc::new(Pool {
+        shared: shared.clone(),
+        h2s,
         conns: RefCell::new(Vec::new()),
         max_connections: max_connections.max(1),
+        finished: Cell::new(false),
+        drivers: Rc::downgrade(&drivers),
     });
-    let mut requests = JoinSet::new();
     let mut schedule = Schedule::new(profile, origin, share);
     while let Some((k, due)) = schedule.next(&shared.idle_polling).await {
-        while requests.try_join_next().is_some() {}
-        match pool.take(h2s.streams()) {
-            Some(conn) => {
-                let (shared, h2s, pool) = (shared.clone(), h2s.clone(), pool.clone());
-                requests.spawn_local(async move {
-                    one(&shared, &h2s, &pool, conn, due, k).await;
-                });
-            }
-            None => shared.recorder.borrow_mut().record_dropped(due, 1),
+        while drivers.borrow_mut().try_join_next().is_some() {}
+        let job = Due {
+            k,
+            due,
+            retried: false,
+        };
+        if !pool.dispatch(job) {
+            shared.recorder.borrow_mut().record_dropped(due, 1);
         }
     }
-    while requests.join_next().await.is_some() {}
-}
-
-/// One scheduled request, retried once on another connection if the server did not
-/// process it.
-async fn one<T: Transport>(
-    shared: &Shared<T>,
-    h2s: &H2Shared,
-    pool: &Pool,
-    mut conn: Rc<Conn>,
-    due: Instant,
-    k: u64,
-) where
-    T::Stream: Negotiated,
-{
-    let mut retried = false;
-    let mut rendered = Vec::new();
-    loop {
-        let outcome = attempt(shared, h2s, &conn, due, k, &mut rendered).await;
-        conn.busy.set(conn.busy.get() - 1);
-        let Err(f) = outcome else { return };
-        if f.connection_over {
-            conn.dead.set(true);
-        }
-        if f.unprocessed && !retried {
-            // Another connection: the pool skips this one now that it is dead.
-            conn.dead.set(true);
-            if let Some(next) = pool.take(h2s.streams()) {
-                shared.recorder.borrow_mut().record_retry(Instant::now());
-                retried = true;
-                conn = next;
-                continue;
-            }
-        }
-        record_error(shared, f.kind, &f.message);
-        return;
+    pool.finished.set(true);
+    for c in pool.conns.borrow().iter() {
+        c.wake();
     }
+    while poll_fn(|cx| drivers.borrow_mut().poll_join_next(cx))
+        .await
+        .is_some()
+    {}
 }
 
-async fn attempt<T: Transport>(
-    shared: &Shared<T>,
-    h2s: &H2Shared,
-    conn: &Conn,
-    due: Instant,
-    k: u64,
-    rendered: &mut Vec<u8>,
-) -> Result<(), Failure>
+/// A connection's life: opens it, puts what lands in its queue on streams as the server's
+/// limit allows, records what ends, and hands requests the server did not process to
+/// another connection (once, counted as a retry).
+async fn drive<T: Transport>(pool: Rc<Pool<T>>, me: Rc<Conn>)
 where
     T::Stream: Negotiated,
 {
-    let opened = conn
-        .client
-        .get_or_init(|| async {
-            connect(shared)
-                .await
-                .map_err(|ConnectFailure { kind, message }| (kind, message))
+    let shared = &pool.shared;
+    let conn = match connect(shared).await {
+        Ok(c) => c,
+        Err(f) => {
+            // Every request that landed on a connection that could not open fails with it.
+            me.dead.set(true);
+            for _ in me.queue.borrow_mut().drain(..) {
+                record_error(shared, f.kind, &f.message);
+            }
+            me.busy.set(0);
+            return;
+        }
+    };
+    let mut live = Live {
+        conn,
+        in_flight: &shared.in_flight,
+    };
+    let mut answered = 0u64;
+    let mut rendered = Vec::new();
+    let mut events = Vec::new();
+    loop {
+        let now = Instant::now();
+        while live.conn.can_open() {
+            let Some(job) = me.queue.borrow_mut().pop_front() else {
+                break;
+            };
+            match pick(shared, &pool.h2s, Some(job.k), &mut rendered) {
+                Ok(prepared) => live.conn.open(
+                    &prepared.block,
+                    &prepared.body,
+                    Tag {
+                        job,
+                        started: now,
+                        written: prepared.body.len() as u64,
+                    },
+                    job.due.max(now) + shared.timeout,
+                ),
+                Err(message) => {
+                    me.busy.set(me.busy.get() - 1);
+                    record_error(shared, ErrorKind::Protocol, &message);
+                }
+            }
+        }
+        if live.conn.is_over()
+            || (pool.finished.get() && live.conn.active() == 0 && me.queue.borrow().is_empty())
+        {
+            break;
+        }
+        events.clear();
+        poll_fn(|cx| {
+            if live.conn.poll(cx, &mut events).is_ready()
+                || (live.conn.can_open() && !me.queue.borrow().is_empty())
+                || (pool.finished.get() && live.conn.active() == 0)
+            {
+                return Poll::Ready(());
+            }
+            let mut waker = me.waker.borrow_mut();
+            if !waker.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
+                *waker = Some(cx.waker().clone());
+            }
+            Poll::Pending
         })
         .await;
-    let client = match opened {
-        Ok(c) => c.clone(),
-        Err((kind, message)) => {
-            // Every request that landed on a connection that could not open fails with it.
-            return Err(Failure {
-                kind: *kind,
-                message: message.clone(),
-                unprocessed: false,
-                connection_over: true,
-            });
-        }
-    };
-    let prepared = pick(shared, h2s, Some(k), rendered).map_err(|message| Failure {
-        kind: ErrorKind::Protocol,
-        message,
-        unprocessed: false,
-        connection_over: false,
-    })?;
-    let deadline = due.max(Instant::now()) + shared.timeout;
-    let mut flight = Flight {
-        in_flight: &shared.in_flight,
-        on_air: false,
-    };
-    let on_air = &mut flight.on_air;
-    let exchanged = tokio::time::timeout_at(deadline.into(), async {
-        let mut client = client;
-        // Waits for a stream the server allows (SETTINGS_MAX_CONCURRENT_STREAMS).
-        client = client
-            .ready()
-            .await
-            .map_err(|e| super::client::failure(&e, "open a stream"))?;
-        let started = Instant::now();
-        let (first_byte, status, read) = exchange(&mut client, &prepared, on_air).await?;
-        Ok::<_, Failure>((client, started, first_byte, status, read))
-    })
-    .await;
-    flight.on_air = false;
-    match exchanged {
-        Ok(Ok((client, started, first_byte, status, bytes_read))) => {
-            if conn.answered.get() == 0 {
-                h2s.observe_limit(&client);
+        for event in events.drain(..) {
+            me.busy.set(me.busy.get() - 1);
+            match event {
+                Event::Response { tag, answer } => {
+                    answered += 1;
+                    let sample = answer.sample(Some(tag.job.due), tag.started, tag.written);
+                    shared.recorder.borrow_mut().record(&sample);
+                }
+                Event::Failed { tag, failure } => {
+                    if failure.connection_over || failure.unprocessed {
+                        // Out of the pool before another connection is looked for.
+                        me.dead.set(true);
+                    }
+                    let again = Due {
+                        retried: true,
+                        ..tag.job
+                    };
+                    if failure.unprocessed && !tag.job.retried && pool.dispatch(again) {
+                        shared.recorder.borrow_mut().record_retry(Instant::now());
+                    } else {
+                        record_error(shared, failure.kind, &failure.message);
+                    }
+                }
             }
-            conn.answered.set(conn.answered.get() + 1);
-            shared.recorder.borrow_mut().record(&Sample {
-                scheduled: Some(due),
-                started,
-                first_byte,
-                ended: Instant::now(),
-                status,
-                bytes_read,
-                bytes_written: prepared.body.len() as u64,
-            });
-            Ok(())
         }
-        Ok(Err(f)) => Err(f),
-        Err(_) => Err(Failure {
-            kind: ErrorKind::Timeout,
-            message: format!(
-                "no complete response within {:?} (--timeout)",
-                shared.timeout
-            ),
-            unprocessed: false,
-            connection_over: false,
-        }),
+        pool.h2s.observe_limit(live.conn.server_limit());
+    }
+    me.dead.set(true);
+    drop(live);
+    crate::carried::connection_ended(answered);
+    // Requests queued here and never sent go to another connection, or are dropped as any
+    // request is that finds every stream taken.
+    let left: Vec<Due> = me.queue.borrow_mut().drain(..).collect();
+    for job in left {
+        me.busy.set(me.busy.get() - 1);
+        if !pool.dispatch(job) {
+            shared.recorder.borrow_mut().record_dropped(job.due, 1);
+        }
     }
 }

@@ -4,26 +4,16 @@
 
 use bytes::Bytes;
 use http::header::{HeaderName, HeaderValue};
-use http::{HeaderMap, Method, Request, Uri};
+use http::Method;
 
-/// One request, ready to be sent any number of times.
+use super::hpack::encode_field;
+
+/// One request, ready to be sent any number of times: its header block is encoded once
+/// (the client's HPACK never uses the dynamic table, so the same bytes serve every stream).
 #[derive(Debug, Clone)]
 pub(crate) struct Prepared {
-    method: Method,
-    uri: Uri,
-    headers: HeaderMap,
+    pub block: Vec<u8>,
     pub body: Bytes,
-}
-
-impl Prepared {
-    /// A new `http::Request` (h2 takes one by value; the header map is cloned, not rebuilt).
-    pub fn request(&self) -> Request<()> {
-        let mut req = Request::new(());
-        *req.method_mut() = self.method.clone();
-        *req.uri_mut() = self.uri.clone();
-        *req.headers_mut() = self.headers.clone();
-        req
-    }
 }
 
 /// Headers that mean something only to one HTTP/1.1 connection; h2 refuses to send them.
@@ -50,37 +40,39 @@ pub(crate) fn prepare(bytes: &[u8], scheme: &str) -> Result<Prepared, String> {
         Ok(httparse::Status::Partial) => return Err("incomplete request head".into()),
         Err(e) => return Err(format!("request head: {e}")),
     };
-    let method = Method::from_bytes(parsed.method.unwrap_or("GET").as_bytes())
-        .map_err(|e| format!("method: {e}"))?;
+    let method = parsed.method.unwrap_or("GET");
+    Method::from_bytes(method.as_bytes()).map_err(|e| format!("method: {e}"))?;
     let authority = parsed
         .headers
         .iter()
         .find(|h| h.name.eq_ignore_ascii_case("host"))
-        .map(|h| String::from_utf8_lossy(h.value).into_owned())
+        .map(|h| h.value)
         .ok_or("no Host header")?;
-    let uri = Uri::builder()
-        .scheme(scheme)
-        .authority(authority.as_str())
-        .path_and_query(parsed.path.unwrap_or("/"))
-        .build()
+    let path = parsed.path.unwrap_or("/");
+    // The same checks `http::Uri` makes of an authority and a path.
+    format!("{scheme}://{}{path}", String::from_utf8_lossy(authority))
+        .parse::<http::Uri>()
         .map_err(|e| format!("URL: {e}"))?;
-    let mut map = HeaderMap::with_capacity(parsed.headers.len());
+    let mut block = Vec::with_capacity(64 + head_len);
+    encode_field(b":method", method.as_bytes(), &mut block);
+    encode_field(b":scheme", scheme.as_bytes(), &mut block);
+    encode_field(b":authority", authority, &mut block);
+    encode_field(b":path", path.as_bytes(), &mut block);
     for h in parsed.headers.iter() {
         if connection_specific(h.name)
             || (h.name.eq_ignore_ascii_case("te") && !h.value.eq_ignore_ascii_case(b"trailers"))
         {
             continue;
         }
+        // HTTP/2 field names are lowercase (RFC 9113 §8.2.1); `HeaderName` lowercases and
+        // refuses what no field name may hold.
         let name = HeaderName::from_bytes(h.name.as_bytes())
             .map_err(|e| format!("header {:?}: {e}", h.name))?;
-        let value =
-            HeaderValue::from_bytes(h.value).map_err(|e| format!("header {:?}: {e}", h.name))?;
-        map.append(name, value);
+        HeaderValue::from_bytes(h.value).map_err(|e| format!("header {:?}: {e}", h.name))?;
+        encode_field(name.as_str().as_bytes(), h.value, &mut block);
     }
     Ok(Prepared {
-        method,
-        uri,
-        headers: map,
+        block,
         body: Bytes::copy_from_slice(&bytes[head_len..]),
     })
 }
@@ -104,13 +96,32 @@ mod tests {
             keep_alive: true,
         };
         let p = prepare(&crate::http1::encode_request(&spec), "http").unwrap();
-        let req = p.request();
-        assert_eq!(req.method(), Method::POST);
-        assert_eq!(req.uri().to_string(), "http://127.0.0.1:8080/api/x?y=1");
-        assert_eq!(req.headers()["client-id"], "abc");
-        assert_eq!(req.headers()["content-length"], "7");
+        let mut fields = Vec::new();
+        super::super::hpack::Decoder::new()
+            .decode(&p.block, |n, v| {
+                fields.push((
+                    String::from_utf8(n.to_vec()).unwrap(),
+                    String::from_utf8(v.to_vec()).unwrap(),
+                ))
+            })
+            .unwrap();
+        let get = |name: &str| {
+            fields
+                .iter()
+                .find(|(n, _)| n == name)
+                .map(|(_, v)| v.as_str())
+        };
+        // Pseudo-headers first, in the order RFC 9113 §8.3.1 lists them.
+        let names: Vec<&str> = fields.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(&names[..4], [":method", ":scheme", ":authority", ":path"]);
+        assert_eq!(get(":method"), Some("POST"));
+        assert_eq!(get(":scheme"), Some("http"));
+        assert_eq!(get(":authority"), Some("127.0.0.1:8080"));
+        assert_eq!(get(":path"), Some("/api/x?y=1"));
+        assert_eq!(get("client-id"), Some("abc"));
+        assert_eq!(get("content-length"), Some("7"));
         for gone in ["connection", "host", "te"] {
-            assert!(!req.headers().contains_key(gone), "{gone} must not be sent");
+            assert_eq!(get(gone), None, "{gone} must not be sent");
         }
         assert_eq!(&p.body[..], b"{\"a\":1}");
     }

@@ -1,0 +1,325 @@
+//! One HTTP/2 connection, as the client needs it and no more: streams opened from prepared
+//! header blocks, responses counted (status, body bytes, when they arrived), flow control
+//! both ways, and every rule a server can break turned into an event that names it.
+//!
+//! It is driven, not spawned: the loop that owns it opens streams, then polls it for
+//! [`Event`]s. A poll writes what is queued, reads what arrived, handles every whole frame in
+//! it, and returns the requests that ended. No task per stream, no lock, no waker per
+//! request: one read can end many streams, and their next requests go out in one write
+//! (what h2load does; the `h2` crate this replaces cost ~3 µs of user CPU per request).
+//!
+//! The rules for servers that misbehave, in one place:
+//! - **SETTINGS_MAX_CONCURRENT_STREAMS**: the client waits for the server's first SETTINGS
+//!   before its first request, and [`H2Conn::can_open`] never exceeds the limit, also when it
+//!   is lowered mid-run.
+//! - **GOAWAY**: streams above the server's last stream id were not processed: they fail as
+//!   `unprocessed` (the caller sends them once more elsewhere); the others may still end.
+//! - **RST_STREAM**: the stream fails naming the code; REFUSED_STREAM means unprocessed.
+//! - **A frame that breaks RFC 9113 or an undecodable header block**: the client sends
+//!   GOAWAY with the code and fails every open stream naming it.
+//! - **No WINDOW_UPDATE for an upload, a stalled response**: each stream's deadline ends it
+//!   (RST_STREAM CANCEL) as a timeout.
+
+use std::future::Future;
+use std::io;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use loadmark_metrics::{ErrorKind, Sample};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::time::Sleep;
+
+use super::frame::{self, ConnError, FrameReader, Reason};
+use super::state::{State, Stream};
+use crate::transport::Inbound;
+
+/// Flow-control windows the client grants: large enough that a fast server is never held up
+/// on loopback by WINDOW_UPDATE round trips (RFC 9113's default is 64 KiB - 1).
+pub(crate) const STREAM_WINDOW: i64 = 1 << 20;
+pub(crate) const CONNECTION_WINDOW: i64 = 16 << 20;
+pub(crate) const DEFAULT_WINDOW: i64 = 65_535;
+
+/// How a request failed.
+#[derive(Debug)]
+pub(crate) struct Failure {
+    pub kind: ErrorKind,
+    pub message: String,
+    /// The server did not process it (GOAWAY above its last stream, REFUSED_STREAM): it may
+    /// be sent again on a new connection.
+    pub unprocessed: bool,
+    /// The connection cannot carry more streams.
+    pub connection_over: bool,
+}
+
+/// A whole response.
+pub(crate) struct Answer {
+    pub first_byte: Instant,
+    pub ended: Instant,
+    pub status: u16,
+    /// Body bytes (DATA payloads without padding).
+    pub read: u64,
+}
+
+impl Answer {
+    /// The sample of a request `started` (due at `scheduled` in an open loop) that wrote
+    /// `written` body bytes.
+    pub(crate) fn sample(
+        &self,
+        scheduled: Option<Instant>,
+        started: Instant,
+        written: u64,
+    ) -> Sample {
+        Sample {
+            scheduled,
+            started,
+            first_byte: self.first_byte,
+            ended: self.ended,
+            status: self.status,
+            bytes_read: self.read,
+            bytes_written: written,
+        }
+    }
+}
+
+/// What a poll found: a request that ended, with the caller's tag.
+pub(crate) enum Event<T> {
+    Response { tag: T, answer: Answer },
+    Failed { tag: T, failure: Failure },
+}
+
+/// An HTTP/2 connection over any stream (TCP, TLS after ALPN chose h2, a Unix socket).
+pub(crate) struct H2Conn<S, T> {
+    io: S,
+    reader: FrameReader,
+    state: State<T>,
+    /// The earliest stream deadline it may need to act on; moved only when it fires, so
+    /// opening a stream costs no timer registration.
+    timer: Pin<Box<Sleep>>,
+    timer_at: Option<Instant>,
+}
+
+impl<S, T> H2Conn<S, T> {
+    /// Streams open now.
+    pub(crate) fn active(&self) -> usize {
+        self.state.streams.len()
+    }
+}
+
+impl<S, T> H2Conn<S, T>
+where
+    S: AsyncRead + AsyncWrite + Inbound + Unpin,
+{
+    /// Sends the preface and the client's SETTINGS, and waits for the server's SETTINGS
+    /// (within `timeout`), so the first requests already keep to its stream limit.
+    pub(crate) async fn handshake(io: S, timeout: Duration) -> Result<Self, (ErrorKind, String)> {
+        let far = Instant::now() + Duration::from_secs(365 * 24 * 3600);
+        let mut conn = H2Conn {
+            io,
+            reader: FrameReader::new(),
+            state: State::new(timeout),
+            timer: Box::pin(tokio::time::sleep_until(far.into())),
+            timer_at: None,
+        };
+        let out = &mut conn.state.out;
+        out.extend_from_slice(frame::PREFACE);
+        frame::settings(
+            out,
+            &[
+                (frame::SETTINGS_ENABLE_PUSH, 0),
+                (frame::SETTINGS_INITIAL_WINDOW_SIZE, STREAM_WINDOW as u32),
+            ],
+        );
+        frame::window_update(out, 0, (CONNECTION_WINDOW - DEFAULT_WINDOW) as u32);
+        let mut none: Vec<Event<T>> = Vec::new();
+        let settled = std::future::poll_fn(|cx| {
+            let _ = conn.poll(cx, &mut none);
+            if conn.state.settings_seen || conn.state.ended.is_some() {
+                Poll::Ready(())
+            } else {
+                Poll::Pending
+            }
+        });
+        if tokio::time::timeout(timeout, settled).await.is_err() {
+            return Err((
+                ErrorKind::Timeout,
+                format!("HTTP/2 handshake: no SETTINGS from the server within {timeout:?}"),
+            ));
+        }
+        match conn.state.ended.take() {
+            Some((kind, message)) => Err((kind, format!("HTTP/2 handshake: {message}"))),
+            None => Ok(conn),
+        }
+    }
+
+    /// Whether a new stream may open now: the server's limit, its GOAWAY and the stream ids
+    /// left allow it.
+    pub(crate) fn can_open(&self) -> bool {
+        let s = &self.state;
+        s.ended.is_none()
+            && s.goaway.is_none()
+            && s.streams.len() < s.max_streams
+            && s.next_id < (1 << 31)
+    }
+
+    /// The server's SETTINGS_MAX_CONCURRENT_STREAMS (`usize::MAX` until it sets one).
+    pub(crate) fn server_limit(&self) -> usize {
+        self.state.max_streams
+    }
+
+    /// Why it can carry no more streams, if it cannot: how it ended, or the server's GOAWAY.
+    pub(crate) fn why_over(&self) -> Option<(ErrorKind, String)> {
+        let s = &self.state;
+        match (&s.ended, s.goaway) {
+            (Some(ended), _) => Some(ended.clone()),
+            (None, Some(_)) => Some((
+                ErrorKind::Protocol,
+                format!("GOAWAY {} from the server", s.goaway_reason),
+            )),
+            (None, None) if s.max_streams == 0 => Some((
+                ErrorKind::Protocol,
+                "the server allows no stream (SETTINGS_MAX_CONCURRENT_STREAMS 0)".into(),
+            )),
+            (None, None) => None,
+        }
+    }
+
+    /// Nothing more will happen on it: it ended, or it can open no stream and has none open.
+    pub(crate) fn is_over(&self) -> bool {
+        self.state.ended.is_some() || (self.state.streams.is_empty() && !self.can_open())
+    }
+
+    /// Opens a stream carrying `block` (an HPACK header block) and `body`, queued for the
+    /// next poll's write. Callers check [`H2Conn::can_open`] first.
+    pub(crate) fn open(&mut self, block: &[u8], body: &Bytes, tag: T, deadline: Instant) {
+        let s = &mut self.state;
+        let id = s.next_id;
+        s.next_id += 2;
+        let end = body.is_empty();
+        frame::headers(&mut s.out, id, block, end, s.max_frame);
+        s.streams.insert(
+            id,
+            Stream {
+                tag,
+                deadline,
+                send_window: s.initial_window,
+                recv_window: STREAM_WINDOW,
+                upload: (!end).then(|| (body.clone(), 0)),
+                status: 0,
+                first_byte: None,
+                read: 0,
+            },
+        );
+        if !end {
+            s.uploads.push(id);
+            s.send_uploads();
+        }
+        if self.timer_at.is_none_or(|at| deadline < at) {
+            self.timer.as_mut().reset(deadline.into());
+            self.timer_at = Some(deadline);
+        }
+    }
+
+    /// Writes what is queued, reads and handles what arrived, and appends the requests that
+    /// ended to `events`. Ready when there are events or the connection ended.
+    pub(crate) fn poll(&mut self, cx: &mut Context<'_>, events: &mut Vec<Event<T>>) -> Poll<()> {
+        if self.state.ended.is_none() {
+            if let Err(e) = self.flush(cx) {
+                self.state.end_io(&e, "write", events);
+            }
+        }
+        while self.state.ended.is_none() {
+            let mut buf = ReadBuf::new(self.reader.space());
+            match Pin::new(&mut self.io).poll_read(cx, &mut buf) {
+                Poll::Pending => break,
+                Poll::Ready(Err(e)) => self.state.end_io(&e, "read", events),
+                Poll::Ready(Ok(())) => {
+                    let n = buf.filled().len();
+                    if n == 0 {
+                        self.state.end_eof(events);
+                        break;
+                    }
+                    self.reader.filled(n);
+                    let at = self.io.arrival().unwrap_or_else(Instant::now);
+                    if let Err(e) = self.frames(at, events) {
+                        self.state.conn_error(e, events);
+                        // The GOAWAY naming the code, if the socket takes it.
+                        let _ = self.flush(cx);
+                        break;
+                    }
+                    // ACKs, window updates and body frames the read called for.
+                    if let Err(e) = self.flush(cx) {
+                        self.state.end_io(&e, "write", events);
+                    }
+                    if !events.is_empty() {
+                        break;
+                    }
+                }
+            }
+        }
+        self.poll_timer(cx, events);
+        if !events.is_empty() || self.state.ended.is_some() {
+            Poll::Ready(())
+        } else {
+            Poll::Pending
+        }
+    }
+
+    fn frames(&mut self, at: Instant, events: &mut Vec<Event<T>>) -> Result<(), ConnError> {
+        if !self.state.settings_seen && self.reader.starts_with(b"HTTP/") {
+            return Err(ConnError::new(
+                Reason::PROTOCOL_ERROR,
+                "it answered in HTTP/1.x: the server does not speak HTTP/2 with prior knowledge",
+            ));
+        }
+        while let Some((head, payload)) = self.reader.next()? {
+            self.state.frame(head, payload, at, events)?;
+        }
+        Ok(())
+    }
+
+    fn flush(&mut self, cx: &mut Context<'_>) -> io::Result<()> {
+        let s = &mut self.state;
+        while s.out_pos < s.out.len() {
+            match Pin::new(&mut self.io).poll_write(cx, &s.out[s.out_pos..]) {
+                Poll::Ready(Ok(0)) => return Err(io::ErrorKind::WriteZero.into()),
+                Poll::Ready(Ok(n)) => s.out_pos += n,
+                Poll::Ready(Err(e)) => return Err(e),
+                Poll::Pending => return Ok(()),
+            }
+        }
+        s.out.clear();
+        s.out_pos = 0;
+        // TLS keeps records until flushed; TCP's flush does nothing.
+        match Pin::new(&mut self.io).poll_flush(cx) {
+            Poll::Ready(Err(e)) => Err(e),
+            _ => Ok(()),
+        }
+    }
+
+    /// Ends the streams whose deadline passed (RST_STREAM CANCEL, a timeout each) and moves
+    /// the timer to the earliest deadline left.
+    fn poll_timer(&mut self, cx: &mut Context<'_>, events: &mut Vec<Event<T>>) {
+        while self.timer_at.is_some() && self.timer.as_mut().poll(cx).is_ready() {
+            let now = Instant::now();
+            let s = &mut self.state;
+            let expired: Vec<u32> = s
+                .streams
+                .iter()
+                .filter(|(_, st)| st.deadline <= now)
+                .map(|(id, _)| *id)
+                .collect();
+            for id in expired {
+                frame::rst_stream(&mut s.out, id, Reason::CANCEL);
+                let message = format!("no complete response within {:?} (--timeout)", s.timeout);
+                s.fail(id, ErrorKind::Timeout, message, false, events);
+            }
+            self.timer_at = s.streams.values().map(|st| st.deadline).min();
+            let next = self
+                .timer_at
+                .unwrap_or(now + Duration::from_secs(365 * 24 * 3600));
+            self.timer.as_mut().reset(next.into());
+        }
+    }
+}

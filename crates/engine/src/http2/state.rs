@@ -1,0 +1,609 @@
+//! What each frame a server sends does to a connection's state (RFC 9113 §6), and the
+//! streams that end or fail because of it. [`super::conn`] owns the socket and calls
+//! [`State::frame`] for every whole frame it reads.
+
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+use std::io;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use loadmark_metrics::ErrorKind;
+
+use super::conn::{Answer, Event, Failure, CONNECTION_WINDOW, DEFAULT_WINDOW, STREAM_WINDOW};
+use super::frame::{self, ConnError, Head, Reason};
+use super::hpack::Decoder;
+use crate::transport::classify_io;
+
+/// The most a header block may grow over CONTINUATION frames before the client gives up.
+const MAX_HEADER_BLOCK: usize = 256 << 10;
+
+pub(super) struct Stream<T> {
+    pub(super) tag: T,
+    pub(super) deadline: Instant,
+    pub(super) send_window: i64,
+    pub(super) recv_window: i64,
+    /// The request body not yet sent, from `sent` on.
+    pub(super) upload: Option<(Bytes, usize)>,
+    /// 0 until the final response headers came.
+    pub(super) status: u16,
+    pub(super) first_byte: Option<Instant>,
+    pub(super) read: u64,
+}
+
+/// Stream ids are odd and dense: a multiply spreads them over the map (SipHash would cost
+/// more than the rest of a lookup).
+#[derive(Default)]
+pub(super) struct IdHasher(u64);
+
+impl Hasher for IdHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 = (self.0 ^ u64::from(*b)).wrapping_mul(0x100_0000_01b3);
+        }
+    }
+    fn write_u32(&mut self, n: u32) {
+        self.0 = u64::from(n).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+/// Everything but the socket and the read buffer, so a frame borrowed from the reader can be
+/// handled while the state changes.
+pub(super) struct State<T> {
+    pub(super) out: Vec<u8>,
+    pub(super) out_pos: usize,
+    pub(super) decoder: Decoder,
+    /// A header block continued over CONTINUATION frames: its stream and END_STREAM flag.
+    pub(super) continuing: Option<(u32, bool)>,
+    pub(super) block: Vec<u8>,
+    pub(super) streams: HashMap<u32, Stream<T>, BuildHasherDefault<IdHasher>>,
+    /// Streams with request body left to send.
+    pub(super) uploads: Vec<u32>,
+    pub(super) next_id: u32,
+    pub(super) settings_seen: bool,
+    pub(super) max_streams: usize,
+    pub(super) initial_window: i64,
+    pub(super) max_frame: usize,
+    pub(super) send_window: i64,
+    pub(super) recv_window: i64,
+    /// The last stream id of the server's GOAWAY, and its code.
+    pub(super) goaway: Option<u32>,
+    pub(super) goaway_reason: Reason,
+    /// Why nothing more can be read or written (streams have been failed with it).
+    pub(super) ended: Option<(ErrorKind, String)>,
+    pub(super) timeout: Duration,
+}
+
+impl<T> State<T> {
+    pub(super) fn new(timeout: Duration) -> State<T> {
+        State {
+            out: Vec::with_capacity(16 << 10),
+            out_pos: 0,
+            decoder: Decoder::new(),
+            continuing: None,
+            block: Vec::new(),
+            streams: HashMap::default(),
+            uploads: Vec::new(),
+            next_id: 1,
+            settings_seen: false,
+            max_streams: usize::MAX,
+            initial_window: DEFAULT_WINDOW,
+            max_frame: frame::DEFAULT_MAX_FRAME,
+            send_window: DEFAULT_WINDOW,
+            recv_window: CONNECTION_WINDOW,
+            goaway: None,
+            goaway_reason: Reason::NO_ERROR,
+            ended: None,
+            timeout,
+        }
+    }
+
+    pub(super) fn frame(
+        &mut self,
+        h: Head,
+        p: &[u8],
+        at: Instant,
+        events: &mut Vec<Event<T>>,
+    ) -> Result<(), ConnError> {
+        use frame::*;
+        if let Some((id, end)) = self.continuing {
+            if h.kind != CONTINUATION || h.stream != id {
+                return Err(ConnError::new(
+                    Reason::PROTOCOL_ERROR,
+                    "another frame inside a header block (CONTINUATION expected)",
+                ));
+            }
+            if self.block.len() + p.len() > MAX_HEADER_BLOCK {
+                return Err(ConnError::new(
+                    Reason::PROTOCOL_ERROR,
+                    "a header block over 256 KiB",
+                ));
+            }
+            self.block.extend_from_slice(p);
+            if h.flags & END_HEADERS != 0 {
+                self.continuing = None;
+                let block = std::mem::take(&mut self.block);
+                let done = self.header_block(id, &block, end, at, events);
+                self.block = block;
+                self.block.clear();
+                done?;
+            }
+            return Ok(());
+        }
+        if !self.settings_seen && h.kind != SETTINGS {
+            return Err(ConnError::new(
+                Reason::PROTOCOL_ERROR,
+                "the server's first frame is not SETTINGS",
+            ));
+        }
+        let on_stream = |ok: bool, name: &str| {
+            if ok {
+                Ok(())
+            } else {
+                Err(ConnError::new(
+                    Reason::PROTOCOL_ERROR,
+                    format!("{name} on stream {}", h.stream),
+                ))
+            }
+        };
+        let sized = |ok: bool, name: &str| {
+            if ok {
+                Ok(())
+            } else {
+                Err(ConnError::new(
+                    Reason::FRAME_SIZE_ERROR,
+                    format!("{name} of {} bytes", h.len),
+                ))
+            }
+        };
+        match h.kind {
+            DATA => {
+                on_stream(h.stream != 0, "DATA")?;
+                self.data(h, p, at, events)
+            }
+            HEADERS => {
+                on_stream(h.stream != 0, "HEADERS")?;
+                let mut block = unpad(h.flags, p)?;
+                if h.flags & PRIORITY_FLAG != 0 {
+                    sized(block.len() >= 5, "HEADERS with priority")?;
+                    block = &block[5..];
+                }
+                let end = h.flags & END_STREAM != 0;
+                if h.flags & END_HEADERS != 0 {
+                    self.header_block(h.stream, block, end, at, events)
+                } else {
+                    self.block.clear();
+                    self.block.extend_from_slice(block);
+                    self.continuing = Some((h.stream, end));
+                    Ok(())
+                }
+            }
+            PRIORITY => {
+                on_stream(h.stream != 0, "PRIORITY")?;
+                sized(h.len == 5, "PRIORITY")
+            }
+            RST_STREAM => {
+                on_stream(h.stream != 0, "RST_STREAM")?;
+                sized(h.len == 4, "RST_STREAM")?;
+                self.idle(h.stream, "RST_STREAM")?;
+                let reason = Reason(be32(p));
+                if self.streams.contains_key(&h.stream) {
+                    self.uploads.retain(|id| *id != h.stream);
+                    let message = format!("RST_STREAM {reason} from the server");
+                    let unprocessed = reason == Reason::REFUSED_STREAM;
+                    self.fail(h.stream, ErrorKind::Protocol, message, unprocessed, events);
+                }
+                Ok(())
+            }
+            SETTINGS => {
+                on_stream(h.stream == 0, "SETTINGS")?;
+                if h.flags & ACK != 0 {
+                    return sized(h.len == 0, "a SETTINGS ACK");
+                }
+                sized(h.len.is_multiple_of(6), "SETTINGS")?;
+                for setting in p.chunks_exact(6) {
+                    let id = u16::from_be_bytes([setting[0], setting[1]]);
+                    self.setting(id, be32(&setting[2..]))?;
+                }
+                self.settings_seen = true;
+                settings_ack(&mut self.out);
+                self.send_uploads();
+                Ok(())
+            }
+            PUSH_PROMISE => Err(ConnError::new(
+                Reason::PROTOCOL_ERROR,
+                "PUSH_PROMISE, though the client disabled push",
+            )),
+            PING => {
+                on_stream(h.stream == 0, "PING")?;
+                sized(h.len == 8, "PING")?;
+                if h.flags & ACK == 0 {
+                    ping_ack(&mut self.out, p);
+                }
+                Ok(())
+            }
+            GOAWAY => {
+                on_stream(h.stream == 0, "GOAWAY")?;
+                sized(h.len >= 8, "GOAWAY")?;
+                self.goaway(be32(p) & 0x7fff_ffff, Reason(be32(&p[4..])), events);
+                Ok(())
+            }
+            WINDOW_UPDATE => {
+                sized(h.len == 4, "WINDOW_UPDATE")?;
+                let increment = i64::from(be32(p) & 0x7fff_ffff);
+                if increment == 0 {
+                    return Err(ConnError::new(
+                        Reason::PROTOCOL_ERROR,
+                        "a WINDOW_UPDATE of 0",
+                    ));
+                }
+                if h.stream == 0 {
+                    self.send_window += increment;
+                    if self.send_window > MAX_WINDOW {
+                        return Err(ConnError::new(
+                            Reason::FLOW_CONTROL_ERROR,
+                            "a connection window above 2^31-1",
+                        ));
+                    }
+                } else if let Some(s) = self.streams.get_mut(&h.stream) {
+                    s.send_window += increment;
+                    if s.send_window > MAX_WINDOW {
+                        return Err(ConnError::new(
+                            Reason::FLOW_CONTROL_ERROR,
+                            "a stream window above 2^31-1",
+                        ));
+                    }
+                }
+                self.send_uploads();
+                Ok(())
+            }
+            CONTINUATION => Err(ConnError::new(
+                Reason::PROTOCOL_ERROR,
+                "CONTINUATION without HEADERS",
+            )),
+            // Unknown frame types are ignored (RFC 9113 §4.1).
+            _ => Ok(()),
+        }
+    }
+
+    /// A frame on a stream the client never opened is a connection error.
+    fn idle(&self, id: u32, name: &str) -> Result<(), ConnError> {
+        if id.is_multiple_of(2) || id >= self.next_id {
+            return Err(ConnError::new(
+                Reason::PROTOCOL_ERROR,
+                format!("{name} on stream {id}, which the client never opened"),
+            ));
+        }
+        Ok(())
+    }
+
+    fn setting(&mut self, id: u16, value: u32) -> Result<(), ConnError> {
+        use frame::*;
+        match id {
+            SETTINGS_ENABLE_PUSH if value > 1 => Err(ConnError::new(
+                Reason::PROTOCOL_ERROR,
+                format!("SETTINGS_ENABLE_PUSH = {value}"),
+            )),
+            SETTINGS_MAX_CONCURRENT_STREAMS => {
+                self.max_streams = value as usize;
+                Ok(())
+            }
+            SETTINGS_INITIAL_WINDOW_SIZE => {
+                let value = i64::from(value);
+                if value > MAX_WINDOW {
+                    return Err(ConnError::new(
+                        Reason::FLOW_CONTROL_ERROR,
+                        format!("SETTINGS_INITIAL_WINDOW_SIZE = {value}"),
+                    ));
+                }
+                let delta = value - self.initial_window;
+                self.initial_window = value;
+                for s in self.streams.values_mut() {
+                    s.send_window += delta;
+                    if s.send_window > MAX_WINDOW {
+                        return Err(ConnError::new(
+                            Reason::FLOW_CONTROL_ERROR,
+                            "a stream window above 2^31-1 after SETTINGS_INITIAL_WINDOW_SIZE",
+                        ));
+                    }
+                }
+                Ok(())
+            }
+            SETTINGS_MAX_FRAME_SIZE => {
+                if !(16_384..=16_777_215).contains(&value) {
+                    return Err(ConnError::new(
+                        Reason::PROTOCOL_ERROR,
+                        format!("SETTINGS_MAX_FRAME_SIZE = {value}"),
+                    ));
+                }
+                self.max_frame = value as usize;
+                Ok(())
+            }
+            // The header table size only bounds an encoder's dynamic table, which the
+            // client's encoder never uses.
+            SETTINGS_HEADER_TABLE_SIZE => Ok(()),
+            // Unknown settings are ignored (RFC 9113 §6.5.2).
+            _ => Ok(()),
+        }
+    }
+
+    fn header_block(
+        &mut self,
+        id: u32,
+        block: &[u8],
+        end: bool,
+        at: Instant,
+        events: &mut Vec<Event<T>>,
+    ) -> Result<(), ConnError> {
+        // Decoded whatever the stream: the table is the connection's.
+        let mut status: Option<Option<u16>> = None;
+        self.decoder
+            .decode(block, |name, value| {
+                if name == b":status" && status.is_none() {
+                    status = Some(parse_status(value));
+                }
+            })
+            .map_err(|e| {
+                ConnError::new(
+                    Reason::COMPRESSION_ERROR,
+                    format!("a header block HPACK cannot decode ({e})"),
+                )
+            })?;
+        self.idle(id, "HEADERS")?;
+        let Some(s) = self.streams.get_mut(&id) else {
+            // A stream the client already ended (a timeout): nothing to count.
+            return Ok(());
+        };
+        if s.status == 0 {
+            match status.flatten() {
+                // Informational (100 Continue, 103 Early Hints): the final response follows.
+                Some(code) if (100..200).contains(&code) && !end => return Ok(()),
+                Some(code) if code >= 200 => {
+                    s.status = code;
+                    s.first_byte = Some(at);
+                }
+                _ => {
+                    frame::rst_stream(&mut self.out, id, Reason::PROTOCOL_ERROR);
+                    let message = "a response without a valid :status (loadmark sent RST_STREAM \
+                                   PROTOCOL_ERROR)"
+                        .to_string();
+                    self.fail(id, ErrorKind::Protocol, message, false, events);
+                    return Ok(());
+                }
+            }
+        } else if !end {
+            frame::rst_stream(&mut self.out, id, Reason::PROTOCOL_ERROR);
+            let message =
+                "trailers without END_STREAM (loadmark sent RST_STREAM PROTOCOL_ERROR)".to_string();
+            self.fail(id, ErrorKind::Protocol, message, false, events);
+            return Ok(());
+        }
+        if end {
+            self.complete(id, at, events);
+        }
+        Ok(())
+    }
+
+    fn data(
+        &mut self,
+        h: Head,
+        p: &[u8],
+        at: Instant,
+        events: &mut Vec<Event<T>>,
+    ) -> Result<(), ConnError> {
+        // Flow control counts the whole payload, padding included.
+        let len = h.len as i64;
+        self.recv_window -= len;
+        if self.recv_window < 0 {
+            return Err(ConnError::new(
+                Reason::FLOW_CONTROL_ERROR,
+                "DATA beyond the connection's window",
+            ));
+        }
+        if self.recv_window <= CONNECTION_WINDOW / 2 {
+            frame::window_update(
+                &mut self.out,
+                0,
+                (CONNECTION_WINDOW - self.recv_window) as u32,
+            );
+            self.recv_window = CONNECTION_WINDOW;
+        }
+        let body = frame::unpad(h.flags, p)?;
+        self.idle(h.stream, "DATA")?;
+        let Some(s) = self.streams.get_mut(&h.stream) else {
+            return Ok(());
+        };
+        s.recv_window -= len;
+        let refused = if s.status == 0 {
+            Some("DATA before the response headers")
+        } else if s.recv_window < 0 {
+            Some("DATA beyond the stream's window")
+        } else {
+            None
+        };
+        if let Some(what) = refused {
+            let reason = if s.recv_window < 0 {
+                Reason::FLOW_CONTROL_ERROR
+            } else {
+                Reason::PROTOCOL_ERROR
+            };
+            frame::rst_stream(&mut self.out, h.stream, reason);
+            let message = format!("{what} (loadmark sent RST_STREAM {reason})");
+            self.fail(h.stream, ErrorKind::Protocol, message, false, events);
+            return Ok(());
+        }
+        s.read += body.len() as u64;
+        if h.flags & frame::END_STREAM != 0 {
+            self.complete(h.stream, at, events);
+        } else if s.recv_window <= STREAM_WINDOW / 2 {
+            frame::window_update(
+                &mut self.out,
+                h.stream,
+                (STREAM_WINDOW - s.recv_window) as u32,
+            );
+            s.recv_window = STREAM_WINDOW;
+        }
+        Ok(())
+    }
+
+    /// The server ended the stream: its response is whole.
+    fn complete(&mut self, id: u32, at: Instant, events: &mut Vec<Event<T>>) {
+        let Some(s) = self.streams.remove(&id) else {
+            return;
+        };
+        if s.upload.is_some() {
+            // Answered before the whole body was sent (a 413, say): the rest is not wanted.
+            self.uploads.retain(|u| *u != id);
+            frame::rst_stream(&mut self.out, id, Reason::NO_ERROR);
+        }
+        events.push(Event::Response {
+            tag: s.tag,
+            answer: Answer {
+                first_byte: s.first_byte.unwrap_or(at),
+                ended: at,
+                status: s.status,
+                read: s.read,
+            },
+        });
+    }
+
+    pub(super) fn fail(
+        &mut self,
+        id: u32,
+        kind: ErrorKind,
+        message: String,
+        unprocessed: bool,
+        events: &mut Vec<Event<T>>,
+    ) {
+        self.fail_as(id, kind, message, unprocessed, false, events);
+    }
+
+    /// [`State::fail`], saying whether the connection can carry more streams.
+    fn fail_as(
+        &mut self,
+        id: u32,
+        kind: ErrorKind,
+        message: String,
+        unprocessed: bool,
+        connection_over: bool,
+        events: &mut Vec<Event<T>>,
+    ) {
+        if let Some(s) = self.streams.remove(&id) {
+            if s.upload.is_some() {
+                self.uploads.retain(|u| *u != id);
+            }
+            events.push(Event::Failed {
+                tag: s.tag,
+                failure: Failure {
+                    kind,
+                    message,
+                    unprocessed,
+                    connection_over,
+                },
+            });
+        }
+    }
+
+    /// The server said it processes nothing above `last`: those streams fail as unprocessed;
+    /// the others may still end.
+    fn goaway(&mut self, last: u32, reason: Reason, events: &mut Vec<Event<T>>) {
+        let last = self.goaway.map_or(last, |before| before.min(last));
+        self.goaway = Some(last);
+        self.goaway_reason = reason;
+        let above: Vec<u32> = self
+            .streams
+            .keys()
+            .copied()
+            .filter(|id| *id > last)
+            .collect();
+        for id in above {
+            let message = format!("GOAWAY {reason} from the server");
+            self.fail_as(id, ErrorKind::Protocol, message, true, true, events);
+        }
+    }
+
+    /// Ends the connection: every open stream fails with the cause (streams above a GOAWAY's
+    /// last id as unprocessed).
+    fn end(&mut self, kind: ErrorKind, message: String, events: &mut Vec<Event<T>>) {
+        let ids: Vec<u32> = self.streams.keys().copied().collect();
+        for id in ids {
+            let unprocessed = self.goaway.is_some_and(|last| id > last);
+            self.fail_as(id, kind, message.clone(), unprocessed, true, events);
+        }
+        self.uploads.clear();
+        self.ended = Some((kind, message));
+    }
+
+    pub(super) fn end_io(&mut self, e: &io::Error, what: &str, events: &mut Vec<Event<T>>) {
+        let kind = classify_io(
+            e,
+            if what == "write" {
+                ErrorKind::Write
+            } else {
+                ErrorKind::Read
+            },
+        );
+        self.end(kind, format!("{what}: {e}"), events);
+    }
+
+    pub(super) fn end_eof(&mut self, events: &mut Vec<Event<T>>) {
+        let message = match self.goaway {
+            Some(_) => "the server closed the connection after its GOAWAY".to_string(),
+            None => "the server closed the HTTP/2 connection without a GOAWAY".to_string(),
+        };
+        self.end(ErrorKind::Closed, message, events);
+    }
+
+    pub(super) fn conn_error(&mut self, e: ConnError, events: &mut Vec<Event<T>>) {
+        frame::goaway(&mut self.out, 0, e.reason);
+        let message = format!(
+            "the server broke the HTTP/2 protocol ({}); loadmark sent GOAWAY {}",
+            e.what, e.reason
+        );
+        self.end(ErrorKind::Protocol, message, events);
+    }
+
+    /// Sends as much of each pending request body as the windows allow.
+    pub(super) fn send_uploads(&mut self) {
+        let mut i = 0;
+        while i < self.uploads.len() && self.send_window > 0 {
+            let id = self.uploads[i];
+            let Some(s) = self.streams.get_mut(&id) else {
+                self.uploads.swap_remove(i);
+                continue;
+            };
+            let Some((body, sent)) = s.upload.as_mut() else {
+                self.uploads.swap_remove(i);
+                continue;
+            };
+            while *sent < body.len() && s.send_window > 0 && self.send_window > 0 {
+                let room = s.send_window.min(self.send_window) as usize;
+                let n = (body.len() - *sent).min(room).min(self.max_frame);
+                let last = *sent + n == body.len();
+                frame::data(&mut self.out, id, &body[*sent..*sent + n], last);
+                *sent += n;
+                s.send_window -= n as i64;
+                self.send_window -= n as i64;
+            }
+            if *sent == body.len() {
+                s.upload = None;
+                self.uploads.swap_remove(i);
+            } else {
+                i += 1;
+            }
+        }
+    }
+}
+
+/// `:status` as a number, if it is three digits.
+fn parse_status(v: &[u8]) -> Option<u16> {
+    match v {
+        [a, b, c] if v.iter().all(u8::is_ascii_digit) => {
+            Some(u16::from(a - b'0') * 100 + u16::from(b - b'0') * 10 + u16::from(c - b'0'))
+        }
+        _ => None,
+    }
+}
