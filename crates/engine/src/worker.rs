@@ -156,6 +156,28 @@ fn naps_for<T: Transport>(transport: &T, connections: usize) -> Option<crate::li
     crate::linger::Naps::new(connections as u64)
 }
 
+/// The lingering task of a closed loop of `waiting` requests at once (`crate::linger`), if
+/// this machine and transport call for one. Not in the worker's tasks: the run ends when the
+/// connections have.
+fn linger_beside<T: Transport>(
+    ctx: &Rc<Shared<T>>,
+    transport: &T,
+    waiting: usize,
+) -> Option<tokio::task::JoinHandle<()>> {
+    let linger = linger_time();
+    let naps = naps_for(transport, waiting);
+    if linger.is_zero() && naps.is_none() {
+        return None;
+    }
+    if naps.is_some() {
+        crate::linger::tighten_timer_slack();
+    }
+    let ctx = ctx.clone();
+    Some(tokio::task::spawn_local(async move {
+        crate::linger::linger_before_sleeping(&ctx.activity, linger, naps, &ctx.idle_polling).await
+    }))
+}
+
 impl<T: Transport> Worker<T>
 where
     T::Stream: Negotiated,
@@ -205,24 +227,7 @@ where
                     connections,
                     budget,
                 } => {
-                    let linger = linger_time();
-                    let naps = naps_for(&self.transport, *connections);
-                    if !linger.is_zero() || naps.is_some() {
-                        if naps.is_some() {
-                            crate::linger::tighten_timer_slack();
-                        }
-                        let ctx = ctx.clone();
-                        // Not in `tasks`: the run ends when the connections have.
-                        lingering = Some(tokio::task::spawn_local(async move {
-                            crate::linger::linger_before_sleeping(
-                                &ctx.activity,
-                                linger,
-                                naps,
-                                &ctx.idle_polling,
-                            )
-                            .await
-                        }));
-                    }
+                    lingering = linger_beside(&ctx, &self.transport, *connections);
                     for _ in 0..*connections {
                         tasks.spawn_local(connection_loop(
                             ctx.clone(),
@@ -238,6 +243,9 @@ where
                     tls,
                     server_limit,
                 } => {
+                    // Every stream is a request waiting on the server, as a connection is
+                    // over HTTP/1.1.
+                    lingering = linger_beside(&ctx, &self.transport, connections * streams);
                     let h2s = Rc::new(H2Shared::new(*tls, *streams, server_limit.clone()));
                     for _ in 0..*connections {
                         tasks.spawn_local(slot_loop(

@@ -211,12 +211,15 @@ pub(crate) async fn slot_loop<T: Transport>(
             }
             events.clear();
             poll_fn(|cx| live.conn.poll(cx, &mut events)).await;
+            let stamped = live.conn.stamped();
             for event in events.drain(..) {
                 match event {
                     Event::Response { tag, answer } => {
                         answered += 1;
                         let sample = answer.sample(None, tag.started, tag.written);
                         shared.recorder.borrow_mut().record(&sample);
+                        // For the lingering task (`crate::linger`), as over HTTP/1.1.
+                        shared.activity.request_ended(stamped);
                     }
                     Event::Failed { tag, failure } => {
                         if failure.unprocessed && !tag.retried {

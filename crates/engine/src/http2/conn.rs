@@ -101,6 +101,15 @@ pub(crate) struct H2Conn<S, T> {
 }
 
 impl<S, T> H2Conn<S, T> {
+    /// Whether the kernel stamped the last read's arrival (then responses' times are the
+    /// kernel's, and a late read costs no latency).
+    pub(crate) fn stamped(&self) -> bool
+    where
+        S: Inbound,
+    {
+        self.io.arrival().is_some()
+    }
+
     /// Streams open now.
     pub(crate) fn active(&self) -> usize {
         self.state.streams.len()
