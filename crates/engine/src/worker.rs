@@ -355,6 +355,7 @@ where
                     budget,
                     depth,
                 } => {
+                    lingering = linger_beside(&ctx, &self.transport, connections * depth);
                     for _ in 0..*connections {
                         tasks.spawn_local(crate::pipeline::pipeline_loop(
                             ctx.clone(),

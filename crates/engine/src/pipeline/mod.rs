@@ -24,7 +24,7 @@ use crate::connection::Shared;
 use crate::http1::{Feed, Limits, ParseError, Response, ResponseParser};
 use crate::open::Share;
 use crate::source::Picked;
-use crate::transport::{classify_io, Transport};
+use crate::transport::{classify_io, Inbound, Transport};
 use loadmark_plan::Profile;
 
 /// A request of the batch: its place in the write buffer and whether it may go again.
@@ -155,8 +155,10 @@ pub(crate) async fn pipeline_loop<T: Transport>(
             let mut answered = 0;
             responses.clear();
             responses.expect(jobs[0].head);
+            // When the bytes being parsed arrived: the kernel's stamp where it gives one, so
+            // a response read late (the worker napping, `crate::linger`) keeps its latency.
+            let mut at = Instant::now();
             let ended_early: Option<(ErrorKind, String)> = loop {
-                let at = Instant::now();
                 let (response, first) = match responses.next(at) {
                     Ok(Next::Response(response, first)) => (response, first),
                     Ok(Next::NeedRead) => {
@@ -177,7 +179,10 @@ pub(crate) async fn pipeline_loop<T: Transport>(
                                     ),
                                 ))
                             }
-                            Ok(Ok(n)) => responses.filled(n),
+                            Ok(Ok(n)) => {
+                                responses.filled(n);
+                                at = stream.arrival().unwrap_or_else(Instant::now);
+                            }
                             Ok(Err(e)) => {
                                 break Some((
                                     classify_io(&e, ErrorKind::Read),
@@ -200,6 +205,7 @@ pub(crate) async fn pipeline_loop<T: Transport>(
                 });
                 answered += 1;
                 carried.0 += 1;
+                shared.activity.request_ended(stream.arrival().is_some());
                 outstanding.n -= 1;
                 if !response.keep_alive {
                     // Nothing more comes on this connection (none unanswered: a plain
