@@ -51,6 +51,8 @@ pub mod ws;
 
 pub use checks::CAPTURE_LIMIT;
 pub use error::EngineError;
+#[doc(hidden)]
+pub use http2::fuzz_server_bytes;
 pub use http2::Negotiated;
 pub use runner::{run, run_part, Part, Progress, RunResult, StopHandle};
 pub use sys::{thread_cpu_time, CpuTime};

@@ -41,6 +41,9 @@ enum Mode {
     /// Sends a PING for every request (its payload names the stream) and answers the stream
     /// only once the client's PING ACK with that payload came back.
     PingFirst,
+    /// After the first request, writes PINGs without end and reads nothing (so the client's
+    /// ACKs pile up), counting the bytes it wrote in the given counter.
+    PingFlood,
 }
 
 fn frame(ty: u8, flags: u8, stream: u32, payload: &[u8]) -> Vec<u8> {
@@ -111,6 +114,17 @@ fn connection(mut tcp: TcpStream, mode: Mode, answered: &AtomicU64) -> std::io::
             continue;
         }
         match mode {
+            Mode::PingFlood => {
+                let mut burst = Vec::new();
+                for i in 0..1000u64 {
+                    burst.extend(frame(PING, 0, 0, &i.to_be_bytes()));
+                }
+                // Until the client closes the connection (the write then fails).
+                loop {
+                    tcp.write_all(&burst)?;
+                    answered.fetch_add(burst.len() as u64, Ordering::SeqCst);
+                }
+            }
             Mode::GoawayAtOnce | Mode::NoWindowUpdate => {}
             Mode::ResetEvery => {
                 // INTERNAL_ERROR (2).
@@ -279,6 +293,21 @@ fn an_upload_the_server_never_grants_window_for_times_out() {
     let s = &r.totals.snapshot;
     assert_eq!(s.errors.get(ErrorKind::Timeout).count, 3, "{:?}", s.errors);
     assert_eq!(s.responses, 0);
+}
+
+#[test]
+fn a_server_flooding_pings_and_reading_nothing_is_held_off_and_times_out() {
+    let (addr, flooded) = server(Mode::PingFlood);
+    let mut p = h2_plan(addr, 1, 1, 1);
+    p.timeouts.request = Duration::from_secs(2);
+    let r = run(&p, &StopHandle::new(), |_| {}).unwrap();
+    let s = &r.totals.snapshot;
+    assert_eq!(s.errors.get(ErrorKind::Timeout).count, 1, "{:?}", s.errors);
+    // The client stops reading once 1 MiB of PING ACKs wait to be written, so the server can
+    // write only what that and the sockets' buffers hold (a few MiB), not two seconds' worth
+    // of PINGs that the client would answer into its own memory.
+    let sent = flooded.load(Ordering::SeqCst);
+    assert!(sent < 32 << 20, "the server wrote {sent} bytes of PINGs");
 }
 
 #[test]

@@ -32,7 +32,7 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::time::Sleep;
 
 use super::frame::{self, ConnError, FrameReader, Reason};
-use super::state::{State, Stream};
+use super::state::State;
 use crate::transport::Inbound;
 
 /// Flow-control windows the client grants: large enough that a fast server is never held up
@@ -40,6 +40,10 @@ use crate::transport::Inbound;
 pub(crate) const STREAM_WINDOW: i64 = 1 << 20;
 pub(crate) const CONNECTION_WINDOW: i64 = 16 << 20;
 pub(crate) const DEFAULT_WINDOW: i64 = 65_535;
+/// The most output the client queues before it stops reading (see [`H2Conn::poll`]).
+const MAX_UNSENT: usize = 1 << 20;
+/// The most reads one poll makes.
+const MAX_READS_PER_POLL: usize = 32;
 
 /// How a request failed.
 #[derive(Debug)]
@@ -202,28 +206,7 @@ where
     /// Opens a stream carrying `block` (an HPACK header block) and `body`, queued for the
     /// next poll's write. Callers check [`H2Conn::can_open`] first.
     pub(crate) fn open(&mut self, block: &[u8], body: &Bytes, tag: T, deadline: Instant) {
-        let s = &mut self.state;
-        let id = s.next_id;
-        s.next_id += 2;
-        let end = body.is_empty();
-        frame::headers(&mut s.out, id, block, end, s.max_frame);
-        s.streams.insert(
-            id,
-            Stream {
-                tag,
-                deadline,
-                send_window: s.initial_window,
-                recv_window: STREAM_WINDOW,
-                upload: (!end).then(|| (body.clone(), 0)),
-                status: 0,
-                first_byte: None,
-                read: 0,
-            },
-        );
-        if !end {
-            s.uploads.push(id);
-            s.send_uploads();
-        }
+        self.state.open(block, body, tag, deadline);
         if self.timer_at.is_none_or(|at| deadline < at) {
             self.timer.as_mut().reset(deadline.into());
             self.timer_at = Some(deadline);
@@ -238,7 +221,18 @@ where
                 self.state.end_io(&e, "write", events);
             }
         }
-        while self.state.ended.is_none() {
+        // Reads stop while the answers they called for (PING and SETTINGS ACKs, window
+        // updates) cannot be written: a server that floods PINGs and reads nothing fills its
+        // own socket, not this process's memory.
+        let mut reads = 0;
+        while self.state.ended.is_none() && self.state.out.len() < MAX_UNSENT {
+            if reads == MAX_READS_PER_POLL {
+                // Reads that end no request (a long body, a stream of PINGs) give the other
+                // connections and the timers their turn, and come back at once.
+                cx.waker().wake_by_ref();
+                break;
+            }
+            reads += 1;
             let mut buf = ReadBuf::new(self.reader.space());
             match Pin::new(&mut self.io).poll_read(cx, &mut buf) {
                 Poll::Pending => break,

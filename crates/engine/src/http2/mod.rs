@@ -14,6 +14,7 @@ mod conn;
 #[cfg(test)]
 mod conn_tests;
 mod frame;
+mod fuzz;
 pub(crate) mod hpack;
 mod huffman;
 mod open;
@@ -22,4 +23,6 @@ mod state;
 
 pub use client::Negotiated;
 pub(crate) use client::{ramp_loop, slot_loop, H2Shared};
+#[doc(hidden)]
+pub use fuzz::fuzz_server_bytes;
 pub(crate) use open::schedule_loop;

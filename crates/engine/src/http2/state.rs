@@ -101,6 +101,31 @@ impl<T> State<T> {
         }
     }
 
+    /// Opens the next stream: its HEADERS (and what the windows allow of its body) queued.
+    pub(super) fn open(&mut self, block: &[u8], body: &Bytes, tag: T, deadline: Instant) {
+        let id = self.next_id;
+        self.next_id += 2;
+        let end = body.is_empty();
+        frame::headers(&mut self.out, id, block, end, self.max_frame);
+        self.streams.insert(
+            id,
+            Stream {
+                tag,
+                deadline,
+                send_window: self.initial_window,
+                recv_window: STREAM_WINDOW,
+                upload: (!end).then(|| (body.clone(), 0)),
+                status: 0,
+                first_byte: None,
+                read: 0,
+            },
+        );
+        if !end {
+            self.uploads.push(id);
+            self.send_uploads();
+        }
+    }
+
     pub(super) fn frame(
         &mut self,
         h: Head,
