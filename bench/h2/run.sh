@@ -5,6 +5,10 @@
 # pinned to CPU 1. Client CPU per request = GNU time's user+sys / requests completed; its user
 # and system shares are printed too (what a client can change is mostly the user part: the
 # system part is the kernel's work per segment and per syscall).
+# With bench/floor built (cargo build --release --manifest-path bench/floor/Cargo.toml), the
+# floor's pipelining client runs beside them (`epoll-pipeline16`: the cheapest client that
+# writes 16 requests per send and reads until their 16 responses are in): what any pipelining
+# client pays on this machine, to read the ratios against.
 # Usage: LOADMARK=target/release/loadmark bench/h2/run.sh [REPS] [N]
 # Loopback only; every run ends by itself (fixed request counts, wrk for D seconds).
 set -euo pipefail
@@ -12,6 +16,7 @@ REPS=${1:-3}
 N=${2:-200000}
 D=${D:-5}
 LOADMARK=${LOADMARK:-target/release/loadmark}
+FLOOR=${FLOOR:-$(cd "$(dirname "$0")/../.." && pwd)/bench/floor/target/release/loadmark-floor}
 DIR=$(mktemp -d /tmp/lmk-h2bench.XXXXXX)
 chmod 755 "$DIR"
 H2C=${H2C_PORT:-18461}
@@ -69,6 +74,11 @@ for rep in $(seq "$REPS"); do
   s=$(cpu wrk -t 1 -c 256 -d "${D}s" -s "$DIR/pipeline.lua" "http://127.0.0.1:$H1/plaintext")
   ok=$(awk '/requests in/ {print $1}' "$DIR/out"); rps=$(awk '/^Requests\/sec/ {print $2}' "$DIR/out")
   echo "wrk-pipeline16,$rep,$ok,$s,$(per "$s" "$ok"),$rps"
+  if [ -x "$FLOOR" ]; then
+    s=$(cpu "$FLOOR" "http://127.0.0.1:$H1/plaintext" 256 "$D" epoll-pipeline16)
+    ok=$(awk '/responses in/ {print $1}' "$DIR/out"); rps=$(awk '/responses in/ {print $5}' "$DIR/out")
+    echo "floor-pipeline16,$rep,$ok,$s,$(per "$s" "$ok"),$rps"
+  fi
   s=$(cpu "$LOADMARK" run "http://127.0.0.1:$H1/plaintext" --pipeline 16 -c 256 -t 1 -d "${D}s")
   ok=$(awk '/Requests/ {print $2; exit}' "$DIR/out"); rps=$(awk '$1 == "Req/s" {print $2; exit}' "$DIR/out")
   echo "loadmark-pipeline16,$rep,$ok,$s,$(per "$s" "$ok"),$rps"

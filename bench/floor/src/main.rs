@@ -14,6 +14,9 @@
 //!   request, one `epoll_wait` per turn): the floor of the readiness model loadmark and wrk use.
 //!   `epoll-close`: the same with `Connection: close`, a new connection per request (`socket`,
 //!   non-blocking `connect`, `epoll_ctl`, `send`, `recv`, `close`; IPv4 only).
+//!   `epoll-pipeline16`: the epoll client pipelining, as wrk's pipeline script: 16 requests in
+//!   one `send`, the next 16 once all 16 responses are in (responses of one URL are taken to
+//!   be the same length, as nginx's `return` makes them).
 
 use std::io::Write;
 use std::net::{TcpStream, ToSocketAddrs};
@@ -77,12 +80,14 @@ fn main() {
         .parse()
         .unwrap_or_else(|_| fail("bad SECONDS".into()));
     let mode = args.get(4).map_or("1", |b| b.as_str());
+    let depth = if mode == "epoll-pipeline16" { 16 } else { 1 };
     let close = if mode == "epoll-close" {
         "Connection: close\r\n"
     } else {
         ""
     };
-    let request = format!("GET {path} HTTP/1.1\r\nHost: {authority}\r\n{close}\r\n").into_bytes();
+    let request = format!("GET {path} HTTP/1.1\r\nHost: {authority}\r\n{close}\r\n").repeat(depth);
+    let request = request.into_bytes();
     let addr = authority
         .to_socket_addrs()
         .ok()
@@ -104,6 +109,10 @@ fn main() {
         .collect();
     let (responses, elapsed, per_wait) = if mode == "epoll" {
         run_epoll(&mut cs, &request, secs, None)
+    } else if mode == "epoll-pipeline16" {
+        DEPTH.store(depth, std::sync::atomic::Ordering::Relaxed);
+        let (batches, elapsed, per_wait) = run_epoll(&mut cs, &request, secs, None);
+        (batches * depth as u64, elapsed, per_wait)
     } else if mode == "epoll-close" {
         let std::net::SocketAddr::V4(v4) = addr else {
             fail("epoll-close: IPv4 only".into())
@@ -132,11 +141,16 @@ fn main() {
     );
 }
 
-/// Takes `got` bytes into `c`; true when its response is complete (any error aborts).
+/// Responses per request batch (16 when pipelining).
+static DEPTH: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(1);
+
+/// Takes `got` bytes into `c`; true when its response (or batch of pipelined responses) is
+/// complete (any error aborts).
 fn take(c: &mut Conn, got: usize) -> bool {
     c.have += got;
     if c.need.is_none() {
-        c.need = response_length(&c.buf[..c.have]);
+        let depth = DEPTH.load(std::sync::atomic::Ordering::Relaxed);
+        c.need = response_length(&c.buf[..c.have]).map(|n| n * depth);
     }
     match c.need {
         Some(n) if c.have >= n => {

@@ -303,3 +303,35 @@ fn an_open_loop_pipelines_due_requests_on_one_connection() {
     // The first was answered after the eighth was due, 7 ms later: its latency shows it.
     assert!(s.latency.max() >= 7_000, "max {} µs", s.latency.max());
 }
+
+/// A server that takes connections and requests and never answers (held for the test's
+/// life; each connection's thread ends when the client closes it).
+fn silent_server() -> SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    thread::spawn(move || {
+        for mut tcp in listener.incoming().flatten() {
+            thread::spawn(move || {
+                let mut sink = [0u8; 4096];
+                while matches!(tcp.read(&mut sink), Ok(n) if n > 0) {}
+            });
+        }
+    });
+    addr
+}
+
+#[test]
+fn a_batch_the_server_never_answers_times_out_and_is_not_sent_again() {
+    let addr = silent_server();
+    let mut p = pipelined(plan(&format!("http://{addr}/"), 1, 1, Stop::Requests(8)), 4);
+    p.timeouts.request = Duration::from_millis(300);
+    let t0 = std::time::Instant::now();
+    let r = run(&p, &StopHandle::new(), |_| {}).unwrap();
+    let took = t0.elapsed();
+    let s = &r.totals.snapshot;
+    // Two batches of four, each ended by its own deadline (the second after a new connection).
+    assert_eq!(s.errors.get(ErrorKind::Timeout).count, 8, "{:?}", s.errors);
+    assert_eq!(s.responses, 0);
+    assert_eq!(s.retries, 0, "a timed-out request is not sent again");
+    assert!(took >= Duration::from_millis(600), "{took:?}");
+}

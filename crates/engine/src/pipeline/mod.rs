@@ -17,7 +17,7 @@ use std::time::Instant;
 pub(crate) mod open;
 
 use loadmark_metrics::{ErrorKind, Sample};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 
 use crate::closed::{ramp_slots, Budget, Retire};
 use crate::connection::Shared;
@@ -83,6 +83,11 @@ pub(crate) async fn pipeline_loop<T: Transport>(
     let mut out = Vec::new();
     let mut rendered = Vec::new();
     let mut responses = InOrder::new();
+    let mut jobs: Vec<Job> = Vec::with_capacity(depth);
+    // The request timeout, registered once per slot and moved only when it fires before the
+    // current batch's deadline (deadlines only grow), so a read costs no timer registration.
+    let far = Instant::now() + std::time::Duration::from_secs(100 * 365 * 24 * 3600);
+    let mut timer = Box::pin(tokio::time::sleep_until(far.into()));
     'connections: loop {
         if deadline.is_some_and(|d| Instant::now() >= d) {
             return;
@@ -113,7 +118,8 @@ pub(crate) async fn pipeline_loop<T: Transport>(
                 return;
             }
             // The batch: requests to send again first, then new ones from the budget.
-            let mut jobs: Vec<Job> = std::mem::take(&mut retry);
+            jobs.clear();
+            jobs.append(&mut retry);
             out.clear();
             // A retried request is picked from the source again: the same request for a
             // single one, possibly another of a mix.
@@ -162,10 +168,8 @@ pub(crate) async fn pipeline_loop<T: Transport>(
                 let (response, first) = match responses.next(at) {
                     Ok(Next::Response(response, first)) => (response, first),
                     Ok(Next::NeedRead) => {
-                        let read = tokio::time::timeout_at(
-                            timeout_at.into(),
-                            stream.read(responses.space()),
-                        );
+                        let read =
+                            read_before(&mut stream, responses.space(), &mut timer, timeout_at);
                         match read.await {
                             Err(_) => break Some(timed_out(&shared)),
                             Ok(Ok(0)) => {
@@ -245,6 +249,35 @@ pub(crate) async fn pipeline_loop<T: Transport>(
             continue 'connections;
         }
     }
+}
+
+/// Reads into `buf`, or gives up at `deadline` (`Err(())`) on `timer`, which is moved to the
+/// deadline when it is set later, and otherwise only when it fires before it.
+async fn read_before<S: tokio::io::AsyncRead + Unpin>(
+    stream: &mut S,
+    buf: &mut [u8],
+    timer: &mut std::pin::Pin<Box<tokio::time::Sleep>>,
+    deadline: Instant,
+) -> Result<std::io::Result<usize>, ()> {
+    use std::future::Future;
+    use std::task::Poll;
+    if timer.deadline().into_std() > deadline {
+        timer.as_mut().reset(deadline.into());
+    }
+    let mut buf = tokio::io::ReadBuf::new(buf);
+    std::future::poll_fn(|cx| {
+        if let Poll::Ready(r) = std::pin::Pin::new(&mut *stream).poll_read(cx, &mut buf) {
+            return Poll::Ready(Ok(r.map(|()| buf.filled().len())));
+        }
+        while timer.as_mut().poll(cx).is_ready() {
+            if Instant::now() >= deadline {
+                return Poll::Ready(Err(()));
+            }
+            timer.as_mut().reset(deadline.into());
+        }
+        Poll::Pending
+    })
+    .await
 }
 
 /// Responses read in order from one connection: the bytes read and not yet parsed sit at
