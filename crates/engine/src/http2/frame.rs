@@ -194,6 +194,19 @@ impl ConnError {
             what: what.into(),
         }
     }
+
+    /// `Ok` when `ok`, else the error with the message `what` makes.
+    pub fn unless(
+        ok: bool,
+        reason: Reason,
+        what: impl FnOnce() -> String,
+    ) -> Result<(), ConnError> {
+        if ok {
+            Ok(())
+        } else {
+            Err(ConnError::new(reason, what()))
+        }
+    }
 }
 
 /// Whole frames out of a connection's read buffer: bytes land at [`FrameReader::space`],

@@ -164,25 +164,17 @@ impl<T> State<T> {
                 "the server's first frame is not SETTINGS",
             ));
         }
+        // A frame on the wrong stream is a PROTOCOL_ERROR, one of the wrong length a
+        // FRAME_SIZE_ERROR (RFC 9113 §6).
         let on_stream = |ok: bool, name: &str| {
-            if ok {
-                Ok(())
-            } else {
-                Err(ConnError::new(
-                    Reason::PROTOCOL_ERROR,
-                    format!("{name} on stream {}", h.stream),
-                ))
-            }
+            ConnError::unless(ok, Reason::PROTOCOL_ERROR, || {
+                format!("{name} on stream {}", h.stream)
+            })
         };
         let sized = |ok: bool, name: &str| {
-            if ok {
-                Ok(())
-            } else {
-                Err(ConnError::new(
-                    Reason::FRAME_SIZE_ERROR,
-                    format!("{name} of {} bytes", h.len),
-                ))
-            }
+            ConnError::unless(ok, Reason::FRAME_SIZE_ERROR, || {
+                format!("{name} of {} bytes", h.len)
+            })
         };
         match h.kind {
             DATA => {
