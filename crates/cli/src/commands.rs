@@ -340,7 +340,13 @@ fn ws(args: &WsArgs) -> Result<ExitCode> {
     run_plan(&plan, &args.report, None)
 }
 
+/// Descriptors `serve` makes room for up front: the connections of a large closed-loop run.
+const SERVE_FILES: usize = 4096;
+
 fn serve(args: &ServeArgs) -> Result<ExitCode> {
+    // Accepting past 64, 128, 256... connections would otherwise grow the file table while
+    // the server's threads run, each growth a stall of milliseconds (see the engine's sys.rs).
+    loadmark_engine::prepare_files_for(SERVE_FILES);
     let server = loadmark_target::start(loadmark_target::ServerConfig {
         addr: (args.host, args.port).into(),
         threads: args.threads.max(1),

@@ -55,5 +55,5 @@ pub use error::EngineError;
 pub use http2::fuzz_server_bytes;
 pub use http2::Negotiated;
 pub use runner::{run, run_part, Part, Progress, RunResult, StopHandle};
-pub use sys::{thread_cpu_time, CpuTime};
+pub use sys::{prepare_files_for, thread_cpu_time, CpuTime};
 pub use unix::Unix;
