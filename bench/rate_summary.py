@@ -5,9 +5,10 @@ keeping everything else).
 
 Usage: rate_summary.py --out DIR --results FILE [--command CMD] [--print]
 """
-import argparse, os, re, statistics
+import argparse, os, re
 
-from benchlib import dig, fmt as _fmt, jload, percentile_us, read, replace_section
+from benchlib import (dig, fmt as _fmt, jload, med, meta as read_meta, percentile_us, read,
+                      replace_section, time_fields)
 
 
 def fmt(v, spec=",.0f", none="–"):
@@ -69,7 +70,7 @@ def main():
     ap.add_argument("--print", action="store_true")
     a = ap.parse_args()
     out = a.out
-    meta = dict(l.split("=", 1) for l in (read(os.path.join(out, "meta.txt"), "") or "").splitlines() if "=" in l)
+    meta = read_meta(os.path.join(out, "meta.txt"))
     knobs = dict(re.findall(r'(\w+)=("[^"]*"|\S+)', meta.get("knobs", "")))
     dur = float(knobs.get("DUR", "5"))
     tol = float(knobs.get("TOL", "0.01"))
@@ -93,7 +94,10 @@ def main():
                     noisy_reruns.append(f"{rate:,} {tool} {rep}: " + (read(os.path.join(d, "noisy.txt"), "") or "").strip())
                     continue
                 srv = (read(os.path.join(d, "server.txt"), "") or "").split()
-                tm = (read(os.path.join(d, "time.txt"), "") or "").strip().splitlines()
+                try:
+                    tm = time_fields(read(os.path.join(d, "time.txt")))  # %e %U %S %M
+                except ValueError:
+                    tm = []
                 if len(srv) < 8:
                     continue
                 run = {"rep": rep, "rc": int((read(os.path.join(d, "rc.txt"), "1") or "1").strip() or 1)}
@@ -102,10 +106,9 @@ def main():
                 run["conns"] = int(srv[2]) - int(srv[0])
                 run["window"] = float(srv[7]) - float(srv[6])
                 run["nginx_cpu"] = (float(srv[5]) - float(srv[4])) / hz
-                last = tm[-1].split() if tm else []
-                if len(last) >= 4 and re.match(r"^[\d.]+$", last[0]):
-                    run["wall"] = float(last[0]); run["cpu"] = float(last[1]) + float(last[2])
-                    run["rss_mib"] = int(last[3]) / 1024
+                if len(tm) >= 4:
+                    run["wall"] = tm[0]; run["cpu"] = tm[1] + tm[2]
+                    run["rss_mib"] = int(tm[3]) / 1024
                     run["us_per_req"] = run["cpu"] / run["srv_req"] * 1e6 if run["srv_req"] > 0 else None
                     run["cli_util"] = run["cpu"] / run["wall"] if run["wall"] > 0 else None
                 cs = (read(os.path.join(d, "cpustat.txt"), "") or "").split()
@@ -117,10 +120,6 @@ def main():
                 nz = read(os.path.join(d, "noisy.txt"))
                 run["noise"] = ("**NOISY** " + nz.strip().replace("noisy: ", "")) if nz else "clean"
                 runs.setdefault((rate, tool), []).append(run)
-
-    def med(xs):
-        xs = [x for x in xs if x is not None]
-        return statistics.median(xs) if xs else None
 
     cell = {}
     for (rate, tool), rs in runs.items():

@@ -8,7 +8,7 @@ import argparse
 import json
 import os
 
-from benchlib import med, replace_section
+from benchlib import med, meta as read_meta, replace_section
 
 HEADING = "## Scale and sharing (bench/scale)"
 
@@ -42,7 +42,7 @@ def main():
     ap.add_argument("--print", action="store_true")
     a = ap.parse_args()
     runs = [json.loads(l) for l in open(os.path.join(a.out, "runs.jsonl")) if l.strip()]
-    meta = dict(l.rstrip("\n").split("=", 1) for l in open(os.path.join(a.out, "meta.txt")) if "=" in l)
+    meta = read_meta(os.path.join(a.out, "meta.txt"))
     lines = [HEADING, ""]
     lines.append("Issue 3's other scenarios, measured by `bench/scale` (see bench/README.md). Same caveat as above: "
                  "only ratios from the same run mean anything.")

@@ -33,11 +33,13 @@ import tempfile
 import time
 import urllib.request
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# ROOT: bench/lag and bench/wire use serverview.ROOT.
+from benchlib import (LOADMARK, ROOT, pinned_command, read, said_port,
+                      served_count, time_fields)
+
 DEFAULT_CLIENTS = [
     "wrk=wrk -t1 -c{conns} -d{dur}s {url}",
-    "loadmark=" + os.path.join(ROOT, "target/release/loadmark")
-    + " run {url} -c {conns} -t 1 -d {dur}s -q",
+    "loadmark=" + LOADMARK + " run {url} -c {conns} -t 1 -d {dur}s -q",
 ]
 
 
@@ -143,10 +145,10 @@ class Nginx:
         d = tempfile.mkdtemp(prefix="serverview-")
         self.dir = d
         conf = nginx_conf(d, args.port, getattr(args, "open_file_cache", False))
-        rt = ["chrt", "-f", "10"] if args.rt else []
         self.port = args.port
-        self.master = subprocess.Popen(rt + ["taskset", "-c", str(args.server_cpu), "nginx",
-                                             "-p", d, "-c", conf])
+        self.master = subprocess.Popen(pinned_command(args.server_cpu,
+                                                      ["nginx", "-p", d, "-c", conf], None,
+                                                      args.rt))
         for _ in range(50):
             try:
                 served(self.port)
@@ -180,25 +182,23 @@ class CountingServer:
         self.args, self.name, self.command = args, name, command
 
     def begin(self):
-        rt = ["chrt", "-f", "10"] if self.args.rt else []
-        self.proc = subprocess.Popen(rt + ["taskset", "-c", str(self.args.server_cpu)]
-                                     + self.command, stdout=subprocess.PIPE,
-                                     stderr=subprocess.STDOUT, text=True)
+        self.proc = subprocess.Popen(pinned_command(self.args.server_cpu, self.command, None,
+                                                    self.args.rt),
+                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         line = self.proc.stdout.readline()
-        found = re.search(r"127\.0\.0\.1:(\d+)", line)
-        if not found:
+        self.port = said_port(line)
+        if self.port is None:
             self.proc.kill()
             sys.exit(f"{self.name} did not say its port: {line!r}")
-        self.port = int(found.group(1))
         self.pid = self.proc.pid  # chrt and taskset exec into the server
 
     def end(self):
         self.proc.send_signal(signal.SIGTERM)
         out, _ = self.proc.communicate(timeout=20)
-        found = re.search(r"served (\d+) requests", out)
-        if not found:
+        count = served_count(out)
+        if count is None:
             sys.exit(f"{self.name} did not say its count: {out!r}")
-        return int(found.group(1))
+        return count
 
     def close(self):
         pass
@@ -209,8 +209,7 @@ def make_server(args):
         return Nginx(args)
     if args.server == "builtin":
         return CountingServer(args, "the built-in target",
-                              [os.path.join(ROOT, "target/release/loadmark"), "serve", "--port",
-                               "0", "--threads", "1"])
+                              [LOADMARK, "serve", "--port", "0", "--threads", "1"])
     return CountingServer(args, "node", ["node", os.path.join(ROOT, "bench/servers/count-server.js"),
                                          "0"])
 
@@ -232,10 +231,9 @@ def run_client(name, command, args, server, strace=False):
         time.sleep(0.5)
     p0, i0, s0 = proc_counters(server_pid), interrupts(), nstat()
     t0 = time.monotonic()
-    full = (["chrt", "-f", "10"] if args.rt else []) + [
-        "taskset", "-c", str(args.client_cpu), "timeout", str(args.dur + 10)]
     times = tempfile.mktemp(prefix="serverview-time-")
-    full += ["/usr/bin/time", "-o", times, "-f", "%U %S"] + shlex.split(cmd)
+    full = pinned_command(args.client_cpu, ["/usr/bin/time", "-o", times, "-f", "%U %S"]
+                          + shlex.split(cmd), args.dur + 10, args.rt)
     subprocess.run(full, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     wall = time.monotonic() - t0
     p1, i1, s1 = proc_counters(server_pid), interrupts(), nstat()
@@ -247,8 +245,8 @@ def run_client(name, command, args, server, strace=False):
     requests = server.end()
     row = {"client": name, "requests": requests, "wall": wall, "rps": requests / args.dur}
     try:
-        user, system = open(times).read().split()[-2:]
-        row["client_cpu_s"] = float(user) + float(system)
+        user, system = time_fields(read(times))[-2:]
+        row["client_cpu_s"] = user + system
         os.unlink(times)
     except (OSError, ValueError):
         row["client_cpu_s"] = float("nan")

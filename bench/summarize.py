@@ -26,7 +26,7 @@ import re
 import subprocess
 import sys
 
-from benchlib import fmt, med, ratio, to_ms
+from benchlib import fmt, med, meta as read_meta, ratio, read, to_ms
 
 SCENARIOS = ["ka-json", "close-json", "ka-10k", "ka-status"]
 SCENARIO_DESC = {
@@ -93,10 +93,9 @@ def load(out):
     for r in rows:
         d = os.path.join(out, "raw", r["scenario"], r["tool"], r["rep"])
         if r["tool"] == "loadmark":
-            try:
-                r.update(parse_loadmark(open(os.path.join(d, "stdout.txt"), errors="replace").read()))
-            except OSError:
-                pass
+            stdout = read(os.path.join(d, "stdout.txt"))
+            if stdout is not None:
+                r.update(parse_loadmark(stdout))
         # one definition of req/s for every tool: nginx's count over the process's wall time
         r["nginx_rps"] = r["srv_req"] / r["elapsed"] if r.get("elapsed") else None
         r["cpu_us"] = (r["cpu"] / r["srv_req"] * 1e6
@@ -160,11 +159,10 @@ def sort_key(key):
 # ------------------------------------------------------------------ render
 def render(args, rows, agg, noisy_retried):
     out = args.out
-    meta = dict(l.rstrip("\n").split("=", 1) for l in open(os.path.join(out, "meta.txt")) if "=" in l)
+    meta = read_meta(os.path.join(out, "meta.txt"))
     knobs = next((l.strip() for l in open(os.path.join(out, "meta.txt")) if l.startswith("DUR=")), "")
     versions = dict(l.rstrip("\n").split("\t", 1) for l in open(os.path.join(out, "versions.tsv")) if "\t" in l)
-    problems = open(os.path.join(out, "problems.txt")).read().strip() if os.path.exists(
-        os.path.join(out, "problems.txt")) else ""
+    problems = (read(os.path.join(out, "problems.txt"), "") or "").strip()
     scenarios = sorted({k[0] for k in agg}, key=lambda s: SCENARIOS.index(s) if s in SCENARIOS else 99)
 
     L = []

@@ -9,71 +9,57 @@ server.txt, server_cpu.txt, cpustat.txt, and loadmark's result.json or k6's summ
 A section of the existing results file headed "## Observations" is kept as is (hand-written).
 """
 import argparse
-import json
 import os
-import re
-import statistics
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from benchlib import meta as read_meta, percentile_us, read  # noqa: E402
+from benchlib import (jload, med, meta, percentile_us, read,  # noqa: E402
+                      served_count, time_fields)
 
 HELD = 0.99      # same threshold as loadmark's own finding (report::websocket::HELD_RATE)
 TARGET = 0.25    # issue 7: loadmark client CPU per message <= 0.25x k6's
 SERVER_BUSY = 0.90
 
 
-def meta(out):
-    return read_meta(os.path.join(out, "meta.txt"))
-
-
-def pct(hist, p):
-    return percentile_us(hist, p)
-
-
 def parse_run(d, tool, m):
     r = {"dir": d, "ok": False}
     rc = (read(os.path.join(d, "rc.txt"), "") or "").strip()
     r["rc"] = int(rc) if rc.lstrip("-").isdigit() else None
-    t = (read(os.path.join(d, "time.txt"), "") or "").strip().splitlines()
-    if t:
-        try:
-            e, u, s, mx = t[-1].split()
-            r.update(wall=float(e), user=float(u), sys=float(s), rss_mb=int(mx) / 1024)
-            r["cpu"] = r["user"] + r["sys"]
-        except ValueError:
-            pass
+    try:
+        e, u, s, mx = time_fields(read(os.path.join(d, "time.txt")))
+        r.update(wall=e, user=u, sys=s, rss_mb=int(mx) / 1024)
+        r["cpu"] = r["user"] + r["sys"]
+    except ValueError:
+        pass
     dur = float(m.get("DUR", "20"))
     sessions = int(m.get("SESSIONS", "400"))
     if tool == "loadmark":
-        j = read(os.path.join(d, "result.json"))
+        j = jload(os.path.join(d, "result.json"))
         if j:
-            j = json.loads(j)
             ws = j["summary"]["websocket"]
             r.update(sent=ws["messages_sent"], recv=ws["messages_received"],
                      sessions_client=ws["sessions_opened"],
                      self_sent_per_s=ws["messages_sent_per_s"],
                      requested=ws.get("requested_send_rate"),
-                     p50_ms=pct(j["summary"]["latency"], 50.0) / 1000,
-                     p99_ms=pct(j["summary"]["latency"], 99.0) / 1000,
-                     lag_p99_ms=pct(j["summary"]["schedule_lag"], 99.0) / 1000,
-                     connect_p50_ms=pct(j["summary"]["connect"], 50.0) / 1000,
+                     p50_ms=percentile_us(j["summary"]["latency"], 50.0) / 1000,
+                     p99_ms=percentile_us(j["summary"]["latency"], 99.0) / 1000,
+                     lag_p99_ms=percentile_us(j["summary"]["schedule_lag"], 99.0) / 1000,
+                     connect_p50_ms=percentile_us(j["summary"]["connect"], 50.0) / 1000,
                      findings=j["run"]["health"]["findings"],
                      saturated=j["run"]["health"]["client_saturated"],
                      self_cpu_us=j["run"]["client_cpu"]["per_request_us"])
     else:
-        j = read(os.path.join(d, "summary.json"))
+        j = jload(os.path.join(d, "summary.json"))
         if j:
-            mt = json.loads(j)["metrics"]
+            mt = j["metrics"]
             c = lambda k: (mt.get(k) or {}).get("count")
             r.update(sent=c("ws_msgs_sent"), recv=c("ws_msgs_received"),
                      sessions_client=c("ws_sessions"), script_echoes=c("echoes_received"),
                      connect_p50_ms=(mt.get("ws_connecting") or {}).get("med"))
     # the server: sessions it answered (101s; `served N requests` counts the handshakes) and CPU
-    srv = read(os.path.join(d, "server.txt"), "") or ""
-    mm = re.search(r"served (\d+) requests", srv)
-    if mm:
-        r["server_sessions"] = int(mm.group(1)) - 1   # minus the /status readiness probe
+    served = served_count(read(os.path.join(d, "server.txt")))
+    if served is not None:
+        r["server_sessions"] = served - 1   # minus the /status readiness probe
     sc = (read(os.path.join(d, "server_cpu.txt"), "") or "").split()
     if len(sc) == 5 and sc[0] and sc[1]:
         hz = float(sc[4])
@@ -119,16 +105,6 @@ def parse_run(d, tool, m):
     return r
 
 
-def med(runs, k):
-    v = [r[k] for r in runs if r.get(k) is not None]
-    return statistics.median(v) if v else None
-
-
-def rng(runs, k):
-    v = [r[k] for r in runs if r.get(k) is not None]
-    return (min(v), max(v)) if v else None
-
-
 def f(x, nd=1, unit=""):
     if x is None:
         return "–"
@@ -144,7 +120,7 @@ def main():
     ap.add_argument("--command", default="bench/ws/run")
     ap.add_argument("--print", action="store_true")
     a = ap.parse_args()
-    m = meta(a.out)
+    m = meta(os.path.join(a.out, "meta.txt"))
     dur = float(m.get("DUR", "20"))
     sessions = int(m.get("SESSIONS", "400"))
     intervals = m.get("INTERVALS", "1 5 100").split()
@@ -197,7 +173,7 @@ def main():
         req = sessions * 1000.0 / float(iv)
         for tool in tools:
             ok = [r for r in runs[(iv, tool)] if r["ok"]]
-            md = {k: med(ok, k) for k in ("sent_s", "recv_s", "server_sessions", "server_busy", "cpu", "us_recv",
+            md = {k: med(r.get(k) for r in ok) for k in ("sent_s", "recv_s", "server_sessions", "server_busy", "cpu", "us_recv",
                                            "us_recv_load", "us_sent", "client_busy", "rss_mb", "p50_ms", "p99_ms",
                                            "lag_p99_ms", "init_s", "sessions_client")}
             medians[(iv, tool)] = md
