@@ -4,7 +4,8 @@
 //! Two separate files rather than two sections in one, because spreadsheets and `pandas`
 //! read one table per file. Latencies are integer microseconds, rates per second. The
 //! WebSocket columns (messages, sessions) are zero or empty for HTTP runs; the checks and
-//! scenario columns are empty for runs without them. The series leaves
+//! scenario columns are empty for runs without them; `retries` (requests sent again on a new
+//! connection) ends the usual summary columns. The series leaves
 //! out the fragment of a second after the run's end (`Report::chart_series`): its handful of
 //! responses is no rate; the summary row counts them.
 
@@ -14,7 +15,7 @@ use crate::bundle::{Bundle, BundleStep};
 use crate::model::Report;
 
 const SERIES_HEADER: &str = "second,warmup,responses,errors,failed,bytes_read,connections_opened,latency_p50_us,latency_p99_us,latency_max_us,messages_sent,messages_received";
-const SUMMARY_HEADER: &str = "started_at,method,url,measured_s,completed,responses,errors,non_success_responses,failed,dropped,in_flight_at_end,rps,read_bytes_per_s,latency_min_us,latency_mean_us,latency_stdev_us,latency_p50_us,latency_p75_us,latency_p90_us,latency_p95_us,latency_p99_us,latency_p99_9_us,latency_p99_99_us,latency_max_us,messages_sent_per_s,messages_received_per_s,sessions_opened,checks_passed,checks_failed,checks_failed_responses,iterations,iterations_aborted,iterations_dropped";
+const SUMMARY_HEADER: &str = "started_at,method,url,measured_s,completed,responses,errors,non_success_responses,failed,dropped,in_flight_at_end,rps,read_bytes_per_s,latency_min_us,latency_mean_us,latency_stdev_us,latency_p50_us,latency_p75_us,latency_p90_us,latency_p95_us,latency_p99_us,latency_p99_9_us,latency_p99_99_us,latency_max_us,messages_sent_per_s,messages_received_per_s,sessions_opened,checks_passed,checks_failed,checks_failed_responses,iterations,iterations_aborted,iterations_dropped,retries";
 
 const STEPS_HEADER: &str = "scenario_step,requests,responses,status_1xx,status_2xx,status_3xx,status_4xx,status_5xx,errors,checks_passed,checks_failed,extraction_failures,latency_min_us,latency_mean_us,latency_p50_us,latency_p90_us,latency_p95_us,latency_p99_us,latency_p99_9_us,latency_max_us";
 
@@ -172,7 +173,7 @@ fn summary_row(o: &mut String, prefix: &str, r: &Report) {
     };
     let _ = writeln!(
         o,
-        "{prefix}{},{},{},{:.3},{},{},{},{},{},{},{},{:.3},{:.1},{},{:.1},{:.1},{},{},{},{},{},{},{},{},{},{},{}",
+        "{prefix}{},{},{},{:.3},{},{},{},{},{},{},{},{:.3},{:.1},{},{:.1},{:.1},{},{},{},{},{},{},{},{},{},{},{},{}",
         field(&r.run.started_at),
         field(&r.plan.request.method),
         field(&r.plan.request.url.to_string()),
@@ -220,6 +221,8 @@ fn summary_row(o: &mut String, prefix: &str, r: &Report) {
             Some(sc) => format!("{},{},{}", sc.iterations, sc.aborted, sc.dropped),
             None => ",,".to_string(),
         },
+        // Last of the usual columns, so the ones before it keep their positions (issue 20).
+        s.retries,
     );
 }
 

@@ -11,8 +11,10 @@ pub(crate) fn checks_and_steps(o: &mut String, r: &Report) {
     if let Some(c) = &r.summary.checks {
         let _ = writeln!(
             o,
-            "<p>Checks: {} of {} responses failed a check.</p>",
-            c.failed_responses, c.checked_responses
+            "<p>Checks: {} of {} {} failed a check.</p>",
+            c.failed_responses,
+            c.checked_responses,
+            crate::html_details::words_of(r).checked
         );
         let _ = writeln!(
             o,

@@ -22,18 +22,22 @@ pub(crate) struct Words {
     pub answers: &'static str,
     /// The rate's short name: "req/s" or "round trips/s".
     pub rate: &'static str,
+    /// What checks judge: "responses", or a WebSocket run's "replies" (as the text says).
+    pub checked: &'static str,
 }
 
 const HTTP: Words = Words {
     unit: "request",
     answers: "responses",
     rate: "req/s",
+    checked: "responses",
 };
 
 const WEBSOCKET: Words = Words {
     unit: "message",
     answers: "round trips",
     rate: "round trips/s",
+    checked: "replies",
 };
 
 /// The words of one run.
@@ -85,6 +89,11 @@ fn step_details(o: &mut String, r: &Report) {
     let s = &r.summary;
     let q = &s.requests;
     let _ = writeln!(o, "<table class=\"kv\" data-table=\"counts\">");
+    // What carried the requests, as the text report says under its load line (issue 20).
+    let protocol = crate::protocol::report_lines(r);
+    if !protocol.is_empty() {
+        row(o, "Protocol", &protocol.join("; "));
+    }
     let mut counted = format!(
         "{} completed in {:.2}s: {} {}, {} errors; {} in flight at the end (not counted)",
         q.completed, r.run.measured_s, q.responses, w.answers, q.errors, q.in_flight_at_end
@@ -169,6 +178,9 @@ fn step_details(o: &mut String, r: &Report) {
         },
         &s.connections_opened.to_string(),
     );
+    if s.retries > 0 && w.unit != "message" {
+        row(o, "Retries", &crate::text::retries_line(s.retries));
+    }
     let cpu = &r.run.client_cpu;
     row(
         o,

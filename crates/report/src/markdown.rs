@@ -226,6 +226,9 @@ pub fn render_markdown(b: &Bundle) -> String {
                 say(format!("check {:?} failed {} times", c.name, c.failed));
             }
         }
+        if s.retries > 0 {
+            say(crate::text::retries_line(s.retries)); // issue 20: as the text report says
+        }
         if s.requests.non_success_responses > 0 {
             say(format!(
                 "{} responses were not 2xx/3xx",

@@ -96,6 +96,41 @@ impl ProtocolSummary {
     }
 }
 
+/// What carried a run's requests, as the text report says it under the load line and the
+/// HTML page repeats it: the summary's lines; for a report older than the summary, what the
+/// plan asked (HTTP/2 streams, pipelining); the Unix socket when there was one.
+pub(crate) fn report_lines(r: &Report) -> Vec<String> {
+    let s = &r.summary;
+    let plural = |n: u64| if n == 1 { "" } else { "s" };
+    let mut lines = Vec::new();
+    if let Some(p) = &s.protocol {
+        lines.extend(p.lines());
+    } else if let Some(h2) = &r.plan.protocol.http2 {
+        let mut line = format!(
+            "HTTP/2, {} stream{} per connection",
+            h2.streams,
+            plural(h2.streams as u64)
+        );
+        if s.connections_opened > 0 {
+            let _ = write!(
+                line,
+                ", {:.1} requests per connection opened",
+                s.requests.responses as f64 / s.connections_opened as f64
+            );
+        }
+        lines.push(line);
+    }
+    if let (None, Some(depth)) = (&s.protocol, r.plan.protocol.pipeline) {
+        lines.push(format!(
+            "HTTP/1.1 pipelining, up to {depth} requests in flight per connection"
+        ));
+    }
+    if let Some(path) = &r.plan.protocol.unix_socket {
+        lines.push(format!("over the Unix socket {}", path.display()));
+    }
+    lines
+}
+
 /// Markdown: each step's protocol lines, when any step has them.
 pub(crate) fn render_markdown_section(o: &mut String, named: &[(String, &Report)]) {
     let rows: Vec<(&String, Vec<String>)> = named

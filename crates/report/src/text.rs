@@ -122,37 +122,8 @@ fn header(o: &mut String, r: &Report) {
 
 /// TLS, interruption and saturation notices, then a blank line.
 fn notices(o: &mut String, r: &Report) {
-    // What carried the requests: the protocol actually spoken, the server's stream limit and
-    // the requests per connection; reports older than that summary say what the plan asked.
-    if let Some(p) = &r.summary.protocol {
-        for line in p.lines() {
-            let _ = writeln!(o, "  {line}");
-        }
-    } else if let Some(h2) = &r.plan.protocol.http2 {
-        let s = &r.summary;
-        let _ = writeln!(
-            o,
-            "  HTTP/2, {} stream{} per connection{}",
-            h2.streams,
-            plural(h2.streams as u64),
-            if s.connections_opened > 0 {
-                format!(
-                    ", {:.1} requests per connection opened",
-                    s.requests.responses as f64 / s.connections_opened as f64
-                )
-            } else {
-                String::new()
-            }
-        );
-    }
-    if let (None, Some(depth)) = (&r.summary.protocol, r.plan.protocol.pipeline) {
-        let _ = writeln!(
-            o,
-            "  HTTP/1.1 pipelining, up to {depth} requests in flight per connection"
-        );
-    }
-    if let Some(path) = &r.plan.protocol.unix_socket {
-        let _ = writeln!(o, "  over the Unix socket {}", path.display());
+    for line in crate::protocol::report_lines(r) {
+        let _ = writeln!(o, "  {line}");
     }
     if r.plan.tls.is_insecure() {
         let _ = writeln!(o, "  TLS certificates NOT verified (--insecure)");
@@ -263,12 +234,7 @@ fn http_blocks(o: &mut String, r: &Report) {
         format_of(&s.connect, s.connect.max_us as f64),
     );
     if s.retries > 0 {
-        let _ = writeln!(
-            o,
-            "                {} request{} sent again on a new connection: a reused one closed before any response byte",
-            s.retries,
-            plural(s.retries),
-        );
+        let _ = writeln!(o, "                {}", retries_line(s.retries));
     }
     let _ = writeln!(o);
     let codes: Vec<String> = s.status.iter().map(|(c, n)| format!("{c}: {n}")).collect();
@@ -381,6 +347,14 @@ pub(crate) fn short_line(o: &mut String, label: &str, d: &Distribution, what: &s
             format!("   ({what})")
         }
     );
+}
+
+/// The retries line of the text report, which the HTML and Markdown reports repeat.
+pub(crate) fn retries_line(retries: u64) -> String {
+    format!(
+        "{retries} request{} sent again on a new connection: a reused one closed before any response byte",
+        plural(retries)
+    )
 }
 
 /// `1000 req/s`, or the stages for a ramp.

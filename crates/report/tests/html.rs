@@ -5,8 +5,10 @@ mod common;
 use std::path::PathBuf;
 
 use common::report_of;
+use loadmark_metrics::{CheckStat, CheckStats};
 use loadmark_report::{
-    render_html, render_html_bundle, Bundle, BundleStep, ServerUsage, ThresholdResult, UsageSample,
+    render_csv_summary, render_html, render_html_bundle, render_markdown, render_text, Bundle,
+    BundleStep, ServerUsage, ThresholdResult, UsageSample,
 };
 
 fn check(name: &str, actual: &str) {
@@ -204,6 +206,71 @@ fn websocket_pages_speak_of_round_trips_and_messages() {
     let phases = table(&html, "phases");
     assert!(phases.contains("<td>round trip</td>") && phases.contains("<td>handshake</td>"));
     assert!(!phases.contains("TTFB"), "{phases}");
+}
+
+/// Checks on a WebSocket run judge replies (issue 20): the page says so, as the text does.
+#[test]
+fn websocket_checks_count_replies_not_responses() {
+    let mut r = common::ws_report();
+    r.summary.checks = Some(CheckStats {
+        checks: vec![CheckStat {
+            name: "ok".into(),
+            passed: 48,
+            failed: 2,
+            first_failure: Some("reply: nope".into()),
+        }],
+        failed_responses: 2,
+        checked_responses: 50,
+        failed_success_responses: 2,
+    });
+    let html = render_html(&r);
+    assert!(
+        html.contains("<p>Checks: 2 of 50 replies failed a check.</p>"),
+        "{html}"
+    );
+    assert!(!html.contains("responses failed a check"), "{html}");
+    assert!(
+        render_text(&r).contains("Checks        2 of 50 replies failed a check"),
+        "the text says the same"
+    );
+    // An HTTP run's checks still judge responses.
+    let mut http = report_of(1, 50, &[300], 0, 0);
+    http.summary.checks = r.summary.checks.clone();
+    let html = render_html(&http);
+    assert!(
+        html.contains("<p>Checks: 2 of 50 responses failed a check.</p>"),
+        "{html}"
+    );
+}
+
+/// Requests sent again on a new connection (issue 20): the HTML and Markdown reports say it
+/// in the text's words, and the CSV summary ends with the count.
+#[test]
+fn retries_are_in_every_form() {
+    let mut r = report_of(2, 100, &[300, 500], 0, 0);
+    let said =
+        "3 requests sent again on a new connection: a reused one closed before any response byte";
+    let html = render_html(&r);
+    assert!(!html.contains("Retries"), "no row without retries");
+    r.summary.retries = 3;
+    let text = render_text(&r);
+    assert!(text.contains(said), "{text}");
+    let counts = table(&render_html(&r), "counts").to_string();
+    assert!(
+        counts.contains(&format!("<tr><th>Retries</th><td>{said}</td></tr>")),
+        "{counts}"
+    );
+    let md = render_markdown(&Bundle::of_report(r.clone()));
+    assert!(md.contains(&format!("- Step 1 (target): {said}")), "{md}");
+    let csv = render_csv_summary(&r);
+    let (head, row) = (csv.lines().next().unwrap(), csv.lines().nth(1).unwrap());
+    assert!(head.ends_with(",iterations_dropped,retries"), "{csv}");
+    assert!(row.ends_with(",3"), "{csv}");
+    r.summary.retries = 1;
+    assert!(
+        render_text(&r).contains("1 request sent again on a new connection")
+            && render_html(&r).contains("1 request sent again on a new connection")
+    );
 }
 
 #[test]

@@ -1,11 +1,14 @@
 //! The protocol summary (issue 16): what carried the requests, the server's stream limit and
-//! requests per connection, in JSON (valid against the published schema), text and Markdown.
+//! requests per connection, in JSON (valid against the published schema), text, Markdown and
+//! HTML.
 
 mod common;
 
 use loadmark_metrics::ConnectionSpread;
 use loadmark_plan::Http2;
-use loadmark_report::{render_json, render_markdown, render_text, Bundle, ProtocolSummary, Report};
+use loadmark_report::{
+    render_html, render_json, render_markdown, render_text, Bundle, ProtocolSummary, Report,
+};
 
 fn http2_report() -> Report {
     let mut r = common::report_of(2, 100, &[300, 500], 0, 0);
@@ -55,6 +58,17 @@ fn the_stream_limit_and_requests_per_connection_are_in_every_form() {
         "{text}"
     );
 
+    // The page says it too, in the text's words (issue 20).
+    let html = render_html(&r);
+    assert!(
+        html.contains(
+            "<tr><th>Protocol</th><td>HTTP/2, 10 streams per connection, 50.0 requests per \
+             connection (min 40, median 50, max 60; 4 connections); the server allowed 4 \
+             concurrent streams per connection"
+        ),
+        "{html}"
+    );
+
     let md = render_markdown(&Bundle::of_report(r));
     assert!(md.contains("## Protocol"), "{md}");
     assert!(
@@ -92,6 +106,14 @@ fn a_fallback_says_http1_was_used_and_why() {
         "{text}"
     );
     assert!(!text.contains("streams per connection"), "{text}");
+    let html = render_html(&r);
+    assert!(
+        html.contains(
+            "<tr><th>Protocol</th><td>HTTP/1.1; HTTP/2 not offered, so HTTP/1.1 was used \
+             (--http2-fallback): the server chose http/1.1 with ALPN</td></tr>"
+        ),
+        "{html}"
+    );
 }
 
 #[test]
@@ -118,4 +140,39 @@ fn a_report_without_the_summary_still_says_what_the_plan_asked() {
     assert!(!json.contains("\"protocol\": {\n      \"used\""), "{json}");
     let text = render_text(&r);
     assert!(text.contains("HTTP/2, 10 streams per connection"), "{text}");
+    let html = render_html(&r);
+    assert!(
+        html.contains("<tr><th>Protocol</th><td>HTTP/2, 10 streams per connection"),
+        "{html}"
+    );
+}
+
+#[test]
+fn a_plain_http1_run_says_its_requests_per_connection_on_the_page() {
+    let mut r = common::report_of(2, 100, &[300, 500], 0, 0);
+    assert!(
+        !render_html(&r).contains("<th>Protocol</th>"),
+        "nothing to say without the summary"
+    );
+    r.summary.protocol = Some(ProtocolSummary {
+        used: "HTTP/1.1".into(),
+        http2_fallback: None,
+        streams_per_connection: None,
+        server_max_concurrent_streams: None,
+        pipeline: None,
+        requests_per_connection: Some(ConnectionSpread {
+            connections: 3,
+            min: 66,
+            median: 67,
+            mean: 66.7,
+            max: 67,
+        }),
+    });
+    let line = "HTTP/1.1, 66.7 requests per connection (min 66, median 67, max 67; 3 connections)";
+    assert!(render_text(&r).contains(&format!("\n  {line}\n")));
+    let html = render_html(&r);
+    assert!(
+        html.contains(&format!("<tr><th>Protocol</th><td>{line}</td></tr>")),
+        "{html}"
+    );
 }
