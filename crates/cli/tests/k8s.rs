@@ -89,8 +89,8 @@ fn a_pod_log_merges_as_it_is() {
         .args(["run", &url, "-n", "20", "-c", "2", "-q", "--format", "json"])
         .output()
         .unwrap();
-    let report: serde_json::Value = serde_json::from_slice(&plan.stdout).unwrap();
-    let plan_json = report["plan"].to_string();
+    let report = common::report_json(&String::from_utf8_lossy(&plan.stdout)).unwrap();
+    let plan_json = serde_json::to_string(&report.plan).unwrap();
     let mut logs = Vec::new();
     for i in 0..2 {
         let o = loadmark()

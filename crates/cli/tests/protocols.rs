@@ -1,6 +1,8 @@
 //! The CLI's HTTP/2, Unix-socket and pipelining flags end to end: `loadmark serve --http2
 //! --unix-socket` as a subprocess, `loadmark run` against it, the report's protocol line.
 
+mod common;
+
 use std::process::Command;
 
 use loadmark_test_support::{Daemon, TempDir, PATIENCE};
@@ -74,13 +76,16 @@ fn http2_unix_socket_and_pipelining_runs_against_loadmark_serve() {
         out.contains("the server allowed 128 concurrent streams per connection"),
         "{out}"
     );
-    let report: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
-    let p = &report["summary"]["protocol"];
-    assert_eq!(p["used"], "HTTP/2", "{p}");
-    assert_eq!(p["streams_per_connection"], 200, "{p}");
-    assert_eq!(p["server_max_concurrent_streams"], 128, "{p}");
-    assert_eq!(p["requests_per_connection"]["max"], 600, "{p}");
+    let report = common::report_json(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let p = report.summary.protocol.as_ref().unwrap();
+    assert_eq!(p.used, "HTTP/2", "{p:?}");
+    assert_eq!(p.streams_per_connection, Some(200), "{p:?}");
+    assert_eq!(p.server_max_concurrent_streams, Some(128), "{p:?}");
+    assert_eq!(
+        p.requests_per_connection.as_ref().unwrap().max,
+        600,
+        "{p:?}"
+    );
 
     let sock_arg = sock.to_str().unwrap();
     for extra in [&[][..], &["--http2", "--streams", "8"][..]] {
@@ -166,16 +171,19 @@ fn http2_fallback_and_the_protocol_summary_in_text_and_json() {
             && out.contains("; 2 connections)"),
         "{out}"
     );
-    let report: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
-    let p = &report["summary"]["protocol"];
-    assert_eq!(p["used"], "HTTP/1.1", "{p}");
+    let report = common::report_json(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let p = report.summary.protocol.as_ref().unwrap();
+    assert_eq!(p.used, "HTTP/1.1", "{p:?}");
     assert!(
-        p["http2_fallback"].as_str().unwrap().contains("ALPN"),
-        "{p}"
+        p.http2_fallback.as_deref().unwrap().contains("ALPN"),
+        "{p:?}"
     );
-    assert_eq!(p["requests_per_connection"]["connections"], 2, "{p}");
-    assert_eq!(report["plan"]["protocol"]["http2"]["fallback"], true);
+    assert_eq!(
+        p.requests_per_connection.as_ref().unwrap().connections,
+        2,
+        "{p:?}"
+    );
+    assert!(report.plan.protocol.http2.as_ref().unwrap().fallback);
 
     let (ok, code, _, err) = loadmark(&["run", &url, "--http2", "--insecure", "-n", "10"]);
     assert!(!ok);
