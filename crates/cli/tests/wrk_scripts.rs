@@ -432,3 +432,126 @@ fn lookup_connect_thread_addr_and_response_errors() {
     // Nothing succeeded as far as the run knows: exit 1, as for any run without success.
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
 }
+
+/// A server that ignores `Connection: close`: it answers every request 200 and keeps the
+/// connection open, keeping each request head as received under its connection's number.
+struct KeepsOpen {
+    addr: std::net::SocketAddr,
+    heads: std::sync::Arc<std::sync::Mutex<Vec<(usize, String)>>>,
+}
+
+impl KeepsOpen {
+    fn start() -> KeepsOpen {
+        use std::io::{Read, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let server = KeepsOpen {
+            addr: listener.local_addr().unwrap(),
+            heads: Default::default(),
+        };
+        let heads = server.heads.clone();
+        std::thread::spawn(move || {
+            for (number, mut conn) in listener.incoming().flatten().enumerate() {
+                let heads = heads.clone();
+                std::thread::spawn(move || {
+                    let mut seen = Vec::new();
+                    let mut buf = [0u8; 4096];
+                    loop {
+                        // GET requests only: a head is a whole request.
+                        while let Some(end) = seen.windows(4).position(|w| w == b"\r\n\r\n") {
+                            let head: Vec<u8> = seen.drain(..end + 4).collect();
+                            let head = String::from_utf8_lossy(&head).into_owned();
+                            heads.lock().unwrap().push((number, head));
+                            let reply = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+                            if conn.write_all(reply).is_err() {
+                                return;
+                            }
+                        }
+                        match conn.read(&mut buf) {
+                            Ok(0) | Err(_) => return,
+                            Ok(n) => seen.extend_from_slice(&buf[..n]),
+                        }
+                    }
+                });
+            }
+        });
+        server
+    }
+
+    /// The request heads each connection carried, connections without a request left out
+    /// (wrk's `wrk.resolve` probes the address with a connection of its own before the load).
+    fn per_connection(&self) -> Vec<Vec<String>> {
+        let mut by: BTreeMap<usize, Vec<String>> = BTreeMap::new();
+        for (number, head) in self.heads.lock().unwrap().iter() {
+            by.entry(*number).or_default().push(head.clone());
+        }
+        by.into_values().collect()
+    }
+}
+
+/// --no-keepalive holds for a script's requests as for the plan's: each says `Connection:
+/// close` (added when the script's bytes lack it) and loadmark closes its connection after
+/// it, even when the server keeps it open; a pipelined batch says it on its last request.
+#[test]
+fn no_keepalive_closes_after_every_script_request_though_the_server_keeps_it_open() {
+    let dir = temp_dir("wrk-scripts", "no-keepalive");
+    let lua = dir.path().join("s.lua");
+    std::fs::write(
+        &lua,
+        "request = function() return wrk.format(\"GET\", \"/\") end\n",
+    )
+    .unwrap();
+    let server = KeepsOpen::start();
+    let url = format!("http://{}/", server.addr);
+    let args = [
+        "run",
+        &url,
+        "-c",
+        "2",
+        "-t",
+        "1",
+        "-n",
+        "10",
+        "--no-keepalive",
+    ];
+    let o = run(&[
+        &args[..],
+        &["-s", lua.to_str().unwrap(), "--format", "json"],
+    ]
+    .concat());
+    assert!(o.status.success(), "{}", text(&o));
+    let report = report_json(&stdout(&o)).unwrap();
+    assert_eq!(report.summary.requests.responses, 10);
+    assert_eq!(report.summary.connections_opened, 10);
+    let conns = server.per_connection();
+    assert_eq!(conns.len(), 10, "a connection per request: {conns:?}");
+    for heads in &conns {
+        assert_eq!(heads.len(), 1, "{heads:?}");
+        assert!(heads[0].contains("\r\nConnection: close\r\n"), "{heads:?}");
+    }
+
+    // Pipelined: 5 writes of three requests, each write on a connection of its own.
+    let server = KeepsOpen::start();
+    let url = format!("http://{}/", server.addr);
+    let args = [
+        "run",
+        &url,
+        "-c",
+        "2",
+        "-t",
+        "1",
+        "-n",
+        "5",
+        "--no-keepalive",
+    ];
+    let o = run(&[&args[..], &["-s", &script("pipeline.lua")]].concat());
+    assert!(o.status.success(), "{}", text(&o));
+    let conns = server.per_connection();
+    assert_eq!(conns.len(), 5, "{conns:?}");
+    for heads in &conns {
+        let close: Vec<bool> = heads
+            .iter()
+            .map(|h| h.contains("Connection: close"))
+            .collect();
+        assert_eq!(close, [false, false, true], "{heads:?}");
+    }
+}

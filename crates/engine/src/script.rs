@@ -104,9 +104,24 @@ fn dechunk(mut rest: &[u8]) -> Vec<u8> {
 /// How many whole HTTP/1.1 requests `bytes` hold, or what is wrong at which line and column
 /// (1-based) of the bytes.
 pub fn count_requests(bytes: &[u8]) -> Result<u32, String> {
+    each_request(bytes, |_| {})
+}
+
+/// Where the last whole HTTP/1.1 request of `bytes` starts (0 for a single request): the
+/// request of a pipelined batch after which the connection may be closed.
+pub(crate) fn last_request_start(bytes: &[u8]) -> usize {
+    let mut last = 0;
+    let _ = each_request(bytes, |start| last = start);
+    last
+}
+
+/// Walks the whole requests of `bytes`, handing `at_start` each one's offset; as
+/// [`count_requests`], returns how many there are or what is wrong where.
+fn each_request(bytes: &[u8], mut at_start: impl FnMut(usize)) -> Result<u32, String> {
     let mut rest = bytes;
     let mut count = 0u32;
     while !rest.is_empty() {
+        at_start(bytes.len() - rest.len());
         let mut headers = [httparse::EMPTY_HEADER; 128];
         let mut req = httparse::Request::new(&mut headers);
         let at = |rest: &[u8]| position(bytes, bytes.len() - rest.len());
@@ -170,6 +185,8 @@ mod tests {
             count_requests(b"GET /a HTTP/1.1\r\nHost: h\r\n\r\nnot http\r\n\r\n").unwrap_err();
         assert!(bad.contains("at 4:1"), "{bad}");
         assert!(count_requests(b"").is_err());
+        assert_eq!(last_request_start(two), 28);
+        assert_eq!(last_request_start(b"GET /a HTTP/1.1\r\n\r\n"), 0);
     }
 
     #[test]

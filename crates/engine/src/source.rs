@@ -63,6 +63,9 @@ pub(crate) struct RequestSource {
     script: Option<RefCell<Box<dyn WorkerScript>>>,
     /// The script makes every request (its `request()`); else the plan's request is sent.
     dynamic: bool,
+    /// False under --no-keepalive: a script's request is then made to say `Connection:
+    /// close` and its connection is not reused, as the plan's own request is.
+    keep_alive: bool,
     wants_response: bool,
 }
 
@@ -201,6 +204,7 @@ impl RequestSource {
             segment: segment.clone(),
             script: None,
             dynamic: false,
+            keep_alive: plan.request.keep_alive,
             wants_response: false,
         })
     }
@@ -246,8 +250,13 @@ impl RequestSource {
         buf.clear();
         match script.borrow_mut().request(buf) {
             Ok(batch) => {
+                let close = if self.keep_alive {
+                    batch == 1 && says_close(buf)
+                } else {
+                    close_last(buf);
+                    true
+                };
                 let method = buf.split(|&b| b == b' ').next().unwrap_or(b"");
-                let close = batch == 1 && says_close(buf);
                 Picked::Rendered(Meta {
                     head: method == b"HEAD",
                     close,
@@ -329,6 +338,22 @@ fn says_close(request: &[u8]) -> bool {
     })
 }
 
+/// Under --no-keepalive: makes the last request of a script's bytes say `Connection: close`
+/// (the header added at the end of its head unless the head says it already), so that the
+/// server knows the connection ends after it (RFC 9112 §9.6); the caller closes it then. The
+/// earlier requests of a pipelined batch are left as they are: a server closes after the
+/// first request that says close, and the rest of the batch would go unanswered.
+fn close_last(buf: &mut Vec<u8>) {
+    let start = crate::script::last_request_start(buf);
+    if says_close(&buf[start..]) {
+        return;
+    }
+    if let Some(end) = buf[start..].windows(4).position(|w| w == b"\r\n\r\n") {
+        let at = start + end + 2;
+        buf.splice(at..at, b"Connection: close\r\n".iter().copied());
+    }
+}
+
 /// splitmix64's finalizer: consecutive request numbers give unrelated picks.
 fn mix64(k: u64) -> u64 {
     let mut z = k.wrapping_add(0x9E37_79B9_7F4A_7C15);
@@ -377,5 +402,29 @@ mod tests {
             .unwrap();
         let path = placeholders_unescaped(url.path_and_query());
         assert_eq!(path, "/a/{{csv code}}/b%2Fc?k={{rand_int 1 9}}");
+    }
+
+    #[test]
+    fn close_goes_on_the_last_request_only_once() {
+        let mut one = b"GET / HTTP/1.1\r\nHost: h\r\n\r\n".to_vec();
+        close_last(&mut one);
+        assert_eq!(
+            one,
+            b"GET / HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n"
+        );
+        close_last(&mut one);
+        assert_eq!(one.len(), 46, "a request that says close is left as it is");
+        let mut said =
+            b"POST / HTTP/1.1\r\nconnection: Close\r\nContent-Length: 2\r\n\r\nhi".to_vec();
+        let before = said.clone();
+        close_last(&mut said);
+        assert_eq!(said, before);
+        let mut two =
+            b"GET /a HTTP/1.1\r\n\r\nPOST /b HTTP/1.1\r\nContent-Length: 2\r\n\r\nhi".to_vec();
+        close_last(&mut two);
+        assert_eq!(
+            two,
+            b"GET /a HTTP/1.1\r\n\r\nPOST /b HTTP/1.1\r\nContent-Length: 2\r\nConnection: close\r\n\r\nhi"
+        );
     }
 }
