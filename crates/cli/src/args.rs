@@ -324,8 +324,9 @@ pub struct ReportFlags {
     pub strict: bool,
 
     /// Exit with code 1 when any request failed this way: errors (transport errors), 4xx,
-    /// 5xx, or failed (errors and every non-2xx/3xx response); repeatable. Without it, only a
-    /// run in which no request succeeded exits 1
+    /// 5xx, or failed (errors, every non-2xx/3xx response, and every response or WebSocket
+    /// reply that failed a --check: the report's failed requests); repeatable. Without it,
+    /// only a run in which no request succeeded exits 1
     #[arg(long = "fail-on", value_enum, value_name = "WHAT")]
     pub fail_on: Vec<FailOn>,
 
@@ -350,7 +351,8 @@ pub enum FailOn {
     /// Responses with a 5xx status
     #[value(name = "5xx")]
     Status5xx,
-    /// Errors and every response that is not 2xx/3xx
+    /// Errors, every response that is not 2xx/3xx, and every response or WebSocket reply
+    /// that failed a --check
     Failed,
 }
 

@@ -7,7 +7,6 @@ use std::sync::OnceLock;
 
 use anyhow::{Context, Result};
 use loadmark_engine::{EngineError, Part, RunResult, StopHandle};
-use loadmark_metrics::Snapshot;
 use loadmark_plan::{Load, Plan, RequestSpec, Stop, Target, Timeouts, TlsPolicy};
 use loadmark_report::{Environment, ProtocolSummary, Report, RunFacts};
 
@@ -205,7 +204,7 @@ pub(crate) fn run_plan(
         return Ok(ExitCode::from(crate::EXIT_NOT_CLEAN));
     }
     if !interrupted {
-        if let Some(why) = failed_run(&report.totals, &flags.fail_on) {
+        if let Some(why) = failed_run(&report, &flags.fail_on) {
             eprintln!("loadmark: the run failed: {why}");
             return Ok(ExitCode::from(crate::EXIT_RUN_FAILED));
         }
@@ -214,8 +213,11 @@ pub(crate) fn run_plan(
 }
 
 /// Why a finished run counts as failed for the exit code: nothing succeeded (no 2xx/3xx
-/// response; for WebSocket, no session opened), or a `--fail-on` class was seen.
-fn failed_run(totals: &Snapshot, fail_on: &[FailOn]) -> Option<String> {
+/// response; for WebSocket, no session opened), or a `--fail-on` class was seen. `failed`
+/// counts what the report calls failed ([`Report::failed`]): errors, non-2xx/3xx responses,
+/// and responses (WebSocket replies) that failed a `--check`.
+fn failed_run(report: &Report, fail_on: &[FailOn]) -> Option<String> {
+    let totals = &report.totals;
     let succeeded = match &totals.websocket {
         Some(ws) => ws.sessions_opened,
         None => totals.status.class(2) + totals.status.class(3),
@@ -253,7 +255,14 @@ fn failed_run(totals: &Snapshot, fail_on: &[FailOn]) -> Option<String> {
             FailOn::Errors => (totals.errors.total(), "transport errors"),
             FailOn::Status4xx => (totals.status.class(4), "4xx responses"),
             FailOn::Status5xx => (totals.status.class(5), "5xx responses"),
-            FailOn::Failed => (totals.failed(), "failed requests (errors and non-2xx/3xx)"),
+            FailOn::Failed if totals.websocket.is_some() => (
+                report.failed(),
+                "failed messages (errors and replies that failed a check)",
+            ),
+            FailOn::Failed => (
+                report.failed(),
+                "failed requests (errors, non-2xx/3xx responses and responses that failed a check)",
+            ),
         };
         let flag = match f {
             FailOn::Errors => "errors",

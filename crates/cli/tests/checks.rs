@@ -144,3 +144,65 @@ fn threshold_on_an_unknown_check_fails_with_no_data() {
         text(&o)
     );
 }
+
+/// A response or WebSocket reply that fails a check is a failed request for `--fail-on
+/// failed`, as the report counts it; without --fail-on the run still passes (its requests
+/// succeeded), and thresholds keep exit code 3.
+#[test]
+fn fail_on_failed_counts_responses_and_replies_that_failed_a_check() {
+    let server = target();
+    let http = format!("http://{}/status", server.local_addr());
+    let ws = format!("ws://{}/ws/echo", server.local_addr());
+    let http_run = |extra: &[&str]| {
+        loadmark()
+            .args(["run", &http, "-n", "20", "-c", "2", "-t", "1"])
+            .args(["--check", "status == 201"])
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let ws_run = |extra: &[&str]| {
+        loadmark()
+            .args(["ws", &ws, "-c", "2", "-n", "20", "--mode", "request"])
+            .args(["--message", "hello", "--check", "body == bye"])
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+
+    let o = http_run(&["--fail-on", "failed"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let t = text(&o);
+    assert!(t.contains("20 of 20 requests failed"), "{t}");
+    assert!(t.contains("20 failed requests"), "{t}");
+    assert!(t.contains("--fail-on failed"), "{t}");
+    // Checks are not a status class nor transport errors.
+    for ok in [&[][..], &["--fail-on", "4xx"], &["--fail-on", "errors"]] {
+        let o = http_run(ok);
+        assert_eq!(o.status.code(), Some(0), "{ok:?}: {}", text(&o));
+    }
+    let o = http_run(&["--fail-on", "failed", "--threshold", "checks>99%"]);
+    assert_eq!(
+        o.status.code(),
+        Some(3),
+        "thresholds come first: {}",
+        text(&o)
+    );
+
+    let o = ws_run(&["--fail-on", "failed"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let t = text(&o);
+    assert!(t.contains("20 of 20 replies failed a check"), "{t}");
+    assert!(t.contains("--fail-on failed"), "{t}");
+    assert_eq!(server.ws_messages_received(), 20);
+    let o = ws_run(&[]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    // Replies that pass every check: nothing failed.
+    let o = loadmark()
+        .args(["ws", &ws, "-c", "2", "-n", "20", "--mode", "request"])
+        .args(["--message", "hello", "--check", "body == hello"])
+        .args(["--fail-on", "failed"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+}
