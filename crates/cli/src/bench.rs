@@ -16,7 +16,7 @@ use loadmark_report::{
 
 use crate::args::BenchArgs;
 use crate::commands::{build_report, execute, stop_handle};
-use crate::output::write_atomic;
+use crate::output::{print_out, write_atomic};
 use crate::services::Services;
 use crate::UsageError;
 
@@ -34,33 +34,33 @@ pub fn bench(args: &BenchArgs) -> Result<ExitCode> {
     if args.explain {
         let native = plan.file.to_yaml();
         if loadmark_plan::is_taurus(&std::fs::read_to_string(&args.plan).unwrap_or_default()) {
-            println!(
-                "# {} translated from Taurus; `loadmark bench` runs this plan",
+            print_out(format!(
+                "# {} translated from Taurus; `loadmark bench` runs this plan\n",
                 args.plan.display()
-            );
+            ))?;
         }
-        print!("{native}");
+        print_out(native)?;
         return Ok(ExitCode::SUCCESS);
     }
     let thresholds = crate::gate::plan_thresholds(&plan.file.thresholds, &args.plan)?;
     if args.check {
-        println!(
-            "{}: OK, {} step{}",
+        print_out(format!(
+            "{}: OK, {} step{}\n",
             args.plan.display(),
             plan.steps.len(),
             if plan.steps.len() == 1 { "" } else { "s" }
-        );
+        ))?;
         for step in &plan.steps {
-            println!(
-                "  {}. {}",
+            print_out(format!(
+                "  {}. {}\n",
                 step.number,
                 command_of(&step.plan, args.show_secrets)
-            );
+            ))?;
         }
         if !plan.services.services.is_empty() {
-            println!("order:");
+            print_out("order:\n")?;
             for line in plan.services.describe(plan.steps.len()) {
-                println!("  {line}");
+                print_out(format!("  {line}\n"))?;
             }
         }
         let launches = plan

@@ -14,7 +14,7 @@ use crate::args::{
     Command, FailOn, Format, QuickstartArgs, ReportArgs, ReportFlags, RunArgs, SchemaKind,
     ServeArgs, WsArgs,
 };
-use crate::output::{check_writable, format_for, render, render_with, write_atomic};
+use crate::output::{check_writable, format_for, print_out, render, render_with, write_atomic};
 use crate::progress::ProgressLine;
 use crate::{UsageError, EXIT_INTERRUPTED};
 
@@ -41,13 +41,13 @@ pub fn dispatch(command: Command) -> Result<ExitCode> {
         Command::Completions(args) => crate::dist::completions(&args),
         Command::Man(args) => crate::dist::man(&args),
         Command::Schema(args) => {
-            match args.what {
-                SchemaKind::Plan => print!("{}", loadmark_plan::PlanFile::json_schema()),
-                SchemaKind::Result => print!("{:#}", loadmark_report::result_schema()),
-                SchemaKind::Bundle => print!("{:#}", loadmark_report::bundle_schema()),
-                SchemaKind::Stream => print!("{:#}", loadmark_report::stream_schema()),
-            }
-            println!();
+            let schema = match args.what {
+                SchemaKind::Plan => loadmark_plan::PlanFile::json_schema(),
+                SchemaKind::Result => format!("{:#}", loadmark_report::result_schema()),
+                SchemaKind::Bundle => format!("{:#}", loadmark_report::bundle_schema()),
+                SchemaKind::Stream => format!("{:#}", loadmark_report::stream_schema()),
+            };
+            print_out(schema + "\n")?;
             Ok(ExitCode::SUCCESS)
         }
     }
@@ -185,7 +185,7 @@ pub(crate) fn run_plan(
         (None, Some(f)) => f,
         _ => Format::Text,
     };
-    print!("{}", render_with(&report, stdout_format, &flags.table));
+    print_out(render_with(&report, stdout_format, &flags.table))?;
     if let Some(script) = script {
         use std::io::Write;
         let _ = std::io::stdout().flush();
@@ -392,8 +392,8 @@ fn serve(args: &ServeArgs) -> Result<ExitCode> {
         None => String::new(),
     };
     let signals = signals();
-    println!(
-        "loadmark target listening on {}://{}{unix_note} ({}{} thread{}{}){cert_note}; Ctrl-C stops it",
+    print_out(format!(
+        "loadmark target listening on {}://{}{unix_note} ({}{} thread{}{}){cert_note}; Ctrl-C stops it\n",
         if args.tls { "https" } else { "http" },
         server.local_addr(),
         match (args.http2, args.tls) {
@@ -407,18 +407,18 @@ fn serve(args: &ServeArgs) -> Result<ExitCode> {
             (Some(s), Some(e)) => format!(", freezing {s:?} every {e:?}"),
             _ => String::new(),
         }
-    );
+    ))?;
     let _ = signals.lock().expect("signal state").received.recv();
     let served = server.requests_served();
     let sessions = server.ws_sessions();
     let (received, sent) = (server.ws_messages_received(), server.ws_messages_sent());
     server.shutdown();
     if sessions > 0 {
-        println!(
-            "served {served} requests, of which {sessions} WebSocket sessions: {received} messages received, {sent} sent"
-        );
+        print_out(format!(
+            "served {served} requests, of which {sessions} WebSocket sessions: {received} messages received, {sent} sent\n"
+        ))?;
     } else {
-        println!("served {served} requests");
+        print_out(format!("served {served} requests\n"))?;
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -480,16 +480,16 @@ fn quickstart(args: &QuickstartArgs) -> Result<ExitCode> {
     server.shutdown();
     let interrupted = result.interrupted;
     let report = build_report(&plan, result);
-    print!("{}", render(&report, Format::Text));
+    print_out(render(&report, Format::Text))?;
     let counted = report.summary.requests.responses
         + report.summary.requests.in_flight_at_end
         + report.summary.requests.errors;
-    println!(
-        "\n  Cross-check   the target counted {served} requests; loadmark counted {} responses, {} errors and {} in flight ({counted} in all)",
+    print_out(format!(
+        "\n  Cross-check   the target counted {served} requests; loadmark counted {} responses, {} errors and {} in flight ({counted} in all)\n",
         report.summary.requests.responses,
         report.summary.requests.errors,
         report.summary.requests.in_flight_at_end
-    );
+    ))?;
     if let Some((path, format)) = output {
         write_atomic(&path, &render(&report, format))?;
         eprintln!("loadmark: report written to {}", path.display());

@@ -43,7 +43,10 @@ pub struct ManArgs {
 /// Prints the completion script for a shell (bash: `source <(loadmark completions bash)`).
 pub fn completions(args: &CompletionsArgs) -> Result<ExitCode> {
     let mut cmd = crate::args::Cli::command();
-    clap_complete::generate(args.shell, &mut cmd, "loadmark", &mut std::io::stdout());
+    // Into memory first: clap_complete panics when its writer fails (a closed pipe).
+    let mut script = Vec::new();
+    clap_complete::generate(args.shell, &mut cmd, "loadmark", &mut script);
+    crate::output::print_out(script)?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -59,7 +62,7 @@ pub fn man(args: &ManArgs) -> Result<ExitCode> {
     let mut written = Vec::new();
     write_pages(&cmd, &args.dir, &mut written)?;
     for path in written {
-        println!("{}", path.display());
+        crate::output::print_out(format!("{}\n", path.display()))?;
     }
     Ok(ExitCode::SUCCESS)
 }

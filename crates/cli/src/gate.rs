@@ -113,10 +113,7 @@ pub fn merge(args: &MergeArgs) -> Result<ExitCode> {
 pub(crate) fn write_or_print(path: Option<&Path>, text: &str) -> Result<()> {
     match path {
         Some(p) => write_atomic(p, text),
-        None => {
-            print!("{text}");
-            Ok(())
-        }
+        None => crate::output::print_out(text),
     }
 }
 
@@ -212,15 +209,14 @@ pub fn compare(args: &CompareArgs) -> Result<ExitCode> {
         eprintln!("loadmark: warning: compared with --force although the runs differ in {f}");
     }
     c.forced = forced;
-    match args.format {
-        CompareFormat::Text => print!("{}", render_comparison_text(&c)),
-        CompareFormat::Md => print!("{}", render_comparison_markdown(&c)),
-        CompareFormat::Html => print!("{}", loadmark_report::render_comparison_html(&c)),
-        CompareFormat::Json => println!(
-            "{}",
-            serde_json::to_string_pretty(&c).expect("a Comparison serializes")
-        ),
-    }
+    crate::output::print_out(match args.format {
+        CompareFormat::Text => render_comparison_text(&c),
+        CompareFormat::Md => render_comparison_markdown(&c),
+        CompareFormat::Html => loadmark_report::render_comparison_html(&c),
+        CompareFormat::Json => {
+            serde_json::to_string_pretty(&c).expect("a Comparison serializes") + "\n"
+        }
+    })?;
     if c.gates_failed() {
         eprintln!("loadmark: --fail-if failed");
         return Ok(ExitCode::from(EXIT_THRESHOLDS));

@@ -61,15 +61,12 @@ pub fn k8s(args: &K8sArgs) -> Result<ExitCode> {
             .ok_or_else(|| UsageError(format!("--step {i}: the plan has steps 1..{n}")))?,
     };
     let (_, start_at) = crate::split::parse_start(&args.start_at)?;
-    print!(
-        "{}",
-        manifests(&JobSpec {
-            name: args.name.clone(),
-            image: args.image.clone(),
-            workers: args.workers,
-            plan_json: serde_json::to_string(&step.plan)?,
-            start_at,
-        })
-    );
+    crate::output::print_out(manifests(&JobSpec {
+        name: args.name.clone(),
+        image: args.image.clone(),
+        workers: args.workers,
+        plan_json: serde_json::to_string(&step.plan)?,
+        start_at,
+    }))?;
     Ok(ExitCode::SUCCESS)
 }

@@ -3,6 +3,7 @@
 use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use anyhow::{bail, Context, Result};
 use loadmark_report::{render_json, render_text, Report};
@@ -109,6 +110,33 @@ pub fn write_atomic(path: &Path, contents: &str) -> Result<()> {
         let _ = fs::remove_file(&tmp);
     }
     result.with_context(|| format!("writing {}", path.display()))
+}
+
+/// Stdout's reader went away (the pipe was closed: `loadmark schema result | head`); what is
+/// printed after that is dropped.
+static STDOUT_GONE: AtomicBool = AtomicBool::new(false);
+
+/// Everything a command prints to stdout goes through here (`print!` panics on a closed
+/// pipe, with a backtrace). A reader that closed the pipe (EPIPE) is not an error: the rest
+/// of the output is dropped and the command goes on and ends as it would have, quietly.
+///
+/// Why not SIGPIPE's default action instead (the C way: the process dies on the write)?
+/// `run` prints the report before it writes `-o FILE` and before it decides its exit code:
+/// `loadmark run URL -o r.json | head -3` would die without writing r.json and exit by the
+/// signal instead of its documented code; `serve` and `bench` would die mid-way the same way.
+/// So SIGPIPE stays ignored, as the Rust runtime sets it, and EPIPE is handled here.
+pub(crate) fn print_out(text: impl AsRef<[u8]>) -> Result<()> {
+    if STDOUT_GONE.load(Ordering::Relaxed) {
+        return Ok(());
+    }
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_ref()).and_then(|()| out.flush()) {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {
+            STDOUT_GONE.store(true, Ordering::Relaxed);
+            Ok(())
+        }
+        result => result.context("writing to stdout"),
+    }
 }
 
 pub fn render(report: &Report, format: Format) -> String {

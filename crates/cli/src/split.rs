@@ -268,7 +268,7 @@ pub fn worker(args: &WorkerArgs) -> Result<ExitCode> {
     let start_skew = result.start_skew;
     let mut report = crate::commands::build_report(&plan, result);
     resolved.mark(&mut report, start_skew);
-    print!("{}", frame(&serde_json::to_string(&report)?));
+    crate::output::print_out(frame(&serde_json::to_string(&report)?))?;
     Ok(ExitCode::SUCCESS)
 }
 

@@ -226,3 +226,91 @@ fn strict_fails_an_overloaded_open_loop_run_and_the_report_says_why() {
     );
     std::fs::remove_dir_all(dir).unwrap();
 }
+
+/// Runs `args` with stdout a pipe whose reading end is closed before the child starts (as
+/// `| head -c 600` closes it once it has read enough): every write to stdout gets EPIPE.
+fn with_stdout_closed(args: &[&str]) -> std::process::Output {
+    use std::os::fd::{FromRawFd, OwnedFd};
+    let mut fds = [0; 2];
+    // SAFETY: pipe2 fills `fds` with two new descriptors, each then owned once.
+    let (read, write) = unsafe {
+        assert_eq!(libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC), 0);
+        (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1]))
+    };
+    drop(read);
+    loadmark()
+        .args(args)
+        .stdout(Stdio::from(write))
+        .output()
+        .unwrap()
+}
+
+/// `loadmark schema result | head -c 600` panicked ("failed printing to stdout: Broken
+/// pipe"). A reader that goes away is not an error: each command ends quietly with the code
+/// it would have had, and a run still writes its -o report.
+#[test]
+fn a_closed_stdout_ends_every_command_quietly() {
+    let server = target();
+    let dir = temp_dir("cli", "epipe");
+    let json = dir.join("r.json");
+    let json = json.to_str().unwrap();
+    let url = format!("http://{}/json", server.local_addr());
+    let script: std::path::PathBuf = [env!("CARGO_MANIFEST_DIR"), "tests", "scripts"]
+        .iter()
+        .collect();
+    let report_lua = script.join("report.lua");
+    let cases: Vec<(Vec<&str>, i32)> = vec![
+        (vec!["schema", "result"], 0),
+        (vec!["schema", "plan"], 0),
+        (vec!["completions", "bash"], 0),
+        (
+            vec!["run", &url, "-n", "20", "-c", "2", "-q", "-o", json],
+            0,
+        ),
+        (vec!["report", json], 0),
+        (vec!["report", json, "--format", "html"], 0),
+        (vec!["merge", json, json], 0),
+        (vec!["compare", json, json], 0),
+        // done() prints through Lua's print.
+        (
+            vec![
+                "run",
+                &url,
+                "-n",
+                "5",
+                "-q",
+                "-s",
+                report_lua.to_str().unwrap(),
+            ],
+            0,
+        ),
+        // The run's own exit code is kept.
+        (
+            vec![
+                "run",
+                &url,
+                "-n",
+                "5",
+                "-q",
+                "--check",
+                "status == 201",
+                "--fail-on",
+                "failed",
+            ],
+            1,
+        ),
+    ];
+    for (args, code) in cases {
+        let o = with_stdout_closed(&args);
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(code), "{args:?}: {stderr}");
+        for bad in ["panicked", "Broken pipe", "loadmark: error"] {
+            assert!(!stderr.contains(bad), "{args:?}: {stderr}");
+        }
+        if args[0] == "run" && args.contains(&"-o") {
+            assert!(stderr.contains("report written to"), "{stderr}");
+            let report = report_json(&std::fs::read_to_string(json).unwrap()).unwrap();
+            assert_eq!(report.summary.requests.responses, 20);
+        }
+    }
+}

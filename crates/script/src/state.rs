@@ -173,9 +173,12 @@ pub(crate) fn new_state(
             line.push(b'\n');
             use std::io::Write;
             let mut out = std::io::stdout().lock();
-            out.write_all(&line)
-                .and_then(|()| out.flush())
-                .map_err(mlua::Error::external)
+            match out.write_all(&line).and_then(|()| out.flush()) {
+                // Stdout's reader is gone (`loadmark run -s s.lua | head`): the line is
+                // dropped, as loadmark's own output then is, not a script error.
+                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+                result => result.map_err(mlua::Error::external),
+            }
         })?,
     )?;
     let wrk: Table = lua
