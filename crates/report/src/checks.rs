@@ -71,10 +71,22 @@ pub(crate) fn render_markdown_section(o: &mut String, steps: &[(String, &Report)
         return;
     }
     let _ = writeln!(o, "\n## Checks\n");
-    let _ = writeln!(
-        o,
-        "A failed check does not make a response an error: its latency is counted. Responses with a 2xx/3xx status that failed a check count as failed requests.\n"
-    );
+    let checked = || steps.iter().filter(|(_, r)| r.summary.checks.is_some());
+    let websocket = checked().any(|(_, r)| r.plan.websocket.is_some());
+    let http = checked().any(|(_, r)| r.plan.websocket.is_none());
+    if http {
+        let _ = writeln!(
+            o,
+            "A failed check does not make a response an error: its latency is counted. Responses with a 2xx/3xx status that failed a check count as failed requests.\n"
+        );
+    }
+    if websocket {
+        // A WebSocket reply has no status: every reply that fails a check is a failed one.
+        let _ = writeln!(
+            o,
+            "A failed check does not make a WebSocket reply an error: its round trip is counted. Replies that failed a check count as failed.\n"
+        );
+    }
     let _ = writeln!(
         o,
         "| step | check | passed | failed | pass rate | first failure |"

@@ -233,6 +233,12 @@ fn websocket_checks_count_replies_not_responses() {
         render_text(&r).contains("Checks        2 of 50 replies failed a check"),
         "the text says the same"
     );
+    let md = render_markdown(&Bundle::of_report(r.clone()));
+    assert!(
+        md.contains("Replies that failed a check count as failed."),
+        "{md}"
+    );
+    assert!(!md.contains("Responses with a 2xx/3xx status"), "{md}");
     // An HTTP run's checks still judge responses.
     let mut http = report_of(1, 50, &[300], 0, 0);
     http.summary.checks = r.summary.checks.clone();
@@ -241,6 +247,9 @@ fn websocket_checks_count_replies_not_responses() {
         html.contains("<p>Checks: 2 of 50 responses failed a check.</p>"),
         "{html}"
     );
+    let md = render_markdown(&Bundle::of_report(http));
+    assert!(md.contains("Responses with a 2xx/3xx status"), "{md}");
+    assert!(!md.contains("Replies that failed"), "{md}");
 }
 
 /// Requests sent again on a new connection (issue 20): the HTML and Markdown reports say it
