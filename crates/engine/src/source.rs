@@ -339,7 +339,8 @@ fn says_close(request: &[u8]) -> bool {
 }
 
 /// Under --no-keepalive: makes the last request of a script's bytes say `Connection: close`
-/// (the header added at the end of its head unless the head says it already), so that the
+/// (the header added at the end of its head, in place of any other Connection header, unless
+/// the head says close already), so that the
 /// server knows the connection ends after it (RFC 9112 §9.6); the caller closes it then. The
 /// earlier requests of a pipelined batch are left as they are: a server closes after the
 /// first request that says close, and the rest of the batch would go unanswered.
@@ -348,10 +349,19 @@ fn close_last(buf: &mut Vec<u8>) {
     if says_close(&buf[start..]) {
         return;
     }
-    if let Some(end) = buf[start..].windows(4).position(|w| w == b"\r\n\r\n") {
-        let at = start + end + 2;
-        buf.splice(at..at, b"Connection: close\r\n".iter().copied());
+    let Some(end) = buf[start..].windows(4).position(|w| w == b"\r\n\r\n") else {
+        return;
+    };
+    // The head's own Connection lines (`keep-alive`) go: one header, one meaning.
+    let head = &buf[start..start + end + 2];
+    let mut rewritten = Vec::with_capacity(head.len() + 19);
+    for line in head.split_inclusive(|&b| b == b'\n') {
+        if !(line.len() > 11 && line[..11].eq_ignore_ascii_case(b"connection:")) {
+            rewritten.extend_from_slice(line);
+        }
     }
+    rewritten.extend_from_slice(b"Connection: close\r\n");
+    buf.splice(start..start + end + 2, rewritten);
 }
 
 /// splitmix64's finalizer: consecutive request numbers give unrelated picks.
@@ -419,6 +429,12 @@ mod tests {
         let before = said.clone();
         close_last(&mut said);
         assert_eq!(said, before);
+        let mut kept = b"GET / HTTP/1.1\r\nConnection: keep-alive\r\nHost: h\r\n\r\n".to_vec();
+        close_last(&mut kept);
+        assert_eq!(
+            kept, b"GET / HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n",
+            "keep-alive is replaced, not contradicted"
+        );
         let mut two =
             b"GET /a HTTP/1.1\r\n\r\nPOST /b HTTP/1.1\r\nContent-Length: 2\r\n\r\nhi".to_vec();
         close_last(&mut two);
