@@ -60,6 +60,13 @@ fn wake_early() -> Duration {
     WAKE_DELAY.get() + (WAKE_DEVIATION.get() * DEVIATIONS).max(MARGIN)
 }
 
+/// A wait too short to sleep through teaches nothing, so the jitter estimate fades instead
+/// (1/64 per wait): else two late wake-ups could leave a low-rate schedule polling between
+/// all its requests for the rest of the run, never sleeping again to learn otherwise.
+fn forget_a_little() {
+    WAKE_DEVIATION.set(WAKE_DEVIATION.get() * 63 / 64);
+}
+
 /// Learns from one wake-up that came `late` after the time asked.
 fn learn(late: Duration) {
     let late = late.min(MAX_LEARNED);
@@ -111,6 +118,8 @@ impl Pacer {
                 tokio::time::sleep_until(wake_at.into()).await;
             }
             learn(Instant::now().saturating_duration_since(wake_at));
+        } else {
+            forget_a_little();
         }
         // The last stretch: yield to the event loop until due. Each yield polls the sockets
         // without blocking, so responses are read meanwhile. A round that came back at once
@@ -214,5 +223,53 @@ mod linux {
                 guard.clear_ready();
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// In a thread of its own: the estimates are per thread.
+    fn fresh<R: Send + 'static>(f: impl FnOnce() -> R + Send + 'static) -> R {
+        std::thread::spawn(f).join().unwrap()
+    }
+
+    #[test]
+    fn steady_wake_ups_are_met_a_little_early() {
+        let early = fresh(|| {
+            for _ in 0..100 {
+                learn(Duration::from_micros(26));
+            }
+            wake_early()
+        });
+        // The delay itself, and the least margin: no jitter seen.
+        assert!(early.as_micros().abs_diff(26 + 5) <= 1, "{early:?}");
+    }
+
+    #[test]
+    fn a_few_late_wake_ups_fade_instead_of_polling_for_ever() {
+        let gap = Duration::from_micros(500); // 2,000 requests a second
+        let (after_late, faded) = fresh(move || {
+            for _ in 0..20 {
+                learn(Duration::from_micros(26));
+            }
+            for _ in 0..3 {
+                learn(Duration::from_millis(1)); // counted as MAX_LEARNED
+            }
+            let after_late = wake_early();
+            // Every wait now looks too short to sleep through.
+            let mut waits = 0;
+            while wake_early() >= gap && waits < 1000 {
+                forget_a_little();
+                waits += 1;
+            }
+            (after_late, waits)
+        });
+        assert!(
+            after_late >= gap,
+            "the late wake-ups made it poll: {after_late:?}"
+        );
+        assert!(faded < 100, "it sleeps again after {faded} waits");
     }
 }
