@@ -500,24 +500,18 @@ fn no_keepalive_closes_after_every_script_request_though_the_server_keeps_it_ope
         "request = function() return wrk.format(\"GET\", \"/\") end\n",
     )
     .unwrap();
+    // N script calls on 2 connections under --no-keepalive, against a server of its own.
+    let run_against = |server: &KeepsOpen, n: &str, extra: &[&str]| {
+        let url = format!("http://{}/", server.addr);
+        let args = ["run", &url, "-c", "2", "-t", "1", "-n", n, "--no-keepalive"];
+        run(&[&args[..], extra].concat())
+    };
     let server = KeepsOpen::start();
-    let url = format!("http://{}/", server.addr);
-    let args = [
-        "run",
-        &url,
-        "-c",
-        "2",
-        "-t",
-        "1",
-        "-n",
+    let o = run_against(
+        &server,
         "10",
-        "--no-keepalive",
-    ];
-    let o = run(&[
-        &args[..],
         &["-s", lua.to_str().unwrap(), "--format", "json"],
-    ]
-    .concat());
+    );
     assert!(o.status.success(), "{}", text(&o));
     let report = report_json(&stdout(&o)).unwrap();
     assert_eq!(report.summary.requests.responses, 10);
@@ -531,19 +525,7 @@ fn no_keepalive_closes_after_every_script_request_though_the_server_keeps_it_ope
 
     // Pipelined: 5 writes of three requests, each write on a connection of its own.
     let server = KeepsOpen::start();
-    let url = format!("http://{}/", server.addr);
-    let args = [
-        "run",
-        &url,
-        "-c",
-        "2",
-        "-t",
-        "1",
-        "-n",
-        "5",
-        "--no-keepalive",
-    ];
-    let o = run(&[&args[..], &["-s", &script("pipeline.lua")]].concat());
+    let o = run_against(&server, "5", &["-s", &script("pipeline.lua")]);
     assert!(o.status.success(), "{}", text(&o));
     let conns = server.per_connection();
     assert_eq!(conns.len(), 5, "{conns:?}");
