@@ -28,7 +28,7 @@ pub fn bench(args: &BenchArgs) -> Result<ExitCode> {
         args.out = PathBuf::from(dir);
     }
     let args = &args;
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let cores = loadmark_engine::usable_cpus();
     let plan = load_plan_file_with(&args.plan, cores, &overrides)
         .map_err(|e| UsageError(e.to_string()))?;
     if args.explain {

@@ -8,7 +8,7 @@ use std::sync::OnceLock;
 use anyhow::{Context, Result};
 use loadmark_engine::{EngineError, Part, RunResult, StopHandle};
 use loadmark_plan::{Load, Plan, RequestSpec, Stop, Target, Timeouts, TlsPolicy};
-use loadmark_report::{Environment, ProtocolSummary, Report, RunFacts};
+use loadmark_report::{CpuContention, Environment, ProtocolSummary, Report, RunFacts};
 
 use crate::args::{
     Command, FailOn, Format, QuickstartArgs, ReportArgs, ReportFlags, RunArgs, SchemaKind,
@@ -22,6 +22,9 @@ use crate::{UsageError, EXIT_INTERRUPTED};
 pub(crate) fn environment() -> Environment {
     Environment {
         build: Some(crate::dist::build()),
+        host: Some(loadmark_report::HostState::detect(
+            loadmark_engine::usable_cpus(),
+        )),
         ..Environment::detect()
     }
 }
@@ -305,6 +308,12 @@ pub(crate) fn build_report(plan: &Plan, result: RunResult) -> Report {
         client_cpu_system: result.client_cpu.system,
         busiest_worker: result.busiest_worker,
         target_addr: result.addr.to_string(),
+        contention: result.machine_busy.map(|machine_busy| CpuContention {
+            waited_s: result.cpu_wait.as_secs_f64(),
+            machine_busy,
+            cpus: loadmark_engine::online_cpus(),
+            usable_cpus: loadmark_engine::usable_cpus(),
+        }),
     };
     let protocol = protocol_summary(plan, &result);
     let mut report = Report::new(plan, &facts, result.totals, environment());

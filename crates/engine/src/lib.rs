@@ -39,6 +39,7 @@ mod linger;
 mod oneshot;
 mod open;
 mod pipeline;
+mod pool;
 mod runner;
 mod scenario;
 pub mod script;
@@ -55,5 +56,8 @@ pub use error::EngineError;
 pub use http2::fuzz_server_bytes;
 pub use http2::Negotiated;
 pub use runner::{run, run_part, Part, Progress, RunResult, StopHandle};
-pub use sys::{prepare_files_for, thread_cpu_time, CpuTime};
+pub use sys::{
+    machine_cpu_ticks, online_cpus, prepare_files_for, thread_cpu_time, thread_cpu_wait,
+    usable_cpus, CpuTime,
+};
 pub use unix::Unix;

@@ -4,12 +4,13 @@
 //! Requests are numbered from 0 over the whole run and the schedule gives each one its
 //! intended send time ([`Profile::due`]); worker `i` of `n` owns requests `i, i+n, i+2n, ...`,
 //! so workers (and later machines) split one schedule exactly. A request is sent on a free
-//! connection of the worker's pool, which grows on demand up to a cap; when none is free and
-//! the cap is reached, the request is dropped and counted, never silently skipped. Latency is
+//! connection of the worker's pool ([`crate::pool`]), which grows while the server is slow,
+//! up to a cap, and shrinks back; when none is free and the cap is reached, the request is
+//! dropped and counted, never silently skipped. Latency is
 //! measured from the intended time, so a stalled server shows up in every request that had to
 //! wait (no coordinated omission).
 
-use std::cell::{Cell, RefCell};
+use std::cell::Cell;
 use std::rc::Rc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -18,6 +19,7 @@ use loadmark_plan::{Profile, Segment};
 use tokio::task::JoinSet;
 
 use crate::connection::{perform, Connection, Shared};
+use crate::pool::{Pool, Slot};
 use crate::transport::Transport;
 use loadmark_timer::Pacer;
 
@@ -69,8 +71,15 @@ impl Schedule {
     }
 }
 
+/// One due request: its number on the run's schedule and its intended send time.
+type Job = (u64, Instant);
+
 /// Sends this worker's share of the schedule, then waits for its requests to end (each is
 /// bounded by the request timeout).
+///
+/// Each connection of the pool is one task that waits in [`Pool`] for its next request, so
+/// a request costs a pop, a wake and a push, and no task or timer of its own; the pool grows
+/// only when every connection waits on the server ([`crate::pool`]).
 pub(crate) async fn schedule_loop<T: Transport>(
     shared: Rc<Shared<T>>,
     profile: Arc<Profile>,
@@ -79,30 +88,91 @@ pub(crate) async fn schedule_loop<T: Transport>(
     max_connections: usize,
     preopened: Vec<(Connection<T::Stream>, Duration)>,
 ) {
-    let opened = Rc::new(Cell::new(preopened.len()));
-    let idle: Rc<RefCell<Vec<Connection<T::Stream>>>> = Rc::new(RefCell::new(
-        preopened.into_iter().map(|(c, _)| c).collect(),
-    ));
-    let mut requests = JoinSet::new();
+    let now = Instant::now();
+    let pool: Rc<Pool<Job>> = Rc::new(Pool::new(max_connections, preopened.len(), now));
+    let _report = ReportPool {
+        shared: &shared,
+        pool: &pool,
+    };
+    let mut connections = JoinSet::new();
+    for (conn, _) in preopened {
+        if pool.open_one(true) {
+            let slot = Slot::new(now);
+            pool.give_back(slot.clone(), now);
+            connections.spawn_local(connection_task(
+                shared.clone(),
+                pool.clone(),
+                slot,
+                conn,
+                None,
+            ));
+        }
+    }
     let mut schedule = Schedule::new(profile, origin, share);
     while let Some((k, due)) = schedule.next(&shared.idle_polling).await {
-        while requests.try_join_next().is_some() {}
-        let conn = idle.borrow_mut().pop().or_else(|| {
-            (opened.get() < max_connections).then(|| {
-                opened.set(opened.get() + 1);
-                Connection::new()
-            })
-        });
-        match conn {
-            Some(mut conn) => {
-                let (shared, idle) = (shared.clone(), idle.clone());
-                requests.spawn_local(async move {
-                    perform(&shared, &mut conn, Some(due), Some(k)).await;
-                    idle.borrow_mut().push(conn);
-                });
+        let slot = match pool.take() {
+            Some(slot) => Some(slot),
+            None => pool.harvest().await,
+        };
+        match slot {
+            Some(slot) => slot.give((k, due)),
+            None if pool.open_one(false) => {
+                connections.spawn_local(connection_task(
+                    shared.clone(),
+                    pool.clone(),
+                    Slot::new(due),
+                    Connection::new(),
+                    Some((k, due)),
+                ));
             }
             None => shared.recorder.borrow_mut().record_dropped(due, 1),
         }
+        pool.shrink(due);
+        while connections.try_join_next().is_some() {}
     }
-    while requests.join_next().await.is_some() {}
+    pool.finish();
+    while connections.join_next().await.is_some() {}
+}
+
+/// Records what the pool did when the loop ends, however it ends: a run stopped early
+/// (Ctrl-C, the hard stop) drops the loop mid-way, and its report still says why its
+/// connections opened.
+struct ReportPool<'a, T: Transport> {
+    shared: &'a Shared<T>,
+    pool: &'a Pool<Job>,
+}
+
+impl<T: Transport> Drop for ReportPool<'_, T> {
+    fn drop(&mut self) {
+        let stats = self.pool.stats.get();
+        if let Ok(mut recorder) = self.shared.recorder.try_borrow_mut() {
+            recorder.record_pool(Instant::now(), &stats.into());
+        }
+        if std::env::var_os("LOADMARK_POOL_STATS").is_some() {
+            eprintln!("open-loop pool: {stats:?}");
+        }
+    }
+}
+
+/// One connection of the pool: performs what it is given, then waits in the pool again,
+/// until the pool retires it (idle too long, or the schedule is over).
+async fn connection_task<T: Transport>(
+    shared: Rc<Shared<T>>,
+    pool: Rc<Pool<Job>>,
+    slot: Rc<Slot<Job>>,
+    mut conn: Connection<T::Stream>,
+    first: Option<Job>,
+) {
+    let mut next = first;
+    loop {
+        let (k, due) = match next.take() {
+            Some(job) => job,
+            None => match slot.next_job().await {
+                Some(job) => job,
+                None => return,
+            },
+        };
+        let ended = perform(&shared, &mut conn, Some(due), Some(k)).await;
+        pool.give_back(slot.clone(), ended);
+    }
 }

@@ -92,6 +92,10 @@ pub struct RunResult {
     pub client_cpu: CpuTime,
     /// The busiest worker thread's CPU time over its wall time (1.0 is a whole core).
     pub busiest_worker: f64,
+    /// The worker threads' time runnable but waiting for a CPU, added up.
+    pub cpu_wait: Duration,
+    /// How busy the machine's CPUs were over the run, 0-1 (None where /proc/stat is missing).
+    pub machine_busy: Option<f64>,
     /// The address the target resolved to.
     pub addr: SocketAddr,
     /// With `Part::start_at`: how late the clock started against it, seconds (negative:
@@ -441,7 +445,9 @@ where
     let mut aggregate = Aggregate::new(threads, plan.warmup.as_secs());
     // Kept only from one progress call to the next: a second is dropped once handed over.
     aggregate.keep_seconds();
+    let machine_before = crate::sys::machine_cpu_ticks();
     let mut client_cpu = CpuTime::default();
+    let mut cpu_wait = Duration::ZERO;
     let mut busiest_worker = 0.0f64;
     let mut requests_per_connection = RequestsPerConnection::default();
     let mut done = 0;
@@ -449,8 +455,9 @@ where
     while done < threads {
         match rx.recv_timeout(Duration::from_millis(500)) {
             Ok(Message::Tick(i, report)) => aggregate.add_from(i, report),
-            Ok(Message::Done(i, report, cpu, busy, carried)) => {
+            Ok(Message::Done(i, report, cpu, busy, carried, waited)) => {
                 aggregate.add_from(i, report);
+                cpu_wait += waited;
                 requests_per_connection.add(&carried);
                 client_cpu += cpu;
                 busiest_worker = busiest_worker.max(busy);
@@ -477,6 +484,12 @@ where
         }
     }
     let elapsed = origin.elapsed();
+    let machine_busy = match (machine_before, crate::sys::machine_cpu_ticks()) {
+        (Some((b0, t0)), Some((b1, t1))) if t1 > t0 => {
+            Some((b1.saturating_sub(b0)) as f64 / (t1 - t0) as f64)
+        }
+        _ => None,
+    };
     aggregate.finish_held();
     let seconds = aggregate.take_seconds();
     on_progress(&Progress {
@@ -516,6 +529,8 @@ where
         interrupted,
         client_cpu,
         busiest_worker,
+        cpu_wait,
+        machine_busy,
         addr,
         start_skew,
         http2_server_streams: Some(server_limit.load(Ordering::Relaxed))

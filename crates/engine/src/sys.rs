@@ -95,6 +95,63 @@ impl BusyClock {
     }
 }
 
+/// How long the calling thread has been runnable but waiting on a run queue for a CPU, so
+/// far (the second field of /proc/thread-self/schedstat, in ns); zero where the kernel does
+/// not say. A load thread that waits there sends its due requests late: the lag is then
+/// other work on its core, not the engine (issue 43).
+pub fn thread_cpu_wait() -> Duration {
+    std::fs::read_to_string("/proc/thread-self/schedstat")
+        .ok()
+        .and_then(|s| s.split_whitespace().nth(1)?.parse().ok())
+        .map_or(Duration::ZERO, Duration::from_nanos)
+}
+
+/// All online CPUs' busy and total time so far, in clock ticks (the first line of
+/// /proc/stat: busy is everything but idle and iowait); None where there is no /proc.
+pub fn machine_cpu_ticks() -> Option<(u64, u64)> {
+    let stat = std::fs::read_to_string("/proc/stat").ok()?;
+    let line = stat.lines().next()?.strip_prefix("cpu ")?;
+    let ticks: Vec<u64> = line
+        .split_whitespace()
+        .filter_map(|t| t.parse().ok())
+        .collect();
+    let total: u64 = ticks.iter().take(8).sum();
+    let idle = ticks.get(3).copied().unwrap_or(0) + ticks.get(4).copied().unwrap_or(0);
+    Some((total - idle.min(total), total))
+}
+
+/// The CPUs this process may run on (its affinity mask: `taskset -c 1 loadmark` has one),
+/// never more than the machine has; 1 when it cannot be read.
+pub fn usable_cpus() -> usize {
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: all-zero is an empty cpu_set_t; sched_getaffinity fills the one we own.
+        let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+        let rc = unsafe {
+            libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set)
+        };
+        if rc == 0 {
+            // SAFETY: CPU_COUNT reads the set we own.
+            let n = unsafe { libc::CPU_COUNT(&set) } as usize;
+            if n > 0 {
+                return n;
+            }
+        }
+    }
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// The machine's online CPUs, whatever this process may use.
+pub fn online_cpus() -> usize {
+    // SAFETY: sysconf reads a constant of the system.
+    let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
+    if n > 0 {
+        n as usize
+    } else {
+        usable_cpus()
+    }
+}
+
 /// Files a run needs besides its connections: runtime, stdio, output files.
 const SPARE_FILES: u64 = 64;
 
@@ -182,6 +239,55 @@ mod tests {
         let status = std::fs::read_to_string("/proc/self/status").ok()?;
         let line = status.lines().find(|l| l.starts_with("FDSize:"))?;
         line.split_whitespace().nth(1)?.parse().ok()
+    }
+
+    #[test]
+    fn the_affinity_mask_bounds_the_usable_cpus() {
+        let usable = usable_cpus();
+        assert!(usable >= 1 && usable <= online_cpus());
+        // Pinned to one CPU, a thread may use one: what `taskset -c N` gives a process.
+        std::thread::spawn(|| {
+            // SAFETY: an empty set with CPU 0 added, applied to this thread only.
+            let mut one: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+            unsafe { libc::CPU_SET(0, &mut one) };
+            let rc = unsafe {
+                libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &one)
+            };
+            if rc == 0 {
+                assert_eq!(usable_cpus(), 1);
+            }
+        })
+        .join()
+        .unwrap();
+    }
+
+    #[test]
+    fn a_thread_that_waited_for_a_cpu_says_how_long() {
+        if !std::path::Path::new("/proc/thread-self/schedstat").exists() {
+            return;
+        }
+        // Two threads on one CPU: each runs while the other waits on the run queue.
+        let spin = || {
+            std::thread::spawn(|| {
+                let mut one: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+                unsafe { libc::CPU_SET(0, &mut one) };
+                // SAFETY: pins this thread only.
+                unsafe {
+                    libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &one)
+                };
+                let before = thread_cpu_wait();
+                let t0 = std::time::Instant::now();
+                while t0.elapsed() < Duration::from_millis(300) {
+                    std::hint::black_box(0u64);
+                }
+                thread_cpu_wait() - before
+            })
+        };
+        let (a, b) = (spin(), spin());
+        let waited = a.join().unwrap() + b.join().unwrap();
+        assert!(waited >= Duration::from_millis(50), "waited {waited:?}");
+        let (busy, total) = machine_cpu_ticks().expect("/proc/stat");
+        assert!(busy > 0 && busy <= total);
     }
 
     #[test]

@@ -18,15 +18,23 @@ use crate::exchange::Scratch;
 use crate::http2::{slot_loop, H2Shared, Negotiated};
 use crate::open::{schedule_loop, Share};
 use crate::source::RequestSource;
-use crate::sys::{thread_cpu_time, BusyClock, CpuTime};
+use crate::sys::{thread_cpu_time, thread_cpu_wait, BusyClock, CpuTime};
 use crate::transport::Transport;
 use crate::ws::{session_loop, WsShared};
 
 /// What a worker tells the run.
 pub(crate) enum Message {
     Tick(usize, WorkerReport),
-    /// A worker's last report, its CPU time, and its share of a core over its life.
-    Done(usize, WorkerReport, CpuTime, f64, RequestsPerConnection),
+    /// A worker's last report, its CPU time, its share of a core over its life, and how long
+    /// it waited for a CPU while runnable.
+    Done(
+        usize,
+        WorkerReport,
+        CpuTime,
+        f64,
+        RequestsPerConnection,
+        Duration,
+    ),
 }
 
 /// What a worker runs.
@@ -186,6 +194,7 @@ where
     /// runtime, sharing the recorder without locks.
     pub(crate) fn run(mut self) {
         let cpu_start = thread_cpu_time();
+        let wait_start = thread_cpu_wait();
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
@@ -476,6 +485,7 @@ where
         report.in_flight = ctx.in_flight.get();
         report.busy = busy.sample(&ctx.idle_polling);
         let cpu = thread_cpu_time() - cpu_start;
+        let waited = thread_cpu_wait().saturating_sub(wait_start);
         let wall = origin.elapsed().as_secs_f64().max(1e-9);
         let busy = cpu
             .total()
@@ -487,7 +497,7 @@ where
         let carried = crate::carried::take();
         let _ = self
             .tx
-            .send(Message::Done(self.index, report, cpu, busy, carried));
+            .send(Message::Done(self.index, report, cpu, busy, carried, waited));
     }
 }
 

@@ -224,6 +224,14 @@ impl Recorder {
         self.at(at).retries += 1;
     }
 
+    /// Records what an open loop's connection pool did over the run (once, at its end).
+    pub fn record_pool(&mut self, at: Instant, counts: &crate::PoolCounts) {
+        self.at(at)
+            .pool
+            .get_or_insert_with(Default::default)
+            .merge(counts);
+    }
+
     /// Records a connection that opened, with its connect (and TLS handshake) time.
     pub fn record_connection(&mut self, at: Instant, connect_time: Duration) {
         let snap = self.at(at);

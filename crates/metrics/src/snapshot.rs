@@ -194,6 +194,39 @@ pub struct Snapshot {
     /// Scenario runs only: iterations and each step's own figures (issue 17).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scenario: Option<Box<crate::scenario::ScenarioStats>>,
+    /// Open loop only: why its connection pool opened connections (issue 43).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pool: Option<PoolCounts>,
+}
+
+/// An open loop's connection pool over a run: why connections were opened, how far the pool
+/// grew and what it closed. A connection opened for none of these reasons (see
+/// [`PoolCounts::reopened`]) replaced one that the server closed or that failed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct PoolCounts {
+    /// Opened before the schedule started (`-c`, or estimated from the rate).
+    pub preopened: u64,
+    /// Opened because a request was due while every connection waited on the server.
+    pub grown: u64,
+    /// Closed after a second unused, the pool shrinking back.
+    pub closed_idle: u64,
+    /// The most connections open at once: each load thread's peak, added up.
+    pub peak: u64,
+}
+
+impl PoolCounts {
+    pub fn merge(&mut self, other: &PoolCounts) {
+        self.preopened += other.preopened;
+        self.grown += other.grown;
+        self.closed_idle += other.closed_idle;
+        self.peak += other.peak;
+    }
+
+    /// Of `opened` connections in all, those that replaced a connection the server closed
+    /// (or that failed), rather than adding to the pool.
+    pub fn reopened(&self, opened: u64) -> u64 {
+        opened.saturating_sub(self.preopened + self.grown)
+    }
 }
 
 impl Default for Snapshot {
@@ -215,6 +248,7 @@ impl Default for Snapshot {
             websocket: None,
             checks: None,
             scenario: None,
+            pool: None,
         }
     }
 }
@@ -250,6 +284,9 @@ impl Snapshot {
         for (mine, theirs) in pairs {
             // Same bounds on both sides, so addition cannot fail.
             mine.add(theirs).expect("same histogram bounds");
+        }
+        if let Some(theirs) = &other.pool {
+            self.pool.get_or_insert_with(Default::default).merge(theirs);
         }
         if let Some(theirs) = &other.checks {
             self.checks

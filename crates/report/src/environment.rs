@@ -13,6 +13,71 @@ pub struct Environment {
     /// The loadmark build that made the run (absent in results written before it was recorded).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub build: Option<Build>,
+    /// The host's state that timing figures depend on (absent in older results).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<HostState>,
+}
+
+/// What a machine's idle loop and clock do: figures at microseconds (schedule lag, lingering,
+/// wake-ups) move with them, so they are recorded beside every result (issue 43). On a KVM
+/// guest the `haltpoll` cpuidle driver polls for `guest_halt_poll_ns` before it halts an
+/// idle CPU, so a wake-up costs no exit to the hypervisor; with another driver (or none) the
+/// value is there but unused.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default, schemars::JsonSchema)]
+pub struct HostState {
+    /// The CPUs loadmark could run on (its affinity mask), of `cores`.
+    pub usable_cpus: usize,
+    /// /sys/devices/system/cpu/cpuidle/current_driver ("none" when no driver is bound).
+    pub cpuidle_driver: String,
+    /// /sys/module/haltpoll/parameters/guest_halt_poll_ns, when the module is there.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub guest_halt_poll_ns: Option<u64>,
+    /// The kernel's clock source (tsc, kvm-clock, ...): a slow one makes every timestamp
+    /// a system call.
+    pub clocksource: String,
+}
+
+impl HostState {
+    /// Whether an idle CPU polls before it halts (the haltpoll driver with a non-zero poll
+    /// time): wake-ups then cost far less.
+    pub fn idle_polls(&self) -> bool {
+        self.cpuidle_driver == "haltpoll" && self.guest_halt_poll_ns.is_some_and(|ns| ns > 0)
+    }
+
+    /// One line: `idle: haltpoll, polls 200000 ns; clock tsc; 1 of 2 CPUs usable`.
+    pub fn line(&self, cores: usize) -> String {
+        let idle = match (self.idle_polls(), self.guest_halt_poll_ns) {
+            (true, Some(ns)) => format!("idle loop polls {ns} ns (haltpoll)"),
+            (false, Some(ns)) => format!(
+                "idle loop halts at once (cpuidle driver {}; guest_halt_poll_ns={ns} unused)",
+                self.cpuidle_driver
+            ),
+            (_, None) => format!("idle: cpuidle driver {}", self.cpuidle_driver),
+        };
+        format!(
+            "{idle}; clock {}; {} of {cores} CPUs usable",
+            self.clocksource, self.usable_cpus
+        )
+    }
+
+    /// Reads the state from /sys (Linux); `usable_cpus` is given by the caller, which knows
+    /// its affinity.
+    pub fn detect(usable_cpus: usize) -> Self {
+        let trimmed = |p: &str| read(p).trim().to_string();
+        let driver = trimmed("/sys/devices/system/cpu/cpuidle/current_driver");
+        HostState {
+            usable_cpus,
+            cpuidle_driver: if driver.is_empty() {
+                "none".to_string()
+            } else {
+                driver
+            },
+            guest_halt_poll_ns: trimmed("/sys/module/haltpoll/parameters/guest_halt_poll_ns")
+                .parse()
+                .ok(),
+            clocksource: trimmed("/sys/devices/system/clocksource/clocksource0/current_clocksource"),
+        }
+    }
 }
 
 /// Which loadmark binary ran: what `loadmark --version` prints.
@@ -86,6 +151,7 @@ impl Environment {
             os,
             kernel: read("/proc/sys/kernel/osrelease").trim().to_string(),
             build: None,
+            host: None,
         }
     }
 }

@@ -287,6 +287,12 @@ fn environment(o: &mut String, b: &Bundle) {
         ("CPU", format!("{} ({} cores)", e.cpu_model, e.cores)),
         ("Memory", format_bytes(e.memory_bytes as f64)),
         ("OS", format!("{} · kernel {}", e.os, e.kernel)),
+        (
+            "Host",
+            e.host
+                .as_ref()
+                .map_or_else(|| "not recorded".to_string(), |h| h.line(e.cores)),
+        ),
         ("Started", started.to_string()),
         (
             "loadmark",

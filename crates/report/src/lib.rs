@@ -70,7 +70,7 @@ pub use csv::{
     render_bundle_csv, render_bundle_csv_steps, render_bundle_csv_summary, render_csv,
     render_csv_steps, render_csv_summary,
 };
-pub use environment::{Build, Environment};
+pub use environment::{Build, Environment, HostState};
 pub use format::{format_bytes, format_us};
 pub use html::{render_html, render_html_bundle};
 pub use html_compare::render_comparison_html;
@@ -78,7 +78,7 @@ pub use junit::{render_junit, render_junit_with_checks};
 pub use markdown::render_markdown;
 pub use merge::{merge_reports, merge_reports_with, merge_with_options, MergeError, MergeOptions};
 pub use model::{
-    rfc3339, ClientCpu, Health, ReadError, Report, RequestCounts, RpsStats, RunFacts, RunInfo,
+    rfc3339, ClientCpu, CpuContention, Health, ReadError, Report, RequestCounts, RpsStats, RunFacts, RunInfo,
     Summary, LATENCY_DEFINITION, LATE_LAG_P99_US, OPEN_LATENCY_DEFINITION, SATURATED_BUSY,
     SCHEMA_VERSION,
 };

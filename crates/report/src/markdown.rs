@@ -47,6 +47,12 @@ pub fn render_markdown(b: &Bundle) -> String {
         ("OS", e.os.clone()),
         ("Kernel", e.kernel.clone()),
         (
+            "Host",
+            e.host
+                .as_ref()
+                .map_or_else(|| "not recorded".to_string(), |h| h.line(e.cores)),
+        ),
+        (
             "loadmark",
             e.build
                 .as_ref()

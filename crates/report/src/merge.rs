@@ -134,6 +134,7 @@ pub fn merge_with_options(
         client_cpu_system: Duration::from_secs_f64(sum(|r| r.run.client_cpu.system_s)),
         busiest_worker: secs(|r| r.run.client_cpu.busiest_worker),
         target_addr: addrs.join(","),
+        contention: None,
     };
     let totals = Totals {
         snapshot,

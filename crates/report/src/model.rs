@@ -43,6 +43,23 @@ pub struct RunFacts {
     /// The busiest load thread's CPU time over the wall time (1.0 is a whole core).
     pub busiest_worker: f64,
     pub target_addr: String,
+    /// Whether the load threads had to wait for a CPU (None where the OS does not say).
+    pub contention: Option<CpuContention>,
+}
+
+/// Whether other work on the machine kept the load threads from running (issue 43): a
+/// thread that is runnable but waits on its CPU's run queue sends its due requests late,
+/// and that lag is the machine's, not loadmark's pacing nor the server's.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct CpuContention {
+    /// The load threads' time runnable but waiting for a CPU, added up, seconds
+    /// (/proc/thread-self/schedstat).
+    pub waited_s: f64,
+    /// How busy all of the machine's CPUs were over the run, 0-1 (/proc/stat).
+    pub machine_busy: f64,
+    /// The CPUs the machine has online, and those loadmark may run on.
+    pub cpus: usize,
+    pub usable_cpus: usize,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -53,6 +70,9 @@ pub struct ClientCpu {
     pub per_request_us: f64,
     /// The busiest load thread's share of one core over the run.
     pub busiest_worker: f64,
+    /// Whether the load threads had to wait for a CPU.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub contention: Option<CpuContention>,
 }
 
 /// Whether the numbers measure the server, or the client (or the pool) got in the way.
@@ -121,6 +141,9 @@ pub struct Summary {
     pub read_bytes_per_s: f64,
     pub written_bytes_per_s: f64,
     pub connections_opened: u64,
+    /// Open loop: why its pool opened connections, how far it grew, what it closed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pool: Option<loadmark_metrics::PoolCounts>,
     /// Open loop: requests due when no connection was free and the cap was reached.
     pub dropped: u64,
     /// Requests sent again on a new connection after a reused one closed before any
@@ -230,6 +253,7 @@ impl Report {
             read_bytes_per_s: per_s(snap.bytes_read),
             written_bytes_per_s: per_s(snap.bytes_written),
             connections_opened: snap.connections_opened,
+            pool: snap.pool,
             dropped: snap.dropped,
             retries: snap.retries,
             latency: Distribution::of(&snap.latency),
@@ -272,6 +296,7 @@ impl Report {
                         0.0
                     },
                     busiest_worker: facts.busiest_worker,
+                    contention: facts.contention,
                 },
                 latency_definition: match &plan.websocket {
                     Some(spec) => crate::websocket::latency_definition(spec),
@@ -365,25 +390,35 @@ fn assess(plan: &Plan, facts: &RunFacts, summary: &Summary) -> Health {
         }
         if let Some(lag) = &summary.schedule_lag {
             let p99 = lag.percentile(99.0).unwrap_or(0);
+            let crowded = facts
+                .contention
+                .as_ref()
+                .and_then(|c| crowded_out(c, facts.elapsed));
             if p99 > LATE_LAG_P99_US {
+                let why = if health.client_saturated {
+                    ", because the client was saturated".to_string()
+                } else if let Some(crowded) = &crowded {
+                    format!(", because {crowded}")
+                } else {
+                    "; new connections had to be opened, or the client was busy".to_string()
+                };
                 health.findings.push(format!(
-                    "requests left late: p99 schedule lag was {:.1}ms (actual minus intended send time){}",
+                    "requests left late: p99 schedule lag was {:.1}ms (actual minus intended send time){why}",
                     p99 as f64 / 1000.0,
-                    if health.client_saturated {
-                        ", because the client was saturated"
-                    } else {
-                        "; new connections had to be opened, or the client was busy"
-                    }
                 ));
-                if !health.client_saturated {
+                if !health.client_saturated && crowded.is_none() {
                     health.overloaded = true;
                 }
             } else if let Some(p50) = summary.latency.percentile(50.0).filter(|&p| p > 0) {
-                // Smaller than late, but a visible part of what latency reports: say so.
+                // Smaller than late, but a visible part of what latency reports: say so,
+                // and whose it is.
                 if p99 * 20 > p50 {
+                    let whose = match &crowded {
+                        Some(crowded) => format!("the lag is the machine's: {crowded}"),
+                        None => "the client's own pacing is part of these latencies".to_string(),
+                    };
                     health.findings.push(format!(
-                        "schedule lag p99 was {p99}µs, {:.0}% of the latency p50 ({p50}µs): \
-                         the client's own pacing is part of these latencies",
+                        "schedule lag p99 was {p99}µs, {:.0}% of the latency p50 ({p50}µs): {whose}",
                         p99 as f64 * 100.0 / p50 as f64
                     ));
                 }
@@ -410,6 +445,25 @@ fn assess(plan: &Plan, facts: &RunFacts, summary: &Summary) -> Health {
         health.findings.extend(found);
     }
     health
+}
+
+/// The least run-queue wait, as a share of the run, that explains a schedule lag: a thread
+/// kept from its CPU for 0.2% of a run misses a 20k req/s schedule by whole milliseconds.
+const CROWDED_WAIT_SHARE: f64 = 0.002;
+
+/// When other work kept the load threads off their CPUs long enough to explain a lag: the
+/// words for it, with how long they waited and how busy the machine was.
+fn crowded_out(c: &CpuContention, elapsed: Duration) -> Option<String> {
+    let wall = elapsed.as_secs_f64().max(1e-9);
+    (c.waited_s / wall >= CROWDED_WAIT_SHARE).then(|| {
+        format!(
+            "the load threads waited {:.1}ms in all for a CPU while they had requests to send              (other processes on their cores; the machine's {} CPUs were {:.0}% busy, {} of them              usable by loadmark): give loadmark a core of its own (taskset) or quiet the machine",
+            c.waited_s * 1e3,
+            c.cpus,
+            c.machine_busy * 100.0,
+            c.usable_cpus
+        )
+    })
 }
 
 /// Marks the seconds the run did not cover whole (the last one, and any straggler past it)
@@ -497,6 +551,7 @@ mod tests {
             client_cpu_system: Duration::ZERO,
             busiest_worker,
             target_addr: String::new(),
+            contention: None,
         }
     }
 
@@ -550,6 +605,37 @@ mod tests {
             "{:?}",
             visible.run.health
         );
+    }
+
+    /// Issue 43: a lag that came from other work on the client's cores says so, with the
+    /// wait and how busy the machine was, and is not blamed on the server.
+    #[test]
+    fn a_lag_from_a_crowded_machine_is_named_as_such() {
+        let env = Environment::default;
+        let crowded = |waited_s| RunFacts {
+            contention: Some(CpuContention {
+                waited_s,
+                machine_busy: 0.97,
+                cpus: 2,
+                usable_cpus: 2,
+            }),
+            ..facts(0.3)
+        };
+        let mut t = totals_with(1163, 0);
+        t.snapshot.latency.record(56).unwrap();
+        let r = Report::new(&open_plan(), &crowded(0.120), t.clone(), env());
+        let finding = &r.run.health.findings[0];
+        assert!(finding.contains("schedule lag p99 was 1163µs"), "{finding}");
+        assert!(finding.contains("the lag is the machine's"), "{finding}");
+        assert!(finding.contains("waited 120.0ms"), "{finding}");
+        assert!(finding.contains("2 CPUs were 97% busy"), "{finding}");
+        // A thread that hardly waited: the pacing's own, as before.
+        let r = Report::new(&open_plan(), &crowded(0.000_1), t, env());
+        assert!(r.run.health.findings[0].contains("the client's own pacing"));
+
+        let late = Report::new(&open_plan(), &crowded(0.2), totals_with(20_000, 0), env());
+        assert!(!late.run.health.overloaded, "the server is not blamed");
+        assert!(late.run.health.findings[0].contains("because the load threads waited"));
     }
 
     #[test]

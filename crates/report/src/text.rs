@@ -233,6 +233,9 @@ fn http_blocks(o: &mut String, r: &Report) {
         format_pct(&s.connect, 99.0),
         format_of(&s.connect, s.connect.max_us as f64),
     );
+    if let Some(pool) = &s.pool {
+        let _ = writeln!(o, "                {}", pool_line(pool, s.connections_opened));
+    }
     if s.retries > 0 {
         let _ = writeln!(o, "                {}", retries_line(s.retries));
     }
@@ -370,5 +373,50 @@ fn plural(n: u64) -> &'static str {
         ""
     } else {
         "s"
+    }
+}
+
+/// Why an open loop's pool opened what it opened (issue 43): a pool that grew for a slow
+/// server reads differently from one that replaced connections the server kept closing.
+pub(crate) fn pool_line(pool: &loadmark_metrics::PoolCounts, opened: u64) -> String {
+    let mut parts = vec![format!("{} up front", pool.preopened)];
+    parts.push(format!("{} grown while every connection waited on the server", pool.grown));
+    let reopened = pool.reopened(opened);
+    if reopened > 0 {
+        parts.push(format!("{reopened} replacing connections the server closed"));
+    }
+    let mut line = format!("pool: {}; peak {} open", parts.join(", "), pool.peak);
+    if pool.closed_idle > 0 {
+        line.push_str(&format!(", {} closed after 1 s unused", pool.closed_idle));
+    }
+    line
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_pool_line_says_why_connections_opened() {
+        let pool = loadmark_metrics::PoolCounts {
+            preopened: 2,
+            grown: 5,
+            closed_idle: 4,
+            peak: 7,
+        };
+        assert_eq!(
+            pool_line(&pool, 10),
+            "pool: 2 up front, 5 grown while every connection waited on the server, 3 \
+             replacing connections the server closed; peak 7 open, 4 closed after 1 s unused"
+        );
+        let quiet = loadmark_metrics::PoolCounts {
+            preopened: 1,
+            peak: 1,
+            ..Default::default()
+        };
+        assert_eq!(
+            pool_line(&quiet, 1),
+            "pool: 1 up front, 0 grown while every connection waited on the server; peak 1 open"
+        );
     }
 }

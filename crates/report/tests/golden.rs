@@ -75,6 +75,7 @@ fn fixed_report() -> Report {
         client_cpu_system: Duration::from_millis(60),
         busiest_worker: 0.35,
         target_addr: "127.0.0.1:8080".into(),
+        contention: None,
     };
     Report::new(
         &plan,

@@ -90,7 +90,7 @@ impl RunArgs {
             unix_socket: self.unix_socket.clone(),
             pipeline: self.pipeline,
         };
-        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let cores = loadmark_engine::usable_cpus();
         let mut plan = settings.to_plan(request, cores)?;
         plan.tls = self.tls.policy(self.insecure)?;
         plan.checks.clone_from(&self.checks);
@@ -139,7 +139,7 @@ impl WsArgs {
             insecure: self.insecure,
             ..Default::default()
         };
-        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let cores = loadmark_engine::usable_cpus();
         let mut plan = settings.to_ws_plan(request, spec, cores)?;
         plan.tls = self.tls.policy(self.insecure)?;
         plan.checks.clone_from(&self.checks);

@@ -49,6 +49,8 @@ struct Conn {
     busy: Cell<usize>,
     /// Out of the pool: it could not open, it failed, or the server went away.
     dead: Cell<bool>,
+    /// On the pool's stack of connections with a free stream.
+    listed: Cell<bool>,
     waker: RefCell<Option<Waker>>,
 }
 
@@ -60,10 +62,19 @@ impl Conn {
     }
 }
 
+/// The connections of one worker's HTTP/2 open loop. As over HTTP/1.1 ([`crate::pool`]),
+/// handing out a request costs the same whatever the pool's size: connections with a free
+/// stream wait on a stack (the most recently freed on top), each listed once; one that died
+/// or filled up meanwhile is skipped when it comes up, so each listing is looked at once.
 struct Pool<T: Transport> {
     shared: Rc<Shared<T>>,
     h2s: Rc<H2Shared>,
+    /// Connections that had a free stream when listed.
+    room: RefCell<Vec<Rc<Conn>>>,
+    /// Every live connection (for the wake-up at the end).
     conns: RefCell<Vec<Rc<Conn>>>,
+    /// Connections alive (opening or open).
+    open: Cell<usize>,
     max_connections: usize,
     /// The schedule is over: drivers end once their requests have.
     finished: Cell<bool>,
@@ -75,35 +86,63 @@ impl<T: Transport> Pool<T>
 where
     T::Stream: Negotiated,
 {
+    /// Lists `conn` as having a free stream, unless it is listed, dead, or full.
+    fn list(&self, conn: &Rc<Conn>) {
+        if !conn.listed.get() && !conn.dead.get() && conn.busy.get() < self.h2s.streams() {
+            conn.listed.set(true);
+            self.room.borrow_mut().push(conn.clone());
+        }
+    }
+
+    /// A connection with a free stream, the most recently freed first.
+    fn with_room(&self) -> Option<Rc<Conn>> {
+        let streams = self.h2s.streams();
+        let mut room = self.room.borrow_mut();
+        while let Some(c) = room.pop() {
+            c.listed.set(false);
+            if !c.dead.get() && c.busy.get() < streams {
+                return Some(c);
+            }
+        }
+        None
+    }
+
+    /// A connection leaves the pool (it could not open, failed, or the server went away).
+    fn kill(&self, conn: &Conn) {
+        if !conn.dead.replace(true) {
+            self.open.set(self.open.get() - 1);
+        }
+    }
+
     /// Gives `job` to a connection with a free stream, or to a new one if the cap allows;
     /// false when every stream of every connection is taken.
     fn dispatch(self: &Rc<Self>, job: Due) -> bool {
-        let streams = self.h2s.streams();
-        let conn = {
-            let mut conns = self.conns.borrow_mut();
-            conns.retain(|c| !c.dead.get());
-            match conns.iter().find(|c| c.busy.get() < streams) {
-                Some(c) => c.clone(),
-                None if conns.len() < self.max_connections => {
-                    let c = Rc::new(Conn {
-                        queue: RefCell::new(VecDeque::new()),
-                        busy: Cell::new(0),
-                        dead: Cell::new(false),
-                        waker: RefCell::new(None),
-                    });
-                    conns.push(c.clone());
-                    if let Some(drivers) = self.drivers.upgrade() {
-                        drivers
-                            .borrow_mut()
-                            .spawn_local(drive(self.clone(), c.clone()));
-                    }
-                    c
+        let conn = match self.with_room() {
+            Some(c) => c,
+            None if self.open.get() < self.max_connections => {
+                let c = Rc::new(Conn {
+                    queue: RefCell::new(VecDeque::new()),
+                    busy: Cell::new(0),
+                    dead: Cell::new(false),
+                    listed: Cell::new(false),
+                    waker: RefCell::new(None),
+                });
+                self.open.set(self.open.get() + 1);
+                let mut conns = self.conns.borrow_mut();
+                conns.retain(|c| !c.dead.get());
+                conns.push(c.clone());
+                if let Some(drivers) = self.drivers.upgrade() {
+                    drivers
+                        .borrow_mut()
+                        .spawn_local(drive(self.clone(), c.clone()));
                 }
-                None => return false,
+                c
             }
+            None => return false,
         };
         conn.busy.set(conn.busy.get() + 1);
         conn.queue.borrow_mut().push_back(job);
+        self.list(&conn);
         conn.wake();
         true
     }
@@ -125,7 +164,9 @@ pub(crate) async fn schedule_loop<T: Transport>(
     let pool = Rc::new(Pool {
         shared: shared.clone(),
         h2s,
+        room: RefCell::new(Vec::new()),
         conns: RefCell::new(Vec::new()),
+        open: Cell::new(0),
         max_connections: max_connections.max(1),
         finished: Cell::new(false),
         drivers: Rc::downgrade(&drivers),
@@ -138,6 +179,11 @@ pub(crate) async fn schedule_loop<T: Transport>(
             due,
             retried: false,
         };
+        // Every stream taken: let the event loop read what has arrived before the pool
+        // grows, so it grows for a slow server and not for a late loop (crate::pool).
+        if pool.room.borrow().is_empty() && pool.open.get() > 0 {
+            tokio::task::yield_now().await;
+        }
         if !pool.dispatch(job) {
             shared.recorder.borrow_mut().record_dropped(due, 1);
         }
@@ -164,7 +210,7 @@ where
         Ok(c) => c,
         Err(f) => {
             // Every request that landed on a connection that could not open fails with it.
-            me.dead.set(true);
+            pool.kill(&me);
             for _ in me.queue.borrow_mut().drain(..) {
                 record_error(shared, f.kind, &f.message);
             }
@@ -233,7 +279,7 @@ where
                 Event::Failed { tag, failure } => {
                     if failure.connection_over || failure.unprocessed {
                         // Out of the pool before another connection is looked for.
-                        me.dead.set(true);
+                        pool.kill(&me);
                     }
                     let again = Due {
                         retried: true,
@@ -248,8 +294,9 @@ where
             }
         }
         pool.h2s.observe_limit(live.conn.server_limit());
+        pool.list(&me);
     }
-    me.dead.set(true);
+    pool.kill(&me);
     drop(live);
     crate::carried::connection_ended(answered);
     // Requests queued here and never sent go to another connection, or are dropped as any

@@ -77,9 +77,10 @@ impl Conn {
 impl Pool {
     /// Hands `due` to the open connection with the fewest unanswered, if one has room, else
     /// to a new one if the cap allows (true: start its task); None when every connection is
-    /// full. So requests spread over the connections and queue behind others only when every
-    /// connection carries some: pipelining adds depth, not waiting.
-    fn hand(&self, due: Due) -> Option<(Rc<Conn>, bool)> {
+    /// full, or when `may_grow` is false and a new one would be needed. So requests spread
+    /// over the connections and queue behind others only when every connection carries some:
+    /// pipelining adds depth, not waiting.
+    fn hand(&self, due: Due, may_grow: bool) -> Option<(Rc<Conn>, bool)> {
         let mut conns = self.conns.borrow_mut();
         let mut least: Option<&Rc<Conn>> = None;
         for c in conns.iter() {
@@ -92,7 +93,7 @@ impl Pool {
         }
         let (conn, new) = match least {
             Some(c) if c.busy.get() < self.depth => (c.clone(), false),
-            _ if conns.len() < self.max_connections => {
+            _ if may_grow && conns.len() < self.max_connections => {
                 let c = Conn::new();
                 conns.push(c.clone());
                 (c, true)
@@ -136,7 +137,15 @@ pub(crate) async fn schedule_loop<T: Transport>(
             k,
             retried: false,
         };
-        match pool.hand(request) {
+        let mut handed = pool.hand(request, false);
+        if handed.is_none() {
+            // Every connection full: let the event loop read what has arrived before the
+            // pool grows, so it grows for a slow server and not for a late loop
+            // (crate::pool).
+            tokio::task::yield_now().await;
+            handed = pool.hand(request, true);
+        }
+        match handed {
             Some((conn, true)) => {
                 tasks.spawn_local(connection(shared.clone(), pool.clone(), conn, None));
             }

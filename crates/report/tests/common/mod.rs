@@ -56,6 +56,7 @@ pub fn report_of(
         client_cpu_system: Duration::from_millis(60),
         busiest_worker: 0.35,
         target_addr: "127.0.0.1:8080".into(),
+        contention: None,
     };
     Report::new(&plan(), &facts, aggregate.finish(), env())
 }
@@ -95,6 +96,7 @@ pub fn env() -> Environment {
         os: "Debian GNU/Linux 12 (bookworm)".into(),
         kernel: "6.1.0-test".into(),
         build: None,
+        host: None,
     }
 }
 
@@ -185,6 +187,7 @@ pub fn ws_report() -> Report {
         client_cpu_system: Duration::from_millis(30),
         busiest_worker: 0.2,
         target_addr: "127.0.0.1:8080".into(),
+        contention: None,
     };
     Report::new(&plan, &facts, aggregate.finish(), test_environment())
 }
@@ -202,6 +205,12 @@ pub fn test_environment() -> Environment {
             commit: "0123456789ab".into(),
             features: vec!["mimalloc".into()],
             target: "x86_64-unknown-linux-musl".into(),
+        }),
+        host: Some(loadmark_report::HostState {
+            usable_cpus: 1,
+            cpuidle_driver: "haltpoll".into(),
+            guest_halt_poll_ns: Some(200_000),
+            clocksource: "tsc".into(),
         }),
     }
 }
@@ -271,6 +280,7 @@ pub fn open_report() -> Report {
         client_cpu_system: Duration::from_millis(60),
         busiest_worker: 0.2,
         target_addr: "127.0.0.1:8080".into(),
+        contention: None,
     };
     Report::new(&plan, &facts, totals, env())
 }
