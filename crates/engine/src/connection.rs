@@ -81,6 +81,9 @@ pub(crate) struct Connection<S> {
     timer: Option<Pin<Box<Sleep>>>,
     /// Responses the open stream answered, reported to [`crate::carried`] when it ends.
     carried: u64,
+    /// Open loop: when the schedule took up the next request, if it then had to wait for
+    /// this connection ([`crate::pool`]): its lag ends there, and the wait is service time.
+    pub(crate) taken_up: Option<Instant>,
 }
 
 impl<S> Connection<S> {
@@ -98,6 +101,7 @@ impl<S> Connection<S> {
             captured: Vec::new(),
             timer: None,
             carried: 0,
+            taken_up: None,
         }
     }
 
@@ -413,7 +417,10 @@ async fn send<T: Transport>(
     // connect the pool had to make for it (a server slow to accept) is service time, as it is
     // latency (issue 20: at 20,000 req/s against nginx, stalls grew the pool to ~900
     // connections and their connects had been counted as the client's lag).
-    let dispatched = scheduled.map(|_| Instant::now());
+    // A request that waited for a free connection was taken up when the schedule queued it
+    // (crate::pool): the wait is the server's, like a connect the pool made for it.
+    let taken_up = conn.taken_up.take();
+    let dispatched = scheduled.map(|_| taken_up.unwrap_or_else(Instant::now));
     let mut first_attempt: Option<(Instant, Instant)> = None;
     let mut bytes_written = 0u64;
     let mut retried = false;

@@ -79,7 +79,7 @@ type Job = (u64, Instant);
 ///
 /// Each connection of the pool is one task that waits in [`Pool`] for its next request, so
 /// a request costs a pop, a wake and a push, and no task or timer of its own; the pool grows
-/// only when every connection waits on the server ([`crate::pool`]).
+/// only when every connection waits on the server, as answers come ([`crate::pool`]).
 pub(crate) async fn schedule_loop<T: Transport>(
     shared: Rc<Shared<T>>,
     profile: Arc<Profile>,
@@ -116,7 +116,8 @@ pub(crate) async fn schedule_loop<T: Transport>(
         };
         match slot {
             Some(slot) => slot.give((k, due)),
-            None if pool.open_one(false) => {
+            None if pool.may_grow(due.max(Instant::now())) => {
+                pool.open_one(false);
                 connections.spawn_local(connection_task(
                     shared.clone(),
                     pool.clone(),
@@ -125,8 +126,10 @@ pub(crate) async fn schedule_loop<T: Transport>(
                     Some((k, due)),
                 ));
             }
+            None if !pool.full() => pool.wait((k, due), Instant::now()),
             None => shared.recorder.borrow_mut().record_dropped(due, 1),
         }
+        pool.placed();
         pool.shrink(due);
         while connections.try_join_next().is_some() {}
     }
@@ -134,28 +137,9 @@ pub(crate) async fn schedule_loop<T: Transport>(
     while connections.join_next().await.is_some() {}
 }
 
-/// Records what the pool did when the loop ends, however it ends: a run stopped early
-/// (Ctrl-C, the hard stop) drops the loop mid-way, and its report still says why its
-/// connections opened.
-struct ReportPool<'a, T: Transport> {
-    shared: &'a Shared<T>,
-    pool: &'a Pool<Job>,
-}
-
-impl<T: Transport> Drop for ReportPool<'_, T> {
-    fn drop(&mut self) {
-        let stats = self.pool.stats.get();
-        if let Ok(mut recorder) = self.shared.recorder.try_borrow_mut() {
-            recorder.record_pool(Instant::now(), &stats.into());
-        }
-        if std::env::var_os("LOADMARK_POOL_STATS").is_some() {
-            eprintln!("open-loop pool: {stats:?}");
-        }
-    }
-}
-
-/// One connection of the pool: performs what it is given, then waits in the pool again,
-/// until the pool retires it (idle too long, or the schedule is over).
+/// One connection of the pool: performs what it is given, then the oldest request waiting
+/// for a connection, if any, else waits in the pool again, until the pool retires it (idle
+/// too long, or the schedule is over).
 async fn connection_task<T: Transport>(
     shared: Rc<Shared<T>>,
     pool: Rc<Pool<Job>>,
@@ -173,6 +157,54 @@ async fn connection_task<T: Transport>(
             },
         };
         let ended = perform(&shared, &mut conn, Some(due), Some(k)).await;
-        pool.give_back(slot.clone(), ended);
+        pool.answered();
+        next = waiting_job(&shared, &pool, &mut conn, ended);
+        if next.is_none() {
+            pool.give_back(slot.clone(), ended);
+        }
+    }
+}
+
+/// The oldest request waiting for a connection that can still be sent; those that waited
+/// longer than the request timeout are dropped (they would time out unsent).
+fn waiting_job<T: Transport>(
+    shared: &Shared<T>,
+    pool: &Pool<Job>,
+    conn: &mut Connection<T::Stream>,
+    now: Instant,
+) -> Option<Job> {
+    while let Some(((k, due), taken_up)) = pool.next_waiting() {
+        if now.saturating_duration_since(due) >= shared.timeout {
+            pool.waited_too_long();
+            shared.recorder.borrow_mut().record_dropped(due, 1);
+            continue;
+        }
+        conn.taken_up = Some(taken_up);
+        return Some((k, due));
+    }
+    None
+}
+
+/// Records what the pool did when the loop ends, however it ends: a run stopped early
+/// (Ctrl-C, the hard stop) drops the loop mid-way, and its report still says why its
+/// connections opened.
+struct ReportPool<'a, T: Transport> {
+    shared: &'a Shared<T>,
+    pool: &'a Pool<Job>,
+}
+
+impl<T: Transport> Drop for ReportPool<'_, T> {
+    fn drop(&mut self) {
+        let stats = self.pool.stats.get();
+        if let Ok(mut recorder) = self.shared.recorder.try_borrow_mut() {
+            recorder.record_pool(Instant::now(), &stats.into());
+            // Requests still waiting for a connection when the run stopped were never sent.
+            for ((_, due), _) in self.pool.take_waiting() {
+                recorder.record_dropped(due, 1);
+            }
+        }
+        if std::env::var_os("LOADMARK_POOL_STATS").is_some() {
+            eprintln!("open-loop pool: {stats:?}");
+        }
     }
 }

@@ -127,9 +127,8 @@ pub fn usable_cpus() -> usize {
     {
         // SAFETY: all-zero is an empty cpu_set_t; sched_getaffinity fills the one we own.
         let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-        let rc = unsafe {
-            libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set)
-        };
+        let rc =
+            unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) };
         if rc == 0 {
             // SAFETY: CPU_COUNT reads the set we own.
             let n = unsafe { libc::CPU_COUNT(&set) } as usize;
@@ -250,9 +249,8 @@ mod tests {
             // SAFETY: an empty set with CPU 0 added, applied to this thread only.
             let mut one: libc::cpu_set_t = unsafe { std::mem::zeroed() };
             unsafe { libc::CPU_SET(0, &mut one) };
-            let rc = unsafe {
-                libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &one)
-            };
+            let rc =
+                unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &one) };
             if rc == 0 {
                 assert_eq!(usable_cpus(), 1);
             }
@@ -272,9 +270,7 @@ mod tests {
                 let mut one: libc::cpu_set_t = unsafe { std::mem::zeroed() };
                 unsafe { libc::CPU_SET(0, &mut one) };
                 // SAFETY: pins this thread only.
-                unsafe {
-                    libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &one)
-                };
+                unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &one) };
                 let before = thread_cpu_wait();
                 let t0 = std::time::Instant::now();
                 while t0.elapsed() < Duration::from_millis(300) {

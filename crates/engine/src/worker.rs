@@ -495,9 +495,9 @@ where
         // Every connection has ended once the event loop's tasks are gone.
         drop(local);
         let carried = crate::carried::take();
-        let _ = self
-            .tx
-            .send(Message::Done(self.index, report, cpu, busy, carried, waited));
+        let _ = self.tx.send(Message::Done(
+            self.index, report, cpu, busy, carried, waited,
+        ));
     }
 }
 

@@ -56,8 +56,8 @@ pub use per_connection::{ConnectionSpread, RequestsPerConnection};
 pub use recorder::{Busy, Interval, Recorder, Sample, WorkerReport};
 pub use scenario::{ScenarioStats, StepOutcome, StepStats};
 pub use snapshot::{
-    PoolCounts,
-    new_histogram, record_us, HistogramDecodeError, Snapshot, StatusCounts, HISTOGRAM_MAX_US,
+    new_histogram, record_us, HistogramDecodeError, PoolCounts, Snapshot, StatusCounts,
+    HISTOGRAM_MAX_US,
 };
 pub use summary::{Distribution, Percentile, REPORTED_QUANTILES};
 pub use websocket::WsStats;

@@ -202,7 +202,9 @@ pub struct Snapshot {
 /// An open loop's connection pool over a run: why connections were opened, how far the pool
 /// grew and what it closed. A connection opened for none of these reasons (see
 /// [`PoolCounts::reopened`]) replaced one that the server closed or that failed.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
 pub struct PoolCounts {
     /// Opened before the schedule started (`-c`, or estimated from the rate).
     pub preopened: u64,

@@ -90,9 +90,13 @@ pub enum Load {
     },
 }
 
-/// The service time assumed to size an open-loop pool before any response: 2 ms covers a
-/// loopback or LAN service with room to spare (40,000 req/s opens 80 connections).
-pub const PREOPEN_LATENCY_GUESS: Duration = Duration::from_millis(2);
+/// The service time assumed to size an open-loop pool before any response: a loopback
+/// service's (tens of µs), so 20,000 req/s opens one connection and 50,000 three. The pool
+/// grows from there only while every connection waits on the server (issue 43: a 2 ms guess
+/// opened 40 connections at 20,000 req/s for a server that needed one, and the acceptance
+/// asks for at most twice what Little's law needs plus the thread count). `-c` opens more
+/// up front for a slower server.
+pub const PREOPEN_LATENCY_GUESS: Duration = Duration::from_micros(50);
 
 impl Load {
     pub fn threads(&self) -> usize {

@@ -288,7 +288,7 @@ mod tests {
         assert_eq!(load.max_connections(), 1000);
         assert_eq!(with_c(1500, None).max_connections(), 1500);
         assert_eq!(with_c(100, Some(40)).preopen(), 40, "never past the cap");
-        // Without -c: sized from the rate, 2 ms of requests.
+        // Without -c: sized from the rate, 50 µs of requests (a loopback service).
         let guessed = |rate: f64| {
             Settings {
                 rate: Some(rate),
@@ -301,7 +301,7 @@ mod tests {
         };
         assert_eq!(
             (guessed(40_000.0), guessed(2000.0), guessed(5.0)),
-            (80, 4, 1)
+            (2, 1, 1)
         );
     }
 

@@ -75,7 +75,9 @@ impl HostState {
             guest_halt_poll_ns: trimmed("/sys/module/haltpoll/parameters/guest_halt_poll_ns")
                 .parse()
                 .ok(),
-            clocksource: trimmed("/sys/devices/system/clocksource/clocksource0/current_clocksource"),
+            clocksource: trimmed(
+                "/sys/devices/system/clocksource/clocksource0/current_clocksource",
+            ),
         }
     }
 }

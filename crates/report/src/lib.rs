@@ -78,9 +78,9 @@ pub use junit::{render_junit, render_junit_with_checks};
 pub use markdown::render_markdown;
 pub use merge::{merge_reports, merge_reports_with, merge_with_options, MergeError, MergeOptions};
 pub use model::{
-    rfc3339, ClientCpu, CpuContention, Health, ReadError, Report, RequestCounts, RpsStats, RunFacts, RunInfo,
-    Summary, LATENCY_DEFINITION, LATE_LAG_P99_US, OPEN_LATENCY_DEFINITION, SATURATED_BUSY,
-    SCHEMA_VERSION,
+    rfc3339, ClientCpu, CpuContention, Health, ReadError, Report, RequestCounts, RpsStats,
+    RunFacts, RunInfo, Summary, LATENCY_DEFINITION, LATE_LAG_P99_US, OPEN_LATENCY_DEFINITION,
+    SATURATED_BUSY, SCHEMA_VERSION,
 };
 pub use schema::{bundle_schema, result_schema};
 pub use split::{plan_hash, Part, Split, SplitProblem, SKEW_TRUST_S};

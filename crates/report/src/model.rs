@@ -457,7 +457,10 @@ fn crowded_out(c: &CpuContention, elapsed: Duration) -> Option<String> {
     let wall = elapsed.as_secs_f64().max(1e-9);
     (c.waited_s / wall >= CROWDED_WAIT_SHARE).then(|| {
         format!(
-            "the load threads waited {:.1}ms in all for a CPU while they had requests to send              (other processes on their cores; the machine's {} CPUs were {:.0}% busy, {} of them              usable by loadmark): give loadmark a core of its own (taskset) or quiet the machine",
+            "the load threads waited {:.1}ms in all for a CPU while they had requests to send \
+             (other processes on their cores; the machine's {} CPUs were {:.0}% busy, {} of \
+             them usable by loadmark): give loadmark a core of its own (taskset) or quiet the \
+             machine",
             c.waited_s * 1e3,
             c.cpus,
             c.machine_busy * 100.0,

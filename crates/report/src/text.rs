@@ -234,7 +234,11 @@ fn http_blocks(o: &mut String, r: &Report) {
         format_of(&s.connect, s.connect.max_us as f64),
     );
     if let Some(pool) = &s.pool {
-        let _ = writeln!(o, "                {}", pool_line(pool, s.connections_opened));
+        let _ = writeln!(
+            o,
+            "                {}",
+            pool_line(pool, s.connections_opened)
+        );
     }
     if s.retries > 0 {
         let _ = writeln!(o, "                {}", retries_line(s.retries));
@@ -380,10 +384,15 @@ fn plural(n: u64) -> &'static str {
 /// server reads differently from one that replaced connections the server kept closing.
 pub(crate) fn pool_line(pool: &loadmark_metrics::PoolCounts, opened: u64) -> String {
     let mut parts = vec![format!("{} up front", pool.preopened)];
-    parts.push(format!("{} grown while every connection waited on the server", pool.grown));
+    parts.push(format!(
+        "{} grown while every connection waited on the server",
+        pool.grown
+    ));
     let reopened = pool.reopened(opened);
     if reopened > 0 {
-        parts.push(format!("{reopened} replacing connections the server closed"));
+        parts.push(format!(
+            "{reopened} replacing connections the server closed"
+        ));
     }
     let mut line = format!("pool: {}; peak {} open", parts.join(", "), pool.peak);
     if pool.closed_idle > 0 {
