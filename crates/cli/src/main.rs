@@ -1,8 +1,9 @@
 //! The `loadmark` binary: flags in, plan through the engine, report out.
 //!
-//! Exit codes: 0 ok, 1 run error, 2 usage or plan error, 3 thresholds failed, 4 not clean under `--strict`,
-//! 130 interrupted (the report for the
-//! time that ran is still printed and written).
+//! Exit codes: 0 ok, 1 run error (or a run that failed: see `verdict`), 2 usage or plan
+//! error, 3 thresholds failed, 4 not clean under `--strict`, 130 interrupted (the report for
+//! the time that ran is still printed and written). Every command that measures decides its
+//! code in one place, [`verdict::exit_code`].
 
 mod args;
 mod bench;
@@ -16,6 +17,7 @@ mod progress;
 mod script;
 mod services;
 mod split;
+mod verdict;
 
 use std::process::ExitCode;
 
@@ -64,7 +66,7 @@ fn main() -> ExitCode {
             {
                 ExitCode::from(EXIT_USAGE)
             } else {
-                ExitCode::from(1)
+                ExitCode::from(EXIT_RUN_FAILED)
             }
         }
     }

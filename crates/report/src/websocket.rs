@@ -208,7 +208,7 @@ pub fn render_text_block(o: &mut String, r: &Report, ws: &WsSummary) {
                 _ => "from each message written to its reply (closed loop)",
             }
         );
-        crate::text::distribution_block(o, &s.latency);
+        crate::text::distribution_block(o, &s.latency, &r.totals.latency);
         if let Some(service) = &s.service_time {
             crate::text::short_line(o, "Service time", service, "written to echoed");
         }
