@@ -2,7 +2,7 @@
 //! seconds as they arrive, and stops on time, on count, or on request.
 
 use std::net::{SocketAddr, ToSocketAddrs};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
@@ -16,7 +16,7 @@ use tokio::sync::watch;
 use crate::closed::Budget;
 use crate::counted::{Counting, OpenConnections};
 use crate::error::EngineError;
-use crate::http2::Negotiated;
+use crate::http2::{H2Run, Negotiated};
 use crate::oneshot::OneShotTcp;
 use crate::open::Share;
 use crate::source::RequestSource;
@@ -248,8 +248,9 @@ where
         Stop::Requests(n) => Some(n),
         Stop::Duration(_) => None,
     }));
-    // HTTP/2: the lowest stream limit a server set below --streams (usize::MAX: none).
-    let server_limit = Arc::new(AtomicUsize::new(usize::MAX));
+    // HTTP/2: the lowest stream limit a server set below --streams, and whether the server
+    // speaks HTTP/2 at all.
+    let h2run = Arc::new(H2Run::default());
     let (tx, rx) = mpsc::channel();
     let mut handles = Vec::with_capacity(threads);
     for index in 0..threads {
@@ -310,7 +311,7 @@ where
                     budget: budget.clone(),
                     streams: plan.protocol.streams(),
                     tls: plan.request.url.scheme().is_tls(),
-                    server_limit: server_limit.clone(),
+                    h2run: h2run.clone(),
                 },
                 load_end,
             ),
@@ -325,7 +326,7 @@ where
                     max_connections: spread(mine(*max_connections).max(threads)),
                     streams: plan.protocol.streams(),
                     tls: plan.request.url.scheme().is_tls(),
-                    server_limit: server_limit.clone(),
+                    h2run: h2run.clone(),
                 },
                 load_end.map(|end| end + plan.timeouts.request + Duration::from_millis(500)),
             ),
@@ -379,7 +380,7 @@ where
                         (
                             h.streams,
                             plan.request.url.scheme().is_tls(),
-                            server_limit.clone(),
+                            h2run.clone(),
                         )
                     }),
                 },
@@ -515,6 +516,12 @@ where
             Stop::Duration(d) => elapsed < d,
             Stop::Requests(_) => true,
         };
+    if let Some(answer) = h2run.refused() {
+        return Err(EngineError::Http2NotSpoken {
+            url: plan.request.url.to_string(),
+            answer: answer.to_string(),
+        });
+    }
     let totals = aggregate.finish();
     Ok(RunResult {
         // Joining the workers takes a moment past the deadline; no request starts then.
@@ -533,7 +540,7 @@ where
         machine_busy,
         addr,
         start_skew,
-        http2_server_streams: Some(server_limit.load(Ordering::Relaxed))
+        http2_server_streams: Some(h2run.server_limit.load(Ordering::Relaxed))
             .filter(|&n| n != usize::MAX),
         requests_per_connection: requests_per_connection.spread(),
         http2_fallback: None,
