@@ -175,7 +175,7 @@ pub fn render_text_block(o: &mut String, r: &Report, ws: &WsSummary) {
         ws.messages_received_per_s,
         if s.dropped > 0 {
             format!(
-                "; {} due but dropped (never sent: over --timeout behind, or held back at the end)",
+                "; {} due but dropped (never sent: over --timeout behind, or the server stopped reading)",
                 s.dropped
             )
         } else {

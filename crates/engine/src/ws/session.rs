@@ -476,8 +476,11 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Live<'_, S> {
             if closing.is_none() {
                 if sending && stop_at.is_some_and(|t| now >= t) {
                     sending = false;
-                    // Messages that fell due before the end but never left (held back
-                    // behind a server that stopped reading) are dropped, and counted.
+                    // Messages that fell due before the end and have not left yet (the
+                    // loop woke after the end, or a burst held them back) go out now, as
+                    // any late message does; only those a server that stopped reading
+                    // holds back, or due longer ago than --timeout, are dropped, and
+                    // counted (issue 42: held-back sends were counted as never sent).
                     let end = stop_at.expect("checked");
                     let mut dropped = 0;
                     while spec.interval.is_some() && next_send < end {
@@ -485,7 +488,12 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Live<'_, S> {
                             break;
                         }
                         claimed = false;
-                        dropped += 1;
+                        let stale = next_send + timeout <= now;
+                        if stale || self.backlog() >= WRITE_BACKLOG {
+                            dropped += 1;
+                        } else {
+                            self.send_message(Some(next_send), now);
+                        }
                         due_so_far += 1;
                         next_send = start + interval * due_so_far;
                     }
