@@ -522,82 +522,86 @@ pub struct WsArgs {
     /// What each session does: echo (send every --interval, match each echo), request (send,
     /// wait for the reply, repeat), send (send every --interval, count what comes back),
     /// receive (send nothing, count what arrives) [default: echo with --interval, else request]
-    #[arg(long = "mode", value_parser = mode_arg)]
+    #[arg(long = "mode", help_heading = "Messages", value_parser = mode_arg)]
     pub mode: Option<WsMode>,
 
     /// Concurrent sessions (virtual users) [default: 50]
-    #[arg(short = 'c', long = "sessions", visible_alias = "connections", value_parser = at_least_one, allow_negative_numbers = true)]
+    #[arg(short = 'c', long = "sessions", help_heading = "Load", visible_alias = "connections", value_parser = at_least_one, allow_negative_numbers = true)]
     pub sessions: Option<usize>,
 
     /// Each session sends one message every INTERVAL on a fixed schedule (echo, send)
-    #[arg(short = 'i', long = "interval", value_parser = duration_arg)]
+    #[arg(short = 'i', long = "interval", help_heading = "Messages", value_parser = duration_arg)]
     pub interval: Option<Duration>,
 
     /// Size of each message in bytes, or a range drawn uniformly per message: 1024,
     /// 128..4096, 1k..4k [default: 128]. The first 16 bytes carry the message's number
-    #[arg(long = "payload", conflicts_with = "message")]
+    #[arg(
+        long = "payload",
+        help_heading = "Messages",
+        conflicts_with = "message"
+    )]
     pub payload: Option<String>,
 
     /// A text message template instead of random payloads: {{seq}}, {{rand_int A B}},
     /// {{rand_f A B}}
-    #[arg(short = 'M', long = "message")]
+    #[arg(short = 'M', long = "message", help_heading = "Messages")]
     pub message: Option<String>,
 
     /// Send binary frames (random bytes) instead of text frames (random letters)
-    #[arg(long = "binary", conflicts_with = "message")]
+    #[arg(long = "binary", help_heading = "Messages", conflicts_with = "message")]
     pub binary: bool,
 
     /// Request mode: a reply counts only when this JSON field equals the request's, e.g.
     /// --reply-match id with '"id":{{seq}}' in --message
-    #[arg(long = "reply-match", value_name = "FIELD")]
+    #[arg(long = "reply-match", help_heading = "Messages", value_name = "FIELD")]
     pub reply_match: Option<String>,
 
     /// Request mode: check every reply (repeatable), as `run --check` checks responses: a
     /// reply that fails is answered (its round trip is recorded) and counted apart from
     /// errors, with the first failing reply. A reply has a body but no status or headers:
     /// 'json /status == 200', 'body contains "ok"', 'body size > 0', 'latency < 10ms'
-    #[arg(long = "check", value_name = "EXPR", value_parser = check_arg)]
+    #[arg(long = "check", help_heading = "Checks", value_name = "EXPR", value_parser = check_arg)]
     pub checks: Vec<loadmark_plan::Check>,
 
     /// End each session after this long and open a new one in its place (k6's VU loop)
     /// [default: sessions last the whole run]
-    #[arg(long = "session-duration", value_parser = duration_arg)]
+    #[arg(long = "session-duration", help_heading = "Load", value_parser = duration_arg)]
     pub session_duration: Option<Duration>,
 
     /// Send a ping every PING and time its pong
-    #[arg(long = "ping", value_parser = duration_arg)]
+    #[arg(long = "ping", help_heading = "Messages", value_parser = duration_arg)]
     pub ping: Option<Duration>,
 
     /// Worker threads, each with its own event loop [default: CPU cores, at most -c]
-    #[arg(short = 't', long = "threads")]
+    #[arg(short = 't', long = "threads", help_heading = "Load")]
     pub threads: Option<usize>,
 
     /// How long to run, e.g. 30s, 2m [default: 10s unless -n is given]
-    #[arg(short = 'd', long = "duration", value_parser = duration_arg, conflicts_with = "requests")]
+    #[arg(short = 'd', long = "duration", help_heading = "Load", value_parser = duration_arg, conflicts_with = "requests")]
     pub duration: Option<Duration>,
 
     /// Send exactly this many messages in all, then stop
-    #[arg(short = 'n', long = "messages", visible_alias = "requests", value_parser = at_least_one_u64, allow_negative_numbers = true)]
+    #[arg(short = 'n', long = "messages", help_heading = "Load", visible_alias = "requests", value_parser = at_least_one_u64, allow_negative_numbers = true)]
     pub requests: Option<u64>,
 
     /// Add a header to the upgrade request, 'Name: value' (repeatable)
-    #[arg(short = 'H', long = "header", value_parser = header_arg)]
+    #[arg(short = 'H', long = "header", help_heading = "Messages", value_parser = header_arg)]
     pub headers: Vec<(String, String)>,
 
     /// How long a message may wait for its echo or reply
-    #[arg(long = "timeout", value_parser = duration_arg, default_value = "10s")]
+    #[arg(long = "timeout", help_heading = "Load", value_parser = duration_arg, default_value = "10s")]
     pub timeout: Duration,
 
     /// Timeout of each handshake (TCP, TLS and upgrade) [default: --timeout]
-    #[arg(long = "connect-timeout", value_parser = duration_arg)]
+    #[arg(long = "connect-timeout", help_heading = "Load", value_parser = duration_arg)]
     pub connect_timeout: Option<Duration>,
 
     /// Run load first for this long (whole seconds) without counting it
-    #[arg(long = "warmup", value_parser = duration_arg)]
+    #[arg(long = "warmup", help_heading = "Load", value_parser = duration_arg)]
     pub warmup: Option<Duration>,
 
     /// Do not verify TLS certificates (printed in the report)
-    #[arg(long = "insecure")]
+    #[arg(long = "insecure", help_heading = "TLS")]
     pub insecure: bool,
 
     #[command(flatten)]

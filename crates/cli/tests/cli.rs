@@ -375,11 +375,7 @@ fn a_url_or_load_flags_without_a_subcommand_mean_run() {
         stderr.contains("tip: to load a URL: loadmark run URL"),
         "{stderr}"
     );
-    assert_eq!(
-        server.requests_served(),
-        served,
-        "a typo sends nothing"
-    );
+    assert_eq!(server.requests_served(), served, "a typo sends nothing");
 
     // Help, version and the subcommands themselves are what they were.
     let help = loadmark().arg("--help").output().unwrap();

@@ -147,6 +147,29 @@ fn run_help_groups_its_flags() {
 }
 
 #[test]
+fn ws_help_groups_its_flags() {
+    let mut cli = Cli::command();
+    let help = cli
+        .find_subcommand_mut("ws")
+        .unwrap()
+        .render_long_help()
+        .to_string();
+    for heading in [
+        "\nLoad:\n",
+        "\nMessages:\n",
+        "\nTLS:\n",
+        "\nChecks:\n",
+        "\nOutput:\n",
+        "\nLive:\n",
+    ] {
+        assert!(help.contains(heading), "{heading:?} missing from ws --help");
+    }
+    let options = help.split("\nOptions:\n").nth(1).unwrap();
+    let options = options.split("\n\n").next().unwrap();
+    assert!(options.trim_start().starts_with("-h, --help"), "{options}");
+}
+
+#[test]
 fn help_names_every_format_and_shell() {
     let cli = Cli::command();
     let about = cli.get_long_about().unwrap().to_string();
