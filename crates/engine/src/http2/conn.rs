@@ -237,13 +237,14 @@ where
             && matches!(kind, ErrorKind::Closed | ErrorKind::Read | ErrorKind::Write)
         {
             let how = if kind == ErrorKind::Closed {
-                "closed".to_string()
+                "closed the connection".to_string()
             } else {
-                format!("ended ({})", message.trim_start_matches("HTTP/2 handshake: "))
+                let why = message.trim_start_matches("HTTP/2 handshake: ");
+                format!("ended the connection ({why})")
             };
             conn.not_h2 = Some(match conn.reader.unread() {
-                [] => format!("it {how} the connection without answering the preface"),
-                some => format!("it answered `{}` and {how} the connection", first_line(some)),
+                [] => format!("it {how} without answering the preface"),
+                some => format!("it answered `{}` and {how}", first_line(some)),
             });
         }
         Err(HandshakeError {
