@@ -196,8 +196,8 @@ fn http2_fallback_and_the_protocol_summary_in_text_and_json() {
 }
 
 /// Issue 42: `--http2` against a server that does not speak HTTP/2 with prior knowledge
-/// ends at once with exit code 1 and says what the server answered, closed loop and open
-/// loop alike, instead of failing every connection for the whole `-d`.
+/// ends at once with exit code 1 and says what the server answered, closed loop, open loop
+/// and connection stages alike, instead of failing every connection for the whole `-d`.
 #[test]
 fn http2_against_a_server_without_h2c_fails_at_once_naming_its_answer() {
     use std::io::Write;
@@ -208,7 +208,10 @@ fn http2_against_a_server_without_h2c_fails_at_once_naming_its_answer() {
             b"HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n",
             "it answered `HTTP/1.1 400 Bad Request`",
         ),
-        (b"", "it closed the connection without answering the preface"),
+        (
+            b"",
+            "it closed the connection without answering the preface",
+        ),
     ];
     for (answer, quoted) in cases {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
@@ -228,8 +231,13 @@ fn http2_against_a_server_without_h2c_fails_at_once_naming_its_answer() {
             }
         });
         let url = format!("http://127.0.0.1:{port}/");
-        for load in [&["-c", "4"][..], &["-R", "200"][..]] {
-            let mut args = vec!["run", &url, "--http2", "-d", "20s"];
+        let loads: [&[&str]; 3] = [
+            &["-c", "4", "-d", "20s"],
+            &["-R", "200", "-d", "20s"],
+            &["--stages", "20s:2->4"],
+        ];
+        for load in loads {
+            let mut args = vec!["run", &url, "--http2"];
             args.extend_from_slice(load);
             let t0 = Instant::now();
             let (ok, code, _, err) = loadmark(&args);
@@ -378,34 +386,34 @@ fn transfer_counts_match_the_bytes_the_kernel_moved() {
     })
     .unwrap();
     let dir = TempDir::new("kernel-bytes");
-    let cases: [(&str, &[&str]); 6] = [
-        ("HTTP/1.1 GET", &["run", "{http}/json", "-c", "4", "-n", "4000"]),
+    // (name, arguments; {http} and {ws} stand for the relay's address)
+    let cases = [
+        ("HTTP/1.1 GET", "run {http}/json -c 4 -n 4000"),
         (
             "HTTP/1.1 POST",
-            &["run", "{http}/echo", "-m", "POST", "-b", "payload", "-c", "2", "-n", "2000"],
+            "run {http}/echo -m POST -b payload -c 2 -n 2000",
         ),
         (
             "HTTP/2 GET",
-            &["run", "{http}/json", "--http2", "--streams", "8", "-c", "2", "-n", "4000"],
+            "run {http}/json --http2 --streams 8 -c 2 -n 4000",
         ),
         (
             "HTTP/2 POST",
-            &["run", "{http}/echo", "--http2", "-m", "POST", "-b", "payload", "-c", "2", "-n", "2000"],
+            "run {http}/echo --http2 -m POST -b payload -c 2 -n 2000",
         ),
-        (
-            "HTTP/2 open loop",
-            &["run", "{http}/json", "--http2", "-R", "2000", "-d", "1s"],
-        ),
+        ("HTTP/2 open loop", "run {http}/json --http2 -R 2000 -d 1s"),
         (
             "WebSocket",
-            &["ws", "{ws}/ws/echo", "-c", "3", "-n", "600", "--payload", "16..2048"],
+            "ws {ws}/ws/echo -c 3 -n 600 --payload 16..2048",
         ),
     ];
     for (name, template) in cases {
         let relay = KernelCounts::relay_to(server.local_addr());
-        let json = dir.path().join(format!("{}.json", name.replace([' ', '/'], "-")));
+        let json = dir
+            .path()
+            .join(format!("{}.json", name.replace([' ', '/'], "-")));
         let mut args: Vec<String> = template
-            .iter()
+            .split_whitespace()
             .map(|a| {
                 a.replace("{http}", &format!("http://{}", relay.addr))
                     .replace("{ws}", &format!("ws://{}", relay.addr))

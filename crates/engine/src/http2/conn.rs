@@ -364,7 +364,10 @@ where
             return self.whole_frames(at, events);
         }
         if self.reader.starts_with(b"HTTP/") {
-            self.not_h2 = Some(format!("it answered `{}`", first_line(self.reader.unread())));
+            self.not_h2 = Some(format!(
+                "it answered `{}`",
+                first_line(self.reader.unread())
+            ));
             return Err(ConnError::new(
                 Reason::PROTOCOL_ERROR,
                 "it answered in HTTP/1.x: the server does not speak HTTP/2 with prior knowledge",
