@@ -11,8 +11,8 @@ use loadmark_plan::{Load, Plan, RequestSpec, Stop, Target, Timeouts, TlsPolicy};
 use loadmark_report::{CpuContention, Environment, ProtocolSummary, Report, RunFacts};
 
 use crate::args::{
-    Command, Format, QuickstartArgs, ReportArgs, ReportFlags, RunArgs, SchemaKind,
-    ServeArgs, WsArgs,
+    Command, Format, QuickstartArgs, ReportArgs, ReportFlags, RunArgs, SchemaKind, ServeArgs,
+    WsArgs,
 };
 use crate::output::{check_writable, format_for, print_out, render, render_with, write_atomic};
 use crate::progress::ProgressLine;

@@ -92,7 +92,11 @@ pub(crate) fn verdict(runs: &[Judged<'_>], rules: &Rules<'_>) -> Verdict {
             .map(|t| t.threshold.as_str())
             .collect();
         if !names.is_empty() {
-            thresholds.push(format!("{}thresholds failed: {}", prefix(j), names.join(", ")));
+            thresholds.push(format!(
+                "{}thresholds failed: {}",
+                prefix(j),
+                names.join(", ")
+            ));
         }
         if rules.strict && (r.run.health.client_saturated || r.run.health.overloaded) {
             not_clean.push(format!(
@@ -169,7 +173,10 @@ fn failed_run(report: &Report, fail_on: &[FailOn]) -> Option<String> {
             .map(|c| c.failed_success_responses)
             .filter(|&n| n > 0)
             .map_or(String::new(), |n| {
-                format!(", {n} {} that failed a check", if ws { "replies" } else { "2xx/3xx responses" })
+                format!(
+                    ", {n} {} that failed a check",
+                    if ws { "replies" } else { "2xx/3xx responses" }
+                )
             });
         return Some(format!(
             "{what}: {} errors, {} responses{statuses}{checks}{first}",
@@ -273,7 +280,13 @@ mod tests {
     fn a_run_with_successes_exits_0() {
         let r = report(&[200, 200, 500], 1);
         let v = verdict(&[Judged::one(&r)], &Rules::default());
-        assert_eq!(v, Verdict { code: 0, reasons: vec![] });
+        assert_eq!(
+            v,
+            Verdict {
+                code: 0,
+                reasons: vec![]
+            }
+        );
     }
 
     #[test]
@@ -296,7 +309,10 @@ mod tests {
             &Rules::default(),
         );
         assert_eq!(v.code, EXIT_RUN_FAILED);
-        assert!(v.reasons[0].starts_with("step 2: the run failed: no request succeeded"), "{v:?}");
+        assert!(
+            v.reasons[0].starts_with("step 2: the run failed: no request succeeded"),
+            "{v:?}"
+        );
         // Every response an error status: nothing succeeded either.
         let v = verdict(&[Judged::one(&report(&[503, 503], 0))], &Rules::default());
         assert_eq!(v.code, EXIT_RUN_FAILED);
@@ -307,14 +323,26 @@ mod tests {
     fn thresholds_then_strict_then_failure_then_interruption() {
         let mut dead = report(&[], 5);
         dead.thresholds = vec![failed_threshold("p99<50ms")];
-        let v = verdict(&[Judged::one(&dead)], &Rules { strict: true, ..Default::default() });
+        let v = verdict(
+            &[Judged::one(&dead)],
+            &Rules {
+                strict: true,
+                ..Default::default()
+            },
+        );
         assert_eq!(v.code, EXIT_THRESHOLDS, "the user's gate speaks first");
         assert_eq!(v.reasons.len(), 2, "and the failure is still said: {v:?}");
         assert_eq!(v.reasons[1], "thresholds failed: p99<50ms");
 
         let mut busy = report(&[200], 0);
         busy.run.health.client_saturated = true;
-        let v = verdict(&[Judged::one(&busy)], &Rules { strict: true, ..Default::default() });
+        let v = verdict(
+            &[Judged::one(&busy)],
+            &Rules {
+                strict: true,
+                ..Default::default()
+            },
+        );
         assert_eq!(v.code, EXIT_NOT_CLEAN);
         let v = verdict(&[Judged::one(&busy)], &Rules::default());
         assert_eq!(v.code, 0, "not clean counts only under --strict");
@@ -329,20 +357,46 @@ mod tests {
         let mut stopped = report(&[], 3);
         stopped.run.interrupted = true;
         let v = verdict(&[Judged::one(&stopped)], &Rules::default());
-        assert_eq!(v, Verdict { code: EXIT_INTERRUPTED, reasons: vec![] }, "not judged: it did not finish");
-        let rules = Rules { interrupted: true, ..Default::default() };
+        assert_eq!(
+            v,
+            Verdict {
+                code: EXIT_INTERRUPTED,
+                reasons: vec![]
+            },
+            "not judged: it did not finish"
+        );
+        let rules = Rules {
+            interrupted: true,
+            ..Default::default()
+        };
         assert_eq!(verdict(&[Judged::one(&ok)], &rules).code, EXIT_INTERRUPTED);
     }
 
     #[test]
     fn fail_on_names_its_class() {
         let r = report(&[200, 404, 500], 2);
-        let rules = |f: &'static [FailOn]| Rules { fail_on: f, ..Default::default() };
+        let rules = |f: &'static [FailOn]| Rules {
+            fail_on: f,
+            ..Default::default()
+        };
         let v = verdict(&[Judged::one(&r)], &rules(&[FailOn::Status5xx]));
-        assert_eq!(v.reasons, ["the run failed: 1 5xx responses (--fail-on 5xx)"]);
+        assert_eq!(
+            v.reasons,
+            ["the run failed: 1 5xx responses (--fail-on 5xx)"]
+        );
         let v = verdict(&[Judged::one(&r)], &rules(&[FailOn::Failed]));
         assert_eq!(v.code, EXIT_RUN_FAILED);
-        assert!(v.reasons[0].starts_with("the run failed: 4 failed requests"), "{v:?}");
-        assert_eq!(verdict(&[Judged::one(&report(&[200], 0))], &rules(&[FailOn::Errors])).code, 0);
+        assert!(
+            v.reasons[0].starts_with("the run failed: 4 failed requests"),
+            "{v:?}"
+        );
+        assert_eq!(
+            verdict(
+                &[Judged::one(&report(&[200], 0))],
+                &rules(&[FailOn::Errors])
+            )
+            .code,
+            0
+        );
     }
 }

@@ -66,7 +66,18 @@ fn bench_prints_the_step_table_on_stdout_in_the_chosen_style() {
     let header: Vec<&str> = lines[1].split_whitespace().collect();
     assert_eq!(
         header,
-        ["#", "step", "req/s", "transfer/s", "p50", "p90", "p99", "p99.9", "max", "failed"],
+        [
+            "#",
+            "step",
+            "req/s",
+            "transfer/s",
+            "p50",
+            "p90",
+            "p99",
+            "p99.9",
+            "max",
+            "failed"
+        ],
         "{out}"
     );
     for (n, line) in lines[2..4].iter().enumerate() {
@@ -83,10 +94,23 @@ fn bench_prints_the_step_table_on_stdout_in_the_chosen_style() {
     );
     // The chosen style's blocks follow, as in BENCHMARKS.md.
     assert!(out.contains("Step 1: in wrk's layout"), "{out}");
-    assert!(out.contains("  Thread Stats   Avg      Stdev     Max   +/- Stdev"), "{out}");
+    assert!(
+        out.contains("  Thread Stats   Avg      Stdev     Max   +/- Stdev"),
+        "{out}"
+    );
     assert!(out.contains("  100 requests in "), "{out}");
     // Without a style: the table alone; BENCHMARKS.md is written as before.
-    let o = bench(&dir, &["plan.yaml", "-o", "plain", "-q", "--columns", "rps,p99,failed"]);
+    let o = bench(
+        &dir,
+        &[
+            "plan.yaml",
+            "-o",
+            "plain",
+            "-q",
+            "--columns",
+            "rps,p99,failed",
+        ],
+    );
     assert!(o.status.success(), "{}", stderr(&o));
     let out = stdout(&o);
     assert_eq!(out.lines().count(), 4, "{out}");
@@ -124,7 +148,10 @@ load: {{users: 2, iterations: 10}}
     assert_eq!(server.requests_served(), 30, "10 iterations of 3 requests");
     let out = stdout(&o);
     let origin = format!("http://{}", server.local_addr());
-    assert!(out.starts_with("Login, list, open (journey.yaml): 1 step ran"), "{out}");
+    assert!(
+        out.starts_with("Login, list, open (journey.yaml): 1 step ran"),
+        "{out}"
+    );
     assert!(
         out.contains(&format!("shop: scenario login → list → open on {origin}")),
         "{out}"
@@ -170,7 +197,10 @@ fn check_prints_commands_that_run_and_reproduce_keeps_the_thresholds() {
         .unwrap_or_else(|| panic!("no step line: {out}"))
         .to_string();
     assert!(!command.contains("-c 0"), "{command}");
-    assert!(command.contains("--stages '500ms:0->2,500ms:2->2'"), "{command}");
+    assert!(
+        command.contains("--stages '500ms:0->2,500ms:2->2'"),
+        "{command}"
+    );
     assert!(
         command.contains("--threshold 'errors<1%' --threshold 'p99<5s'"),
         "{command}"
@@ -195,7 +225,18 @@ fn check_prints_commands_that_run_and_reproduce_keeps_the_thresholds() {
     assert!(how.contains(&format!("1. `{command}`")), "{how}");
     let url = format!("http://{}/status", server.local_addr());
     let o = loadmark()
-        .args(["run", &url, "-n", "20", "-c", "1", "-q", "--threshold", "p99<5s", "-o"])
+        .args([
+            "run",
+            &url,
+            "-n",
+            "20",
+            "-c",
+            "1",
+            "-q",
+            "--threshold",
+            "p99<5s",
+            "-o",
+        ])
         .arg(dir.join("run.md"))
         .output()
         .unwrap();

@@ -33,10 +33,14 @@ fn dropping_server() -> SocketAddr {
 /// No latency was measured: every text says n/a, none shows a time of zero.
 fn assert_no_zero_latency(what: &str, text: &str) {
     const ZEROS: [&str; 6] = ["0µs", "0us", "0.00us", "0ms", "0.00ms", "0.000"];
-    let hit = text
-        .lines()
-        .find(|l| l.split_whitespace().any(|word| ZEROS.contains(&word.trim_end_matches(','))));
-    assert!(hit.is_none(), "{what} shows a latency of zero ({hit:?}):\n{text}");
+    let hit = text.lines().find(|l| {
+        l.split_whitespace()
+            .any(|word| ZEROS.contains(&word.trim_end_matches(',')))
+    });
+    assert!(
+        hit.is_none(),
+        "{what} shows a latency of zero ({hit:?}):\n{text}"
+    );
     assert!(text.contains("n/a"), "{what} says n/a:\n{text}");
 }
 
@@ -56,7 +60,10 @@ fn run_against_a_dead_server_exits_1_whether_it_refuses_or_drops() {
     );
     let text = stdout(&o);
     assert!(text.contains("p50 n/a  p99 n/a  max n/a"), "{text}");
-    assert!(!text.contains("Histogram"), "no histogram of nothing: {text}");
+    assert!(
+        !text.contains("Histogram"),
+        "no histogram of nothing: {text}"
+    );
     assert_no_zero_latency("run's text report", &text);
 
     let dropped = format!("http://{}/", dropping_server());
@@ -75,12 +82,30 @@ fn run_against_a_dead_server_exits_1_whether_it_refuses_or_drops() {
     // A threshold on a run that measured nothing fails ("no data"): the user's gate speaks
     // first (exit 3), and the run's failure is still said.
     let o = loadmark()
-        .args(["run", &refused, "-n", "5", "-c", "1", "-q", "--threshold", "p99<50ms"])
+        .args([
+            "run",
+            &refused,
+            "-n",
+            "5",
+            "-c",
+            "1",
+            "-q",
+            "--threshold",
+            "p99<50ms",
+        ])
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
-    assert!(stderr(&o).contains("thresholds failed: p99<50ms"), "{}", stderr(&o));
-    assert!(stderr(&o).contains("the run failed: no request succeeded"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("thresholds failed: p99<50ms"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(
+        stderr(&o).contains("the run failed: no request succeeded"),
+        "{}",
+        stderr(&o)
+    );
 }
 
 #[test]
@@ -88,7 +113,17 @@ fn every_response_failing_a_check_is_a_failed_run() {
     let server = target();
     let url = format!("http://{}/status", server.local_addr());
     let o = loadmark()
-        .args(["run", &url, "-n", "30", "-c", "2", "-q", "--check", "status == 201"])
+        .args([
+            "run",
+            &url,
+            "-n",
+            "30",
+            "-c",
+            "2",
+            "-q",
+            "--check",
+            "status == 201",
+        ])
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
@@ -102,7 +137,17 @@ fn every_response_failing_a_check_is_a_failed_run() {
     assert_eq!(server.requests_served(), 30);
     // One that passes once is not.
     let o = loadmark()
-        .args(["run", &url, "-n", "30", "-c", "2", "-q", "--check", "status == 200"])
+        .args([
+            "run",
+            &url,
+            "-n",
+            "30",
+            "-c",
+            "2",
+            "-q",
+            "--check",
+            "status == 200",
+        ])
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
@@ -171,11 +216,16 @@ fn bench_against_a_dead_server_exits_1_and_its_documents_say_n_a() {
     let err = stderr(&o);
     assert_eq!(o.status.code(), Some(1), "{err}");
     assert!(
-        err.contains("loadmark: step 1: the run failed: no request succeeded (no 2xx/3xx response)"),
+        err.contains(
+            "loadmark: step 1: the run failed: no request succeeded (no 2xx/3xx response)"
+        ),
         "{err}"
     );
     // The per-step line: no p99 of nothing.
-    assert!(err.contains("loadmark: step 1: 0 req/s, p99 n/a, "), "{err}");
+    assert!(
+        err.contains("loadmark: step 1: 0 req/s, p99 n/a, "),
+        "{err}"
+    );
     // The documents are still written, and say n/a where nothing was measured.
     let md = std::fs::read_to_string(dir.join("out/BENCHMARKS.md")).unwrap();
     let row = md
@@ -183,7 +233,9 @@ fn bench_against_a_dead_server_exits_1_and_its_documents_say_n_a() {
         .find(|l| l.starts_with("| 1 | down |"))
         .unwrap_or_else(|| panic!("no step row:\n{md}"));
     assert!(row.contains("| n/a | n/a | n/a | n/a | n/a |"), "{row}");
-    let style = &md[md.find("## Each step in wrk's layout").expect("the wrk block")..];
+    let style = &md[md
+        .find("## Each step in wrk's layout")
+        .expect("the wrk block")..];
     assert_no_zero_latency("BENCHMARKS.md's wrk block", style);
     // And the table on stdout.
     let out = stdout(&o);

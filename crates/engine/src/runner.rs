@@ -376,13 +376,10 @@ where
                     profile: Arc::new(connections.clone()),
                     share: share(),
                     budget: budget.clone(),
-                    http2: plan.protocol.http2.map(|h| {
-                        (
-                            h.streams,
-                            plan.request.url.scheme().is_tls(),
-                            h2run.clone(),
-                        )
-                    }),
+                    http2: plan
+                        .protocol
+                        .http2
+                        .map(|h| (h.streams, plan.request.url.scheme().is_tls(), h2run.clone())),
                 },
                 load_end,
             ),

@@ -124,8 +124,14 @@ mod tests {
         assert_eq!(rows.last().unwrap().count, 1, "the lone outlier");
         assert_eq!(rows.len(), ROWS);
         assert!(rows.windows(2).all(|w| w[0].upto_us < w[1].upto_us));
-        // 50µs is the minimum: it falls in the first row.
-        assert_eq!(rows[0].count, 900);
+        // 50µs is the minimum and 80µs below the first bound (92µs): both in the first row.
+        assert_eq!(
+            rows[0],
+            Row {
+                upto_us: 92,
+                count: 990
+            }
+        );
     }
 
     #[test]
@@ -141,23 +147,35 @@ mod tests {
         assert_eq!(rows.iter().map(|r| r.count).sum::<u64>(), 20);
         // One value: one row.
         let (one, _) = super::rows(&histogram(&[(70, 3)]), ROWS).unwrap();
-        assert_eq!(one, [Row { upto_us: 70, count: 3 }]);
+        assert_eq!(
+            one,
+            [Row {
+                upto_us: 70,
+                count: 3
+            }]
+        );
         assert!(super::rows(&histogram(&[]), ROWS).is_none());
     }
 
     #[test]
     fn the_text_is_compact_with_bars_scaled_to_the_largest_row() {
         let mut o = String::new();
-        render_text(&mut o, &histogram(&[(50, 900), (80, 90), (400, 9), (20_000, 1)]));
+        render_text(
+            &mut o,
+            &histogram(&[(50, 900), (80, 90), (400, 9), (20_000, 1)]),
+        );
         let lines: Vec<&str> = o.lines().collect();
         assert_eq!(lines.len(), 1 + ROWS, "{o}");
         assert_eq!(
             lines[0],
             "  Histogram     (log-spaced buckets, each up to the value shown)"
         );
-        assert_eq!(lines[1], format!("       92µs  900  {}", "■".repeat(40)));
-        assert!(lines[ROWS].starts_with("    20.03ms    1  ■"), "{o}");
-        assert!(lines[ROWS].ends_with("  ■"), "one mark for a lone outlier: {o}");
+        assert_eq!(lines[1], format!("       92µs  990  {}", "■".repeat(40)));
+        assert_eq!(lines[2], "      166µs    0", "an empty row has no bar: {o}");
+        assert_eq!(
+            lines[ROWS], "    20.02ms    1  ■",
+            "one mark for a lone outlier: {o}"
+        );
         let mut empty = String::new();
         render_text(&mut empty, &histogram(&[]));
         assert_eq!(empty, "", "no histogram of nothing");

@@ -38,12 +38,12 @@ mod compare_table;
 mod csv;
 mod environment;
 mod format;
+mod histogram;
 mod html;
 mod html_compare;
 mod html_details;
 mod html_table;
 mod html_usage;
-mod histogram;
 mod junit;
 mod markdown;
 mod merge;
@@ -59,8 +59,8 @@ mod websocket;
 
 pub use alike::{differences, Purpose};
 pub use bundle::{
-    equivalent_command, reproduce_command, Bundle, BundleService, BundleStep, BundleTarget, ServerUsage, ServiceUsage,
-    UsageSample,
+    equivalent_command, reproduce_command, Bundle, BundleService, BundleStep, BundleTarget,
+    ServerUsage, ServiceUsage, UsageSample,
 };
 pub use compare::{
     compare, mann_whitney, render_comparison_markdown, render_comparison_text, CompareSettings,

@@ -222,7 +222,13 @@ pub fn render_steps_text(b: &Bundle) -> String {
         );
     }
     let widths: Vec<usize> = (0..table[0].len())
-        .map(|i| table.iter().map(|row| row[i].chars().count()).max().unwrap_or(0))
+        .map(|i| {
+            table
+                .iter()
+                .map(|row| row[i].chars().count())
+                .max()
+                .unwrap_or(0)
+        })
         .collect();
     for row in &table {
         let mut line = String::from(" ");

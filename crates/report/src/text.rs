@@ -98,12 +98,7 @@ pub(crate) fn headline(r: &Report, name: Option<&str>) -> String {
 /// The load line of an HTTP run.
 fn header(o: &mut String, r: &Report, name: Option<&str>) {
     let req = &r.plan.request;
-    let _ = writeln!(
-        o,
-        "loadmark {}: {}",
-        r.loadmark_version,
-        headline(r, name)
-    );
+    let _ = writeln!(o, "loadmark {}: {}", r.loadmark_version, headline(r, name));
     if let Some(script) = &r.plan.script {
         let args = if script.args.is_empty() {
             String::new()

@@ -237,13 +237,14 @@ where
             && matches!(kind, ErrorKind::Closed | ErrorKind::Read | ErrorKind::Write)
         {
             let how = if kind == ErrorKind::Closed {
-                "closed".to_string()
+                "closed the connection".to_string()
             } else {
-                format!("ended ({})", message.trim_start_matches("HTTP/2 handshake: "))
+                let why = message.trim_start_matches("HTTP/2 handshake: ");
+                format!("ended the connection ({why})")
             };
             conn.not_h2 = Some(match conn.reader.unread() {
-                [] => format!("it {how} the connection without answering the preface"),
-                some => format!("it answered `{}` and {how} the connection", first_line(some)),
+                [] => format!("it {how} without answering the preface"),
+                some => format!("it answered `{}` and {how}", first_line(some)),
             });
         }
         Err(HandshakeError {
@@ -363,7 +364,10 @@ where
             return self.whole_frames(at, events);
         }
         if self.reader.starts_with(b"HTTP/") {
-            self.not_h2 = Some(format!("it answered `{}`", first_line(self.reader.unread())));
+            self.not_h2 = Some(format!(
+                "it answered `{}`",
+                first_line(self.reader.unread())
+            ));
             return Err(ConnError::new(
                 Reason::PROTOCOL_ERROR,
                 "it answered in HTTP/1.x: the server does not speak HTTP/2 with prior knowledge",

@@ -238,7 +238,11 @@ fn a_close_or_bytes_that_are_not_frames_are_not_http2_but_a_bad_settings_is() {
     );
     let mut bad = Vec::new();
     frame::settings(&mut bad, &[(frame::SETTINGS_ENABLE_PUSH, 7)]);
-    assert_eq!(not_h2_after(&bad), None, "an HTTP/2 server with a bad setting");
+    assert_eq!(
+        not_h2_after(&bad),
+        None,
+        "an HTTP/2 server with a bad setting"
+    );
 }
 
 #[test]
