@@ -39,6 +39,7 @@ mod linger;
 mod oneshot;
 mod open;
 mod pipeline;
+mod proxy;
 mod runner;
 mod scenario;
 pub mod script;
