@@ -22,7 +22,6 @@ fn http2_report() -> Report {
         streams_per_connection: Some(10),
         server_max_concurrent_streams: Some(4),
         pipeline: None,
-        proxy: None,
         requests_per_connection: Some(ConnectionSpread {
             connections: 4,
             min: 40,
@@ -91,7 +90,6 @@ fn a_fallback_says_http1_was_used_and_why() {
         streams_per_connection: None,
         server_max_concurrent_streams: None,
         pipeline: None,
-        proxy: None,
         requests_per_connection: None,
     });
     let json = render_json(&r);
@@ -162,7 +160,6 @@ fn a_plain_http1_run_says_its_requests_per_connection_on_the_page() {
         streams_per_connection: None,
         server_max_concurrent_streams: None,
         pipeline: None,
-        proxy: None,
         requests_per_connection: Some(ConnectionSpread {
             connections: 3,
             min: 66,
