@@ -328,6 +328,24 @@ pub struct RunArgs {
     #[arg(long = "pipeline", help_heading = "Protocol", value_name = "P", value_parser = at_least_one, allow_negative_numbers = true)]
     pub pipeline: Option<usize>,
 
+    /// Go through this proxy, as curl's -x: http://[USER:PASSWORD@]HOST:PORT (plain http://
+    /// requests are forwarded; https://, HTTP/2 and WebSocket go through a CONNECT tunnel),
+    /// socks5://... (names resolved here) or socks5h://... (the proxy resolves them); no
+    /// scheme means http://, no port 1080. [default: $http_proxy or $HTTP_PROXY for http://
+    /// and ws://, $https_proxy or $HTTPS_PROXY for https:// and wss://, then $ALL_PROXY].
+    /// Hosts on $NO_PROXY (comma-separated names, which also match their subdomains, IP
+    /// addresses, CIDR ranges, or '*') go direct; loopback is NOT exempt (as in curl). -x ''
+    /// ignores the environment's proxy. Connect times then include the proxy's tunnel set-up,
+    /// a refusal by the proxy (407, CONNECT answered 502, a SOCKS5 reply code) is a connect
+    /// error naming it, and the report says which proxy was used
+    #[arg(
+        short = 'x',
+        long = "proxy",
+        value_name = "URL",
+        help_heading = "Protocol"
+    )]
+    pub proxy: Option<String>,
+
     /// A wrk Lua script (wrk's -s): its wrk table, setup/init/request/response/delay/done
     /// run as in wrk; arguments after `--` go to its init(args)
     #[arg(
@@ -595,6 +613,19 @@ pub struct WsArgs {
     /// Timeout of each handshake (TCP, TLS and upgrade) [default: --timeout]
     #[arg(long = "connect-timeout", help_heading = "Load", value_parser = duration_arg)]
     pub connect_timeout: Option<Duration>,
+
+    /// Go through this proxy, as `run -x`: an HTTP proxy's CONNECT tunnel
+    /// (http://[USER:PASSWORD@]HOST:PORT) or SOCKS5 (socks5://, socks5h://) [default:
+    /// $http_proxy/$HTTP_PROXY for ws://, $https_proxy/$HTTPS_PROXY for wss://, then
+    /// $ALL_PROXY; hosts on $NO_PROXY go direct, loopback is NOT exempt, as in curl]. The
+    /// handshake time then includes the tunnel's set-up; the report names the proxy
+    #[arg(
+        short = 'x',
+        long = "proxy",
+        value_name = "URL",
+        help_heading = "Protocol"
+    )]
+    pub proxy: Option<String>,
 
     /// Run load first for this long (whole seconds) without counting it
     #[arg(long = "warmup", help_heading = "Load", value_parser = duration_arg)]

@@ -30,8 +30,14 @@ pub fn bench(args: &BenchArgs) -> Result<ExitCode> {
     }
     let args = &args;
     let cores = loadmark_engine::usable_cpus();
-    let plan = load_plan_file_with(&args.plan, cores, &overrides)
+    let mut plan = load_plan_file_with(&args.plan, cores, &overrides)
         .map_err(|e| UsageError(e.to_string()))?;
+    // The environment's proxy (`*_PROXY`, `NO_PROXY`), as `run` honours it.
+    for step in &mut plan.steps {
+        step.plan.protocol.proxy =
+            loadmark_plan::Proxy::for_plan(None, &step.plan, |name| std::env::var(name).ok())
+                .map_err(|e| UsageError(e.to_string()))?;
+    }
     if args.explain {
         let native = plan.file.to_yaml();
         if loadmark_plan::is_taurus(&std::fs::read_to_string(&args.plan).unwrap_or_default()) {

@@ -14,6 +14,13 @@ pub enum EngineError {
         #[source]
         source: std::io::Error,
     },
+    /// The proxy's host name did not resolve: check `-x` or the `*_PROXY` variable.
+    #[error("cannot resolve the proxy {proxy}: {source}")]
+    ProxyResolve {
+        proxy: String,
+        #[source]
+        source: std::io::Error,
+    },
     /// More connections than the open-file limit allows.
     #[error("{needed} open files are needed for these connections but the limit is {limit}: raise it (ulimit -n {needed}) or use fewer connections (-c)")]
     FileLimit { needed: u64, limit: u64 },

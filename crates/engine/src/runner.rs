@@ -96,7 +96,8 @@ pub struct RunResult {
     pub cpu_wait: Duration,
     /// How busy the machine's CPUs were over the run, 0-1 (None where /proc/stat is missing).
     pub machine_busy: Option<f64>,
-    /// The address the target resolved to.
+    /// The address the target resolved to; through a proxy, the proxy's (the target's name
+    /// may be the proxy's to resolve).
     pub addr: SocketAddr,
     /// With `Part::start_at`: how late the clock started against it, seconds (negative:
     /// early). Machines of a split run compare these to know how well they started together.
@@ -145,10 +146,16 @@ pub fn run_part(
         };
         return run_with(plan, part, addr, unix, stop, &mut on_progress);
     }
-    let addr = resolve(url.host(), url.port())?;
+    // Through a proxy, connections go to it (and the target's name may be its to resolve).
+    let (addr, via) = match crate::proxy::route(plan)? {
+        Some((proxy, via)) => (proxy, Some(Arc::new(via))),
+        None => (resolve(url.host(), url.port())?, None),
+    };
+    let proxied = via.is_some();
     let tcp = Tcp {
         addr,
         connect_timeout: plan.timeouts.connect,
+        via,
     };
     if let (true, Some(h2)) = (url.scheme().is_tls(), plan.protocol.http2) {
         let tls = Tls::with_alpn(tcp.clone(), url.host(), &plan.tls, &[b"h2", b"http/1.1"])
@@ -173,7 +180,15 @@ pub fn run_part(
         run_with(plan, part, addr, tls, stop, &mut on_progress)
     } else {
         let keep_alive = plan.request.keep_alive && !plan.request.says_close();
-        if keep_alive {
+        if proxied {
+            // The one-shot stream connects without the event loop, straight to the target:
+            // a proxy's tunnel is set up by the ordinary connect.
+            let transport = DirectTcp {
+                tcp,
+                stamp: keep_alive,
+            };
+            run_with(plan, part, addr, transport, stop, &mut on_progress)
+        } else if keep_alive {
             // Kernel arrival times cost a setsockopt per connection: worth it where
             // connections are kept (and the closed loop can nap).
             let transport = DirectTcp { tcp, stamp: true };
@@ -201,7 +216,7 @@ fn refuse_without_h2(tls: &Tls) -> Result<(), EngineError> {
     }
 }
 
-fn resolve(host: &str, port: u16) -> Result<SocketAddr, EngineError> {
+pub(crate) fn resolve(host: &str, port: u16) -> Result<SocketAddr, EngineError> {
     let mut addrs = (host, port)
         .to_socket_addrs()
         .map_err(|source| EngineError::Resolve {
