@@ -1,6 +1,9 @@
 //! Command-line flags (the clap definitions). Their values are parsed in `args/values.rs`;
 //! `args/plan.rs` turns them into a [`Plan`].
 
+mod argv;
+#[cfg(test)]
+mod help_tests;
 mod plan;
 mod values;
 
@@ -13,6 +16,34 @@ use std::time::Duration;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use loadmark_plan::{PlanError, TlsFiles, TlsPolicy, WsMode};
 
+/// The command line read: other tools' habits first (`loadmark URL` is `loadmark run URL`),
+/// then clap; a usage error is printed here and its exit code returned.
+pub fn parse(args: Vec<std::ffi::OsString>) -> Result<Cli, std::process::ExitCode> {
+    let usage = || std::process::ExitCode::from(crate::EXIT_USAGE);
+    let args = argv::prepare(args).map_err(|argv::ArgvError(message)| {
+        eprintln!("error: {message}");
+        usage()
+    })?;
+    match Cli::try_parse_from(&args) {
+        Ok(mut cli) => {
+            cli.command.fold_habits();
+            Ok(cli)
+        }
+        Err(e) => {
+            let code = e.exit_code();
+            let hint = argv::hint_for(&e, &args);
+            // Help and version go to stdout, errors to stderr, as clap's own exit would.
+            let _ = e.print();
+            if let Some(hint) = hint {
+                eprintln!("\n  tip: {hint}");
+            }
+            Err(std::process::ExitCode::from(
+                u8::try_from(code).unwrap_or(2),
+            ))
+        }
+    }
+}
+
 #[derive(Parser, Debug)]
 #[command(
     name = "loadmark",
@@ -20,9 +51,12 @@ use loadmark_plan::{PlanError, TlsFiles, TlsPolicy, WsMode};
     about = "A fast, truthful HTTP and WebSocket load generator and benchmark-report tool",
     long_about = "A fast, truthful HTTP and WebSocket load generator and benchmark-report tool.\n\n\
         Latency is recorded in HDR histograms, every request is accounted for (response, \
-        classified error, or in flight at the end), and reports come as text or JSON.",
-    after_help = "Exit codes: 0 ok, 1 run error or failed run (no request succeeded, or --fail-on), 2 usage or plan error, 3 thresholds (--threshold, compare --fail-if) failed, 4 run not clean under --strict, 130 interrupted (report still written).\n\
-        Examples:\n  loadmark quickstart\n  loadmark run http://127.0.0.1:8080/status -c 100 -d 30s\n  loadmark run URL -n 2000 -c 20 -o result.json"
+        classified error, or in flight at the end), and reports come as text, JSON, Markdown, HTML \
+        or CSV (the per-second series, the summary, a journey's steps), with thresholds as JUnit XML.",
+    after_help = "Exit codes: 0 ok, 1 run error or failed run (no request succeeded, or --fail-on), 2 usage or plan error, 3 thresholds (--threshold, compare --fail-if) failed, 4 run not clean under --strict, 130 interrupted (report still written).\n\n\
+        Examples:\n  loadmark quickstart\n  loadmark run http://127.0.0.1:8080/status -c 100 -d 30s\n  loadmark run URL -n 2000 -c 20 -o result.json\n  \
+        loadmark http://127.0.0.1:8080/status -c 100 -d 30s\n\n\
+        `loadmark URL ...` (or load flags first: -c, -d, -n, -R ...) is `loadmark run URL ...`."
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -33,6 +67,12 @@ pub struct Cli {
 pub enum Command {
     /// Load a URL: closed loop (-c: each connection sends its next request when the last
     /// ended) or open loop (-R/--stages: requests arrive on a schedule).
+    #[command(after_help = "Examples:\n  \
+        loadmark run http://127.0.0.1:8080/status -c 100 -d 30s\n  \
+        loadmark run http://127.0.0.1:8080/json -R 2000 -d 1m --threshold 'p99<50ms'\n  \
+        loadmark run http://127.0.0.1:8080/echo -b '{\"a\":1}' -T application/json -n 1000 -o result.json\n  \
+        loadmark http://127.0.0.1:8080/status -c 10 -d 5s\n\n\
+        `loadmark URL ...` is `loadmark run URL ...`.")]
     Run(Box<RunArgs>),
     /// Load a WebSocket endpoint: sessions that send on an interval and time each echo, or
     /// send a message and wait for its reply (closed loop), with pings and upgrade checks.
@@ -40,36 +80,84 @@ pub enum Command {
     /// Serve the built-in target (/status, /bytes/N, /json, /delay/MS, /status/CODE, /echo,
     /// /chunked/N, /flaky/N/K, /close, /relay?url=LOOPBACK-URL; WebSocket /ws/echo, /ws/json, /ws/close-after/N, /ws/drop-after/N)
     /// until Ctrl-C.
+    #[command(after_help = "Examples:\n  \
+        loadmark serve --port 8080\n  \
+        loadmark serve --port 8443 --tls --http2 -t 2\n  \
+        loadmark serve --port 8080 --stall 1s --every 5s")]
     Serve(ServeArgs),
     /// Start the built-in target in this process and benchmark it: the whole tool in one go.
+    #[command(after_help = "Examples:\n  \
+        loadmark quickstart\n  \
+        loadmark quickstart --path /json -c 10 -d 10s -o quickstart.json")]
     Quickstart(QuickstartArgs),
     /// Run a plan file: every step, servers launched and monitored, and the benchmark
     /// document (Markdown) and its JSON bundle written to --out.
+    #[command(after_help = "Examples:\n  \
+        loadmark bench examples/concurrency-sweep.yaml --check\n  \
+        loadmark bench examples/concurrency-sweep.yaml --out results\n  \
+        loadmark bench examples/taurus.yml -o execution.0.hold-for=1m")]
     Bench(BenchArgs),
-    /// Render a saved JSON report or plan bundle again (text, Markdown or JSON).
+    /// Render a saved JSON report or plan bundle again (text, JSON, Markdown, HTML or CSV).
+    #[command(after_help = "Examples:\n  \
+        loadmark report result.json\n  \
+        loadmark report result.json -o result.html\n  \
+        loadmark report results/bundle.json --format csv-summary --columns rps,p99,failed")]
     Report(ReportArgs),
     /// Print a JSON Schema: of plan files (for editor completion, the default), of saved
     /// results (`run -o r.json`, `merge`) or of plan bundles (`bench`'s bundle.json).
+    #[command(after_help = "Examples:\n  \
+        loadmark schema > loadmark-plan.schema.json\n  \
+        loadmark schema result")]
     Schema(SchemaArgs),
     /// Add saved JSON reports (e.g. one per client machine, run side by side) into one:
     /// histograms and counters add exactly, percentiles are never averaged.
+    #[command(after_help = "Examples:\n  \
+        loadmark merge host1.json host2.json -o all.json\n  \
+        loadmark merge seg-0.json seg-1.json seg-2.json --allow-partial --threshold 'p99<20ms'")]
     Merge(MergeArgs),
     /// Compare a candidate run with a baseline: per-metric deltas and a verdict that tells a
     /// change from run-to-run noise (Mann-Whitney U test on the per-second values).
+    #[command(after_help = "Examples:\n  \
+        loadmark compare before.json after.json\n  \
+        loadmark compare before.json after.json --fail-if 'p99>+10%' --fail-if 'rps<-5%'\n  \
+        loadmark compare before.json after.json --format md > comparison.md")]
     Compare(CompareArgs),
     /// Print a Kubernetes Indexed Job (and its ConfigMap) that runs a plan split over N pods,
     /// and the commands that collect and merge their results.
+    #[command(after_help = "Examples:\n  \
+        loadmark k8s plan.yml --workers 8 --image registry.example/loadmark:1 > job.yaml\n  \
+        loadmark k8s plan.yml --workers 4 --image loadmark:dev --step 2 --start-at +5m")]
     K8s(crate::k8s::K8sArgs),
     /// Run one segment of a plan given as JSON and print its result framed for a launcher
     /// (what srun tasks and Kubernetes pods run).
     #[command(hide = true)]
     Worker(crate::split::WorkerArgs),
-    /// Print the shell completion script for bash, zsh or fish, e.g.
-    /// `loadmark completions bash > /etc/bash_completion.d/loadmark`
+    /// Print the shell completion script for bash, zsh, fish, elvish or PowerShell.
+    #[command(after_help = "Examples:\n  \
+        loadmark completions bash > /etc/bash_completion.d/loadmark\n  \
+        loadmark completions zsh > ~/.zfunc/_loadmark\n  \
+        loadmark completions fish > ~/.config/fish/completions/loadmark.fish")]
     Completions(crate::dist::CompletionsArgs),
-    /// Write the man pages (loadmark.1 and one per subcommand) into DIR, e.g.
-    /// `loadmark man /usr/local/share/man/man1`
+    /// Write the man pages (loadmark.1 and one per subcommand) into DIR.
+    #[command(after_help = "Examples:\n  \
+        loadmark man /usr/local/share/man/man1\n  \
+        loadmark man target/man")]
     Man(crate::dist::ManArgs),
+}
+
+impl Command {
+    /// Other tools' spellings that clap took as flags of their own, folded into loadmark's
+    /// (oha's `--json` is `--format json`).
+    fn fold_habits(&mut self) {
+        let report = match self {
+            Command::Run(args) => &mut args.report,
+            Command::Ws(args) => &mut args.report,
+            _ => return,
+        };
+        if report.json {
+            report.format = Some(Format::Json);
+        }
+    }
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -96,125 +184,176 @@ pub struct RunArgs {
 
     /// Concurrent connections, closed loop (each runs one request at a time) [default: 50];
     /// with -R, connections opened before the schedule starts (wrk2's -c)
-    #[arg(short = 'c', long = "connections", value_parser = at_least_one, allow_negative_numbers = true)]
+    #[arg(short = 'c', long = "connections", visible_alias = "vus", help_heading = "Load", value_parser = at_least_one, allow_negative_numbers = true)]
     pub connections: Option<usize>,
 
     /// Open loop: send this many requests per second, whatever the responses do (wrk2 -R);
-    /// with -n, exactly that many requests at this rate
-    #[arg(short = 'R', long = "rate")]
+    /// with -n, exactly that many requests at this rate. Also N/DURATION as vegeta writes it:
+    /// 500/1s, 500/s, 30000/1m
+    #[arg(short = 'R', long = "rate", value_name = "RATE", help_heading = "Open loop", value_parser = rate_arg)]
     pub rate: Option<f64>,
 
     /// A schedule: request rates (open loop), e.g. '10s:0->5000,40s:5000,10s:5000->0', or,
     /// with -c, connection counts (closed loop), e.g. -c 1 --stages '30s:200'. DURATION:TO
     /// ramps from the previous value (the first from -R, -c, or 0)
-    #[arg(long = "stages", conflicts_with_all = ["duration", "requests"])]
+    #[arg(long = "stages", help_heading = "Open loop", conflicts_with_all = ["duration", "requests"])]
     pub stages: Option<String>,
 
     /// Open loop: the connection pool grows on demand up to this cap; requests due when all
     /// are busy are dropped and counted [default: 1000]
-    #[arg(long = "max-connections")]
+    #[arg(long = "max-connections", help_heading = "Open loop")]
     pub max_connections: Option<usize>,
 
     /// Worker threads, each with its own event loop [default: CPU cores, at most -c]
-    #[arg(short = 't', long = "threads", value_parser = at_least_one, allow_negative_numbers = true)]
+    #[arg(short = 't', long = "threads", help_heading = "Load", value_parser = at_least_one, allow_negative_numbers = true)]
     pub threads: Option<usize>,
 
-    /// How long to run, e.g. 30s, 2m, 1m30s (-z as in oha) [default: 10s unless -n is given]
-    #[arg(short = 'd', short_alias = 'z', long = "duration", value_parser = duration_arg, conflicts_with = "requests")]
+    /// How long to run, e.g. 30s, 2m, 1m30s (-z as in oha) [default: 10s unless -n is given].
+    /// A request body is -b/--body here, not -d (as in hey and curl)
+    #[arg(short = 'd', short_alias = 'z', long = "duration", help_heading = "Load", value_parser = run_duration_arg, conflicts_with = "requests")]
     pub duration: Option<Duration>,
 
-    /// Send exactly this many requests, then stop
-    #[arg(short = 'n', long = "requests", value_parser = at_least_one_u64, allow_negative_numbers = true)]
+    /// Send exactly this many requests, then stop (--iterations as in k6)
+    #[arg(short = 'n', long = "requests", visible_alias = "iterations", help_heading = "Load", value_parser = at_least_one_u64, allow_negative_numbers = true)]
     pub requests: Option<u64>,
 
     /// HTTP method [default: GET, or POST when a body is given]
-    #[arg(short = 'm', long = "method")]
+    #[arg(short = 'm', long = "method", help_heading = "Request")]
     pub method: Option<String>,
 
     /// Add a header, 'Name: value' (repeatable)
-    #[arg(short = 'H', long = "header", value_parser = header_arg)]
+    #[arg(short = 'H', long = "header", help_heading = "Request", value_parser = header_arg)]
     pub headers: Vec<(String, String)>,
 
     /// Request body; '@FILE' reads it from FILE (as curl's -d @FILE)
-    #[arg(short = 'b', long = "body", conflicts_with = "body_file")]
+    #[arg(
+        short = 'b',
+        long = "body",
+        help_heading = "Request",
+        conflicts_with = "body_file"
+    )]
     pub body: Option<String>,
 
     /// Read the request body from a file (-p as in ab)
-    #[arg(short = 'p', long = "body-file")]
+    #[arg(short = 'p', long = "body-file", help_heading = "Request")]
     pub body_file: Option<PathBuf>,
 
     /// Content-Type of the body (-T as in ab and hey); the same as -H 'Content-Type: TYPE'
-    #[arg(short = 'T', long = "content-type", value_name = "TYPE")]
+    #[arg(
+        short = 'T',
+        long = "content-type",
+        help_heading = "Request",
+        value_name = "TYPE"
+    )]
     pub content_type: Option<String>,
 
     /// HTTP basic authentication, USER:PASSWORD (-A as in ab); sends an Authorization header
     /// (redacted in reports)
-    #[arg(short = 'A', long = "basic-auth", value_name = "USER:PASSWORD", value_parser = basic_auth_arg)]
+    #[arg(short = 'A', long = "basic-auth", help_heading = "Request", value_name = "USER:PASSWORD", value_parser = basic_auth_arg)]
     pub basic_auth: Option<String>,
 
-    /// A cookie, 'name=value' or several as 'a=1; b=2' (repeatable); sends a Cookie header
-    #[arg(long = "cookie", value_name = "NAME=VALUE")]
+    /// A cookie, 'name=value' or several as 'a=1; b=2' (repeatable; -C as in ab); sends a
+    /// Cookie header
+    #[arg(
+        short = 'C',
+        long = "cookie",
+        help_heading = "Request",
+        value_name = "NAME=VALUE"
+    )]
     pub cookies: Vec<String>,
 
     /// Per-request timeout, from the request's start to its last response byte
-    #[arg(long = "timeout", value_parser = duration_arg, default_value = "10s")]
+    #[arg(long = "timeout", help_heading = "Load", value_parser = duration_arg, default_value = "10s")]
     pub timeout: Duration,
 
     /// Timeout of each connection attempt (TCP and TLS) [default: --timeout]
-    #[arg(long = "connect-timeout", value_parser = duration_arg)]
+    #[arg(long = "connect-timeout", help_heading = "Load", value_parser = duration_arg)]
     pub connect_timeout: Option<Duration>,
 
-    /// Send `Connection: close`: one new connection per request
-    #[arg(long = "no-keepalive")]
+    /// Send `Connection: close`: one new connection per request (--disable-keepalive as in
+    /// oha)
+    #[arg(
+        long = "no-keepalive",
+        visible_alias = "disable-keepalive",
+        help_heading = "Protocol"
+    )]
     pub no_keepalive: bool,
 
     /// Accepted for ab habits (-k, keep-alive): keep-alive is already the default. (curl's
     /// -k is --insecure here.)
-    #[arg(short = 'k', long = "keepalive", conflicts_with = "no_keepalive")]
+    #[arg(
+        short = 'k',
+        long = "keepalive",
+        help_heading = "Protocol",
+        conflicts_with = "no_keepalive"
+    )]
     pub keepalive: bool,
 
     /// Run load first for this long (whole seconds) without counting it
-    #[arg(long = "warmup", value_parser = duration_arg)]
+    #[arg(long = "warmup", help_heading = "Load", value_parser = duration_arg)]
     pub warmup: Option<Duration>,
 
     /// Accepted for wrk habits: the latency distribution is always shown
-    #[arg(long = "latency")]
+    #[arg(long = "latency", help_heading = "Output")]
     pub latency: bool,
 
     /// Do not verify TLS certificates (printed in the report)
-    #[arg(long = "insecure")]
+    #[arg(long = "insecure", help_heading = "TLS")]
     pub insecure: bool,
 
     /// Speak HTTP/2: negotiated with ALPN over https:// (refused if the server does not
     /// offer h2, unless --http2-fallback), from the first byte over http:// (h2c with prior
     /// knowledge)
-    #[arg(long = "http2")]
+    #[arg(long = "http2", help_heading = "Protocol")]
     pub http2: bool,
 
     /// With --http2 over https://: if the server does not offer h2 with ALPN, run over
     /// HTTP/1.1 instead of refusing (what curl's --http2 does); the report names the
     /// protocol used
-    #[arg(long = "http2-fallback", requires = "http2")]
+    #[arg(long = "http2-fallback", help_heading = "Protocol", requires = "http2")]
     pub http2_fallback: bool,
 
     /// Concurrent streams per HTTP/2 connection (h2load's -m) [default: 1]
-    #[arg(long = "streams", value_parser = at_least_one, allow_negative_numbers = true, requires = "http2")]
+    #[arg(long = "streams", help_heading = "Protocol", value_parser = at_least_one, allow_negative_numbers = true, requires = "http2")]
     pub streams: Option<usize>,
 
     /// Connect to this Unix domain socket instead of the URL's host and port (as curl); the
     /// URL still gives the Host header and the path
-    #[arg(long = "unix-socket", value_name = "PATH")]
+    #[arg(long = "unix-socket", help_heading = "Protocol", value_name = "PATH")]
     pub unix_socket: Option<PathBuf>,
 
     /// HTTP/1.1 pipelining: P requests written together per connection, responses read in
     /// order, then the next P (wrk's pipeline script; P = 16 in TechEmpower's plaintext); with
     /// -R, each due request is written at once, up to P unanswered per connection
-    #[arg(long = "pipeline", value_name = "P", value_parser = at_least_one, allow_negative_numbers = true)]
+    #[arg(long = "pipeline", help_heading = "Protocol", value_name = "P", value_parser = at_least_one, allow_negative_numbers = true)]
     pub pipeline: Option<usize>,
+
+    /// Go through this proxy, as curl's -x: http://[USER:PASSWORD@]HOST:PORT (plain http://
+    /// requests are forwarded; https://, HTTP/2 and WebSocket go through a CONNECT tunnel),
+    /// socks5://... (names resolved here) or socks5h://... (the proxy resolves them); no
+    /// scheme means http://, no port 1080. [default: $http_proxy or $HTTP_PROXY for http://
+    /// and ws://, $https_proxy or $HTTPS_PROXY for https:// and wss://, then $ALL_PROXY].
+    /// Hosts on $NO_PROXY (comma-separated names, which also match their subdomains, IP
+    /// addresses, CIDR ranges, or '*') go direct; loopback is NOT exempt (as in curl). -x ''
+    /// ignores the environment's proxy. Connect times then include the proxy's tunnel set-up,
+    /// a refusal by the proxy (407, CONNECT answered 502, a SOCKS5 reply code) is a connect
+    /// error naming it, and the report says which proxy was used
+    #[arg(
+        short = 'x',
+        long = "proxy",
+        value_name = "URL",
+        help_heading = "Protocol"
+    )]
+    pub proxy: Option<String>,
 
     /// A wrk Lua script (wrk's -s): its wrk table, setup/init/request/response/delay/done
     /// run as in wrk; arguments after `--` go to its init(args)
-    #[arg(short = 's', long = "script", value_name = "FILE")]
+    #[arg(
+        short = 's',
+        long = "script",
+        help_heading = "Request",
+        value_name = "FILE"
+    )]
     pub script: Option<PathBuf>,
 
     /// Arguments for the script's init(args), after `--` (args[0] is the URL, as in wrk)
@@ -227,7 +366,7 @@ pub struct RunArgs {
     /// 'body contains "ok"', 'body matches REGEX', 'body size < 1024', 'json /items/0/id
     /// exists', 'json /ok == true', 'json /n > 3', 'json /items length > 0'; name one with
     /// 'NAME: EXPR'. Header, body and JSON checks buffer each response (up to 1 MiB)
-    #[arg(long = "check", value_name = "EXPR", value_parser = check_arg)]
+    #[arg(long = "check", help_heading = "Checks", value_name = "EXPR", value_parser = check_arg)]
     pub checks: Vec<loadmark_plan::Check>,
 
     #[command(flatten)]
@@ -237,12 +376,25 @@ pub struct RunArgs {
     pub report: ReportFlags,
 }
 
+/// A rate in requests per second: a number (wrk2), or N/DURATION (vegeta: 500/1s, 500/s,
+/// 30000/1m).
+fn rate_arg(text: &str) -> Result<f64, String> {
+    values::rate(text)
+}
+
+/// `run`'s -d: a duration, and a hint for hey's and curl's -d (a body) when the value looks
+/// like one.
+fn run_duration_arg(text: &str) -> Result<Duration, String> {
+    values::run_duration(text)
+}
+
 fn check_arg(text: &str) -> Result<loadmark_plan::Check, String> {
     loadmark_plan::Check::parse(text).map_err(|e| e.to_string())
 }
 
 /// TLS files as curl spells them: shared by `run` and `ws`.
 #[derive(Args, Debug, Default)]
+#[command(next_help_heading = "TLS")]
 pub struct TlsFlags {
     /// Trust the CA certificates in this PEM file instead of the usual roots (a private CA)
     #[arg(long = "cacert", value_name = "FILE")]
@@ -292,51 +444,68 @@ impl TlsFlags {
 pub struct ReportFlags {
     /// Write the report to this file (format from the extension: .json, .txt, .md, .csv,
     /// .html)
-    #[arg(short = 'o', long = "output")]
+    #[arg(short = 'o', long = "output", help_heading = "Output")]
     pub output: Option<PathBuf>,
 
     /// Format of --output, or of standard output when there is no --output
-    #[arg(long = "format", value_enum)]
+    #[arg(long = "format", value_enum, help_heading = "Output")]
     pub format: Option<Format>,
+
+    /// The JSON report on standard output (oha's --json): --format json
+    #[arg(long = "json", help_heading = "Output", conflicts_with_all = ["format", "output"])]
+    pub json: bool,
 
     /// Keep secret header values (Authorization, Cookie, *key*, *token*, ...) in reports
     /// instead of redacting them
-    #[arg(long = "show-secrets")]
+    #[arg(long = "show-secrets", help_heading = "Output")]
     pub show_secrets: bool,
 
-    /// No live progress line
-    #[arg(short = 'q', long = "quiet")]
+    /// No live progress line. (hey's and oha's -q RATE is -R/--rate here)
+    #[arg(short = 'q', long = "quiet", help_heading = "Live")]
     pub quiet: bool,
+
+    /// Accepted for oha habits: there is no full-screen view unless --tui asks for one
+    #[arg(long = "no-tui", help_heading = "Live", conflicts_with = "tui")]
+    pub no_tui: bool,
 
     /// Pass/fail condition checked at the end, e.g. 'p99<50ms', 'errors<1%', 'rps>10000'
     /// (repeatable); exit code 3 when one fails. Metrics: p50 p90 p95 p99 p99.9 (any pN),
     /// min, max, mean, rps, errors, failed, dropped
-    #[arg(long = "threshold", value_name = "METRIC<VALUE")]
+    #[arg(
+        long = "threshold",
+        value_name = "METRIC<VALUE",
+        help_heading = "Checks"
+    )]
     pub thresholds: Vec<String>,
 
     /// Write the threshold results as JUnit XML to this file
-    #[arg(long = "junit", value_name = "FILE")]
+    #[arg(long = "junit", value_name = "FILE", help_heading = "Checks")]
     pub junit: Option<PathBuf>,
 
     /// Exit with code 4 when the run was not clean: the client saturated, requests dropped,
     /// or requests (messages) left late
-    #[arg(long = "strict")]
+    #[arg(long = "strict", help_heading = "Checks")]
     pub strict: bool,
 
     /// Exit with code 1 when any request failed this way: errors (transport errors), 4xx,
     /// 5xx, or failed (errors, every non-2xx/3xx response, and every response or WebSocket
     /// reply that failed a --check: the report's failed requests); repeatable. Without it,
     /// only a run in which no request succeeded exits 1
-    #[arg(long = "fail-on", value_enum, value_name = "WHAT")]
+    #[arg(
+        long = "fail-on",
+        value_enum,
+        value_name = "WHAT",
+        help_heading = "Checks"
+    )]
     pub fail_on: Vec<FailOn>,
 
-    #[command(flatten)]
+    #[command(flatten, next_help_heading = "Live")]
     pub live: crate::live::LiveFlags,
 
-    #[command(flatten)]
+    #[command(flatten, next_help_heading = "Distributed (split over machines)")]
     pub split: crate::split::SplitFlags,
 
-    #[command(flatten)]
+    #[command(flatten, next_help_heading = "Output")]
     pub table: TableFlags,
 }
 
@@ -371,82 +540,99 @@ pub struct WsArgs {
     /// What each session does: echo (send every --interval, match each echo), request (send,
     /// wait for the reply, repeat), send (send every --interval, count what comes back),
     /// receive (send nothing, count what arrives) [default: echo with --interval, else request]
-    #[arg(long = "mode", value_parser = mode_arg)]
+    #[arg(long = "mode", help_heading = "Messages", value_parser = mode_arg)]
     pub mode: Option<WsMode>,
 
     /// Concurrent sessions (virtual users) [default: 50]
-    #[arg(short = 'c', long = "sessions", visible_alias = "connections", value_parser = at_least_one, allow_negative_numbers = true)]
+    #[arg(short = 'c', long = "sessions", help_heading = "Load", visible_alias = "connections", value_parser = at_least_one, allow_negative_numbers = true)]
     pub sessions: Option<usize>,
 
     /// Each session sends one message every INTERVAL on a fixed schedule (echo, send)
-    #[arg(short = 'i', long = "interval", value_parser = duration_arg)]
+    #[arg(short = 'i', long = "interval", help_heading = "Messages", value_parser = duration_arg)]
     pub interval: Option<Duration>,
 
     /// Size of each message in bytes, or a range drawn uniformly per message: 1024,
     /// 128..4096, 1k..4k [default: 128]. The first 16 bytes carry the message's number
-    #[arg(long = "payload", conflicts_with = "message")]
+    #[arg(
+        long = "payload",
+        help_heading = "Messages",
+        conflicts_with = "message"
+    )]
     pub payload: Option<String>,
 
     /// A text message template instead of random payloads: {{seq}}, {{rand_int A B}},
     /// {{rand_f A B}}
-    #[arg(short = 'M', long = "message")]
+    #[arg(short = 'M', long = "message", help_heading = "Messages")]
     pub message: Option<String>,
 
     /// Send binary frames (random bytes) instead of text frames (random letters)
-    #[arg(long = "binary", conflicts_with = "message")]
+    #[arg(long = "binary", help_heading = "Messages", conflicts_with = "message")]
     pub binary: bool,
 
     /// Request mode: a reply counts only when this JSON field equals the request's, e.g.
     /// --reply-match id with '"id":{{seq}}' in --message
-    #[arg(long = "reply-match", value_name = "FIELD")]
+    #[arg(long = "reply-match", help_heading = "Messages", value_name = "FIELD")]
     pub reply_match: Option<String>,
 
     /// Request mode: check every reply (repeatable), as `run --check` checks responses: a
     /// reply that fails is answered (its round trip is recorded) and counted apart from
     /// errors, with the first failing reply. A reply has a body but no status or headers:
     /// 'json /status == 200', 'body contains "ok"', 'body size > 0', 'latency < 10ms'
-    #[arg(long = "check", value_name = "EXPR", value_parser = check_arg)]
+    #[arg(long = "check", help_heading = "Checks", value_name = "EXPR", value_parser = check_arg)]
     pub checks: Vec<loadmark_plan::Check>,
 
     /// End each session after this long and open a new one in its place (k6's VU loop)
     /// [default: sessions last the whole run]
-    #[arg(long = "session-duration", value_parser = duration_arg)]
+    #[arg(long = "session-duration", help_heading = "Load", value_parser = duration_arg)]
     pub session_duration: Option<Duration>,
 
     /// Send a ping every PING and time its pong
-    #[arg(long = "ping", value_parser = duration_arg)]
+    #[arg(long = "ping", help_heading = "Messages", value_parser = duration_arg)]
     pub ping: Option<Duration>,
 
     /// Worker threads, each with its own event loop [default: CPU cores, at most -c]
-    #[arg(short = 't', long = "threads")]
+    #[arg(short = 't', long = "threads", help_heading = "Load")]
     pub threads: Option<usize>,
 
     /// How long to run, e.g. 30s, 2m [default: 10s unless -n is given]
-    #[arg(short = 'd', long = "duration", value_parser = duration_arg, conflicts_with = "requests")]
+    #[arg(short = 'd', long = "duration", help_heading = "Load", value_parser = duration_arg, conflicts_with = "requests")]
     pub duration: Option<Duration>,
 
     /// Send exactly this many messages in all, then stop
-    #[arg(short = 'n', long = "messages", visible_alias = "requests", value_parser = at_least_one_u64, allow_negative_numbers = true)]
+    #[arg(short = 'n', long = "messages", help_heading = "Load", visible_alias = "requests", value_parser = at_least_one_u64, allow_negative_numbers = true)]
     pub requests: Option<u64>,
 
     /// Add a header to the upgrade request, 'Name: value' (repeatable)
-    #[arg(short = 'H', long = "header", value_parser = header_arg)]
+    #[arg(short = 'H', long = "header", help_heading = "Messages", value_parser = header_arg)]
     pub headers: Vec<(String, String)>,
 
     /// How long a message may wait for its echo or reply
-    #[arg(long = "timeout", value_parser = duration_arg, default_value = "10s")]
+    #[arg(long = "timeout", help_heading = "Load", value_parser = duration_arg, default_value = "10s")]
     pub timeout: Duration,
 
     /// Timeout of each handshake (TCP, TLS and upgrade) [default: --timeout]
-    #[arg(long = "connect-timeout", value_parser = duration_arg)]
+    #[arg(long = "connect-timeout", help_heading = "Load", value_parser = duration_arg)]
     pub connect_timeout: Option<Duration>,
 
+    /// Go through this proxy, as `run -x`: an HTTP proxy's CONNECT tunnel
+    /// (http://[USER:PASSWORD@]HOST:PORT) or SOCKS5 (socks5://, socks5h://) [default:
+    /// $http_proxy/$HTTP_PROXY for ws://, $https_proxy/$HTTPS_PROXY for wss://, then
+    /// $ALL_PROXY; hosts on $NO_PROXY go direct, loopback is NOT exempt, as in curl]. The
+    /// handshake time then includes the tunnel's set-up; the report names the proxy
+    #[arg(
+        short = 'x',
+        long = "proxy",
+        value_name = "URL",
+        help_heading = "Protocol"
+    )]
+    pub proxy: Option<String>,
+
     /// Run load first for this long (whole seconds) without counting it
-    #[arg(long = "warmup", value_parser = duration_arg)]
+    #[arg(long = "warmup", help_heading = "Load", value_parser = duration_arg)]
     pub warmup: Option<Duration>,
 
     /// Do not verify TLS certificates (printed in the report)
-    #[arg(long = "insecure")]
+    #[arg(long = "insecure", help_heading = "TLS")]
     pub insecure: bool,
 
     #[command(flatten)]
@@ -581,7 +767,7 @@ pub struct ReportArgs {
     /// Output format [default: from the --output extension, else text]
     #[arg(long = "format", value_enum)]
     pub format: Option<Format>,
-    /// Write to this file instead of standard output (.json, .txt, .md, .csv)
+    /// Write to this file instead of standard output (.json, .txt, .md, .csv, .html)
     #[arg(short = 'o', long = "output")]
     pub output: Option<PathBuf>,
     /// Columns and style (a bundle's own, from its plan, unless given here)

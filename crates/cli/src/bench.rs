@@ -10,7 +10,7 @@ use loadmark_launch::{launch, LaunchSpec, Launched, Readiness};
 use loadmark_monitor::{find_pid_by_listener, find_pid_by_name, Listener, Monitor, ProcessSeries};
 use loadmark_plan::{load_plan_file_with, Launch, LoadedPlan, Ready};
 use loadmark_report::{
-    equivalent_command, render_markdown, Bundle, BundleService, BundleStep, BundleTarget,
+    render_markdown, reproduce_command, Bundle, BundleService, BundleStep, BundleTarget,
     ServerUsage, UsageSample, SCHEMA_VERSION,
 };
 
@@ -18,6 +18,7 @@ use crate::args::BenchArgs;
 use crate::commands::{build_report, execute, stop_handle};
 use crate::output::{print_out, write_atomic};
 use crate::services::Services;
+use crate::verdict::{Judged, Rules};
 use crate::UsageError;
 
 pub fn bench(args: &BenchArgs) -> Result<ExitCode> {
@@ -29,8 +30,14 @@ pub fn bench(args: &BenchArgs) -> Result<ExitCode> {
     }
     let args = &args;
     let cores = loadmark_engine::usable_cpus();
-    let plan = load_plan_file_with(&args.plan, cores, &overrides)
+    let mut plan = load_plan_file_with(&args.plan, cores, &overrides)
         .map_err(|e| UsageError(e.to_string()))?;
+    // The environment's proxy (`*_PROXY`, `NO_PROXY`), as `run` honours it.
+    for step in &mut plan.steps {
+        step.plan.protocol.proxy =
+            loadmark_plan::Proxy::for_plan(None, &step.plan, |name| std::env::var(name).ok())
+                .map_err(|e| UsageError(e.to_string()))?;
+    }
     if args.explain {
         let native = plan.file.to_yaml();
         if loadmark_plan::is_taurus(&std::fs::read_to_string(&args.plan).unwrap_or_default()) {
@@ -54,7 +61,7 @@ pub fn bench(args: &BenchArgs) -> Result<ExitCode> {
             print_out(format!(
                 "  {}. {}\n",
                 step.number,
-                command_of(&step.plan, args.show_secrets)
+                command_of(&step.plan, args.show_secrets, &plan.file.thresholds)
             ))?;
         }
         if !plan.services.services.is_empty() {
@@ -101,27 +108,42 @@ pub fn bench(args: &BenchArgs) -> Result<ExitCode> {
         out.join("BENCHMARKS.md").display(),
         out.join("bundle.json").display()
     );
-    if let Some(code) = crate::gate::bundle_thresholds_failed(&bundle) {
-        return Ok(code);
-    }
+    print_out(loadmark_report::render_steps_text(&bundle))?;
+    let last = bundle.steps.len().saturating_sub(1);
+    let runs: Vec<Judged<'_>> = bundle
+        .steps
+        .iter()
+        .enumerate()
+        .map(|(i, s)| Judged {
+            // A signal stops the step that runs: the last one (a Slurm step's merged
+            // report may not say so itself).
+            interrupted: s.report.run.interrupted || (bundle.interrupted && i == last),
+            ..Judged::named(Some(format!("step {}", s.number)), &s.report)
+        })
+        .collect();
     // A service that died failed the steps that needed it: the document says which.
-    if !bundle.notes.is_empty() || bundle.steps.iter().any(|s| !s.notes.is_empty()) {
-        eprintln!("loadmark: a service died; see the notes in BENCHMARKS.md");
-        return Ok(ExitCode::from(crate::EXIT_RUN_FAILED));
-    }
-    Ok(if bundle.interrupted {
-        ExitCode::from(crate::EXIT_INTERRUPTED)
-    } else {
-        ExitCode::SUCCESS
-    })
+    let died = !bundle.notes.is_empty() || bundle.steps.iter().any(|s| !s.notes.is_empty());
+    Ok(crate::verdict::exit_code(
+        &runs,
+        &Rules {
+            interrupted: bundle.interrupted,
+            other_failures: if died {
+                vec!["a service died; see the notes in BENCHMARKS.md".into()]
+            } else {
+                Vec::new()
+            },
+            ..Default::default()
+        },
+    ))
 }
 
-/// The step's `loadmark run` command, secrets redacted unless asked for.
-fn command_of(plan: &loadmark_plan::Plan, show_secrets: bool) -> String {
+/// The step's `loadmark run` command, with the plan's thresholds (which every step is
+/// checked against), secrets redacted unless asked for.
+fn command_of(plan: &loadmark_plan::Plan, show_secrets: bool, thresholds: &[String]) -> String {
     if show_secrets {
-        equivalent_command(plan)
+        reproduce_command(plan, thresholds)
     } else {
-        equivalent_command(&plan.redacted())
+        reproduce_command(&plan.redacted(), thresholds)
     }
 }
 
@@ -408,7 +430,7 @@ fn run_steps(plan: &LoadedPlan, args: &BenchArgs) -> Result<Bundle> {
             _ => None,
         };
         let service_monitors = services.monitor(i, plan.monitor_interval)?;
-        let command = command_of(&step.plan, args.show_secrets);
+        let command = command_of(&step.plan, args.show_secrets, &file.thresholds);
         eprintln!(
             "loadmark: step {}/{}: {command}",
             step.number,
@@ -460,7 +482,7 @@ fn run_steps(plan: &LoadedPlan, args: &BenchArgs) -> Result<Bundle> {
             "loadmark: step {}: {:.0} req/s, p99 {}, {} failed",
             step.number,
             report.summary.rps,
-            loadmark_report::format_us(report.summary.latency.percentile(99.0).unwrap_or(0) as f64),
+            loadmark_report::format_pct(&report.summary.latency, 99.0),
             report.failed()
         );
         bundle.steps.push(BundleStep {

@@ -11,11 +11,12 @@ use loadmark_plan::{Load, Plan, RequestSpec, Stop, Target, Timeouts, TlsPolicy};
 use loadmark_report::{CpuContention, Environment, ProtocolSummary, Report, RunFacts};
 
 use crate::args::{
-    Command, FailOn, Format, QuickstartArgs, ReportArgs, ReportFlags, RunArgs, SchemaKind,
-    ServeArgs, WsArgs,
+    Command, Format, QuickstartArgs, ReportArgs, ReportFlags, RunArgs, SchemaKind, ServeArgs,
+    WsArgs,
 };
 use crate::output::{check_writable, format_for, print_out, render, render_with, write_atomic};
 use crate::progress::ProgressLine;
+use crate::verdict::{Judged, Rules};
 use crate::{UsageError, EXIT_INTERRUPTED};
 
 /// The machine, and the build of loadmark that ran on it: what every result records.
@@ -199,82 +200,20 @@ pub(crate) fn run_plan(
         eprintln!("loadmark: report written to {}", path.display());
     }
     live.linger();
-    if let Some(code) = crate::gate::thresholds_after_run(flags, &report)? {
-        return Ok(code);
-    }
-    if flags.strict && (report.run.health.client_saturated || report.run.health.overloaded) {
-        eprintln!("loadmark: the run was not clean (--strict): see the warnings above");
-        return Ok(ExitCode::from(crate::EXIT_NOT_CLEAN));
-    }
-    if !interrupted {
-        if let Some(why) = failed_run(&report, &flags.fail_on) {
-            eprintln!("loadmark: the run failed: {why}");
-            return Ok(ExitCode::from(crate::EXIT_RUN_FAILED));
-        }
-    }
-    Ok(exit_code(interrupted))
-}
-
-/// Why a finished run counts as failed for the exit code: nothing succeeded (no 2xx/3xx
-/// response; for WebSocket, no session opened), or a `--fail-on` class was seen. `failed`
-/// counts what the report calls failed ([`Report::failed`]): errors, non-2xx/3xx responses,
-/// and responses (WebSocket replies) that failed a `--check`.
-fn failed_run(report: &Report, fail_on: &[FailOn]) -> Option<String> {
-    let totals = &report.totals;
-    let succeeded = match &totals.websocket {
-        Some(ws) => ws.sessions_opened,
-        None => totals.status.class(2) + totals.status.class(3),
+    crate::gate::write_junit(flags, &report)?;
+    let judged = Judged {
+        interrupted: interrupted || report.run.interrupted,
+        ..Judged::one(&report)
     };
-    if succeeded == 0 {
-        let what = if totals.websocket.is_some() {
-            "no WebSocket session opened"
-        } else {
-            "no request succeeded (no 2xx/3xx response)"
-        };
-        let first = totals
-            .errors
-            .nonzero()
-            .max_by_key(|(_, s)| s.count)
-            .and_then(|(kind, s)| Some(format!("; {kind}: {}", s.first_example.as_deref()?)))
-            .unwrap_or_default();
-        let statuses: Vec<String> = totals
-            .status
-            .iter()
-            .map(|(code, n)| format!("{n} x {code}"))
-            .collect();
-        let statuses = if statuses.is_empty() {
-            String::new()
-        } else {
-            format!(" ({})", statuses.join(", "))
-        };
-        return Some(format!(
-            "{what}: {} errors, {} responses{statuses}{first}",
-            totals.errors.total(),
-            totals.responses
-        ));
-    }
-    fail_on.iter().find_map(|f| {
-        let (count, what) = match f {
-            FailOn::Errors => (totals.errors.total(), "transport errors"),
-            FailOn::Status4xx => (totals.status.class(4), "4xx responses"),
-            FailOn::Status5xx => (totals.status.class(5), "5xx responses"),
-            FailOn::Failed if totals.websocket.is_some() => (
-                report.failed(),
-                "failed messages (errors and replies that failed a check)",
-            ),
-            FailOn::Failed => (
-                report.failed(),
-                "failed requests (errors, non-2xx/3xx responses and responses that failed a check)",
-            ),
-        };
-        let flag = match f {
-            FailOn::Errors => "errors",
-            FailOn::Status4xx => "4xx",
-            FailOn::Status5xx => "5xx",
-            FailOn::Failed => "failed",
-        };
-        (count > 0).then(|| format!("{count} {what} (--fail-on {flag})"))
-    })
+    Ok(crate::verdict::exit_code(
+        &[judged],
+        &Rules {
+            fail_on: &flags.fail_on,
+            strict: flags.strict,
+            interrupted,
+            other_failures: Vec::new(),
+        },
+    ))
 }
 
 pub(crate) fn execute(
@@ -343,14 +282,6 @@ fn protocol_summary(plan: &Plan, result: &RunResult) -> Option<ProtocolSummary> 
         pipeline: plan.protocol.pipeline,
         requests_per_connection: result.requests_per_connection.clone(),
     })
-}
-
-fn exit_code(interrupted: bool) -> ExitCode {
-    if interrupted {
-        ExitCode::from(EXIT_INTERRUPTED)
-    } else {
-        ExitCode::SUCCESS
-    }
 }
 
 fn ws(args: &WsArgs) -> Result<ExitCode> {
@@ -503,7 +434,13 @@ fn quickstart(args: &QuickstartArgs) -> Result<ExitCode> {
         write_atomic(&path, &render(&report, format))?;
         eprintln!("loadmark: report written to {}", path.display());
     }
-    Ok(exit_code(interrupted))
+    Ok(crate::verdict::exit_code(
+        &[Judged::one(&report)],
+        &Rules {
+            interrupted,
+            ..Default::default()
+        },
+    ))
 }
 
 fn report(args: &ReportArgs) -> Result<ExitCode> {
@@ -534,7 +471,10 @@ fn report(args: &ReportArgs) -> Result<ExitCode> {
                 let mut o = String::new();
                 for step in &bundle.steps {
                     o.push_str(&format!("== step {}: {}\n", step.number, step.command));
-                    o.push_str(&render(&step.report, Format::Text));
+                    o.push_str(&loadmark_report::render_text_titled(
+                        &step.report,
+                        bundle.name.as_deref(),
+                    ));
                     o.push('\n');
                 }
                 o

@@ -93,21 +93,13 @@ pub fn merge(args: &MergeArgs) -> Result<ExitCode> {
             merged.summary.requests.responses
         );
     }
-    let failed: Vec<&str> = merged
-        .thresholds
-        .iter()
-        .filter(|t| !t.passed)
-        .map(|t| t.threshold.as_str())
-        .collect();
-    if !failed.is_empty() {
-        eprintln!("loadmark: thresholds failed: {}", failed.join(", "));
-        return Ok(ExitCode::from(EXIT_THRESHOLDS));
-    }
-    if args.strict && (merged.run.health.client_saturated || merged.run.health.overloaded) {
-        eprintln!("loadmark: the merged run was not clean (--strict)");
-        return Ok(ExitCode::from(crate::EXIT_NOT_CLEAN));
-    }
-    Ok(ExitCode::SUCCESS)
+    Ok(crate::verdict::exit_code(
+        &[crate::verdict::Judged::one(&merged)],
+        &crate::verdict::Rules {
+            strict: args.strict,
+            ..Default::default()
+        },
+    ))
 }
 
 pub(crate) fn write_or_print(path: Option<&Path>, text: &str) -> Result<()> {
@@ -138,11 +130,8 @@ pub(crate) fn thresholds_before_run(args: &ReportFlags) -> Result<Vec<Threshold>
     Ok(thresholds)
 }
 
-/// Writes `--junit` and returns exit code 3 when a threshold failed.
-pub(crate) fn thresholds_after_run(
-    args: &ReportFlags,
-    report: &Report,
-) -> Result<Option<ExitCode>> {
+/// Writes `--junit` when asked for (the exit code is [`crate::verdict`]'s business).
+pub(crate) fn write_junit(args: &ReportFlags, report: &Report) -> Result<()> {
     if let Some(path) = &args.junit {
         let suite = format!("{} {}", report.plan.request.method, report.plan.request.url);
         write_atomic(
@@ -151,17 +140,7 @@ pub(crate) fn thresholds_after_run(
         )?;
         eprintln!("loadmark: JUnit XML written to {}", path.display());
     }
-    let failed: Vec<&str> = report
-        .thresholds
-        .iter()
-        .filter(|t| !t.passed)
-        .map(|t| t.threshold.as_str())
-        .collect();
-    if failed.is_empty() {
-        return Ok(None);
-    }
-    eprintln!("loadmark: thresholds failed: {}", failed.join(", "));
-    Ok(Some(ExitCode::from(EXIT_THRESHOLDS)))
+    Ok(())
 }
 
 pub fn compare(args: &CompareArgs) -> Result<ExitCode> {
@@ -233,26 +212,4 @@ pub(crate) fn plan_thresholds(texts: &[String], plan: &Path) -> Result<Vec<Thres
             .collect();
         UsageError(lines.join("\n")).into()
     })
-}
-
-/// Exit code 3 when a threshold failed on any step of a bundle (listed on stderr).
-pub(crate) fn bundle_thresholds_failed(bundle: &loadmark_report::Bundle) -> Option<ExitCode> {
-    let failed: Vec<String> = bundle
-        .steps
-        .iter()
-        .flat_map(|s| {
-            s.report
-                .thresholds
-                .iter()
-                .filter(|t| !t.passed)
-                .map(move |t| format!("step {}: {t}", s.number))
-        })
-        .collect();
-    if failed.is_empty() {
-        return None;
-    }
-    for f in &failed {
-        eprintln!("loadmark: threshold failed: {f}");
-    }
-    Some(ExitCode::from(EXIT_THRESHOLDS))
 }

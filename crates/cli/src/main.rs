@@ -1,8 +1,9 @@
 //! The `loadmark` binary: flags in, plan through the engine, report out.
 //!
-//! Exit codes: 0 ok, 1 run error, 2 usage or plan error, 3 thresholds failed, 4 not clean under `--strict`,
-//! 130 interrupted (the report for the
-//! time that ran is still printed and written).
+//! Exit codes: 0 ok, 1 run error (or a run that failed: see `verdict`), 2 usage or plan
+//! error, 3 thresholds failed, 4 not clean under `--strict`, 130 interrupted (the report for
+//! the time that ran is still printed and written). Every command that measures decides its
+//! code in one place, [`verdict::exit_code`].
 
 mod args;
 mod bench;
@@ -16,10 +17,9 @@ mod progress;
 mod script;
 mod services;
 mod split;
+mod verdict;
 
 use std::process::ExitCode;
-
-use clap::Parser;
 
 /// Exit code of a run error, and of a run that failed: no request succeeded, or a failure
 /// named by `--fail-on` was seen (the report is still printed and written).
@@ -54,20 +54,40 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> ExitCode {
     fixed_mmap_threshold();
-    let cli = args::Cli::parse();
+    let cli = match args::parse(std::env::args_os().collect()) {
+        Ok(cli) => cli,
+        Err(code) => return code,
+    };
     match commands::dispatch(cli.command) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("loadmark: error: {e:#}");
+            eprintln!("loadmark: error: {}", error_text(&e));
             if e.downcast_ref::<UsageError>().is_some()
                 || e.downcast_ref::<loadmark_plan::PlanError>().is_some()
             {
                 ExitCode::from(EXIT_USAGE)
             } else {
-                ExitCode::from(1)
+                ExitCode::from(EXIT_RUN_FAILED)
             }
         }
     }
+}
+
+/// The error and its causes, as anyhow's `{:#}` shows them, but a cause that the message
+/// above it already quotes is not repeated ("cannot resolve host: X: X" read twice).
+fn error_text(e: &anyhow::Error) -> String {
+    let mut text = String::new();
+    for cause in e.chain() {
+        let cause = cause.to_string();
+        if text.contains(&cause) {
+            continue;
+        }
+        if !text.is_empty() {
+            text.push_str(": ");
+        }
+        text.push_str(&cause);
+    }
+    text
 }
 
 /// Every worker starts a new one-second snapshot each second (five HDR histograms, ~190 KiB
@@ -81,5 +101,29 @@ fn fixed_mmap_threshold() {
     // SAFETY: mallopt only sets an allocator parameter; called before any thread starts.
     unsafe {
         libc::mallopt(libc::M_MMAP_THRESHOLD, 128 * 1024);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cause_the_message_already_quotes_is_shown_once() {
+        let dns = std::io::Error::other(
+            "failed to lookup address information: Name or service not known",
+        );
+        let e = anyhow::Error::new(loadmark_engine::EngineError::Resolve {
+            host: "nowhere.invalid".into(),
+            source: dns,
+        });
+        assert_eq!(
+            error_text(&e),
+            "cannot resolve host \"nowhere.invalid\": failed to lookup address information: Name or service not known"
+        );
+        // A cause the message does not quote is still shown, after it.
+        let e = anyhow::Error::new(std::io::Error::other("permission denied"))
+            .context("writing r.json");
+        assert_eq!(error_text(&e), "writing r.json: permission denied");
     }
 }

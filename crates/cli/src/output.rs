@@ -153,7 +153,7 @@ pub fn render_with(report: &Report, format: Format, table: &crate::args::TableFl
         b
     };
     match format {
-        Format::Text => render_text(report),
+        Format::Text => render_text(report) + &styled_text(&bundle()),
         Format::Json => render_json(report),
         Format::Md => loadmark_report::render_markdown(&bundle()),
         Format::Csv => loadmark_report::render_csv(report),
@@ -164,6 +164,27 @@ pub fn render_with(report: &Report, format: Format, table: &crate::args::TableFl
         Format::CsvSteps => loadmark_report::render_csv_steps(report),
         Format::Html => loadmark_report::render_html_bundle(&bundle()),
     }
+}
+
+/// `--style` on the terminal: after the text report, the run laid out as wrk (bombardier,
+/// ab, taurus) prints it, under a title that says whose figures they are. Empty without
+/// `--style`.
+fn styled_text(bundle: &loadmark_report::Bundle) -> String {
+    let mut out = String::new();
+    for block in loadmark_report::style_blocks(bundle) {
+        // A single run has no steps to number.
+        let title = block
+            .title
+            .strip_prefix(&format!("Step {}: in", block.step))
+            .filter(|_| bundle.steps.len() == 1)
+            .map_or(block.title.clone(), |rest| format!("In{rest}"));
+        out.push_str(&format!("\n{title}:\n"));
+        for line in &block.lines {
+            out.push_str(line.trim_end());
+            out.push('\n');
+        }
+    }
+    out
 }
 
 #[cfg(test)]

@@ -43,29 +43,21 @@ impl ProgressLine {
         if !self.enabled {
             return;
         }
-        let goal = match self.total {
-            Stop::Duration(d) => {
-                format!("{:.0}s / {:.0}s", p.elapsed.as_secs_f64(), d.as_secs_f64())
-            }
-            Stop::Requests(n) => format!("{} / {n} requests", p.completed),
-        };
-        if self.websocket {
-            let (sent, received) = p
-                .last_second
-                .map_or((0, 0), |s| (s.messages_sent, s.messages_received));
-            let line = format!(
-                "  [{goal}]  {sent} msg/s sent, {received} msg/s received  {} round trips  {} failed  (Ctrl-C stops and reports)",
-                p.completed, p.failed
-            );
-            self.draw(&line);
-            return;
-        }
-        let rate = p
-            .last_second
-            .map_or_else(|| "-".to_string(), |s| s.responses.to_string());
-        let line = format!(
-            "  [{goal}]  {rate} req/s  {} done  {} failed  (Ctrl-C stops and reports)",
-            p.completed, p.failed
+        let line = line(
+            self.total,
+            self.websocket,
+            &Tally {
+                elapsed: p.elapsed,
+                completed: p.completed,
+                failed: p.failed,
+                last_second: p.last_second.map(|s| {
+                    if self.websocket {
+                        (s.messages_sent, s.messages_received)
+                    } else {
+                        (s.responses, 0)
+                    }
+                }),
+            },
         );
         self.draw(&line);
     }
@@ -83,6 +75,50 @@ impl ProgressLine {
             let _ = write!(std::io::stderr(), "\r\x1b[2K");
             self.drawn = false;
         }
+    }
+}
+
+/// What the progress line shows, apart from the engine's types.
+struct Tally {
+    elapsed: Duration,
+    completed: u64,
+    failed: u64,
+    /// The latest whole second: responses (WebSocket: messages sent and received); `None`
+    /// before the first second is over.
+    last_second: Option<(u64, u64)>,
+}
+
+/// The progress line. Before the first whole second there is no rate to show: it says
+/// "starting" with the counts so far instead of a `-` and zeros that read as a dead server.
+fn line(total: Stop, websocket: bool, t: &Tally) -> String {
+    let goal = match total {
+        Stop::Duration(d) => {
+            format!("{:.0}s / {:.0}s", t.elapsed.as_secs_f64(), d.as_secs_f64())
+        }
+        Stop::Requests(n) => format!("{} / {n} requests", t.completed),
+    };
+    const HINT: &str = "(Ctrl-C stops and reports)";
+    let (done, unit) = if websocket {
+        ("round trips", "messages")
+    } else {
+        ("done", "requests")
+    };
+    match t.last_second {
+        None if t.completed == 0 && t.failed == 0 => {
+            format!("  [{goal}]  starting: no {unit} ended yet  {HINT}")
+        }
+        None => format!(
+            "  [{goal}]  starting: {} {done}  {} failed so far  {HINT}",
+            t.completed, t.failed
+        ),
+        Some((sent, received)) if websocket => format!(
+            "  [{goal}]  {sent} msg/s sent, {received} msg/s received  {} round trips  {} failed  {HINT}",
+            t.completed, t.failed
+        ),
+        Some((rate, _)) => format!(
+            "  [{goal}]  {rate} req/s  {} done  {} failed  {HINT}",
+            t.completed, t.failed
+        ),
     }
 }
 
@@ -107,4 +143,49 @@ fn nothing_answers(p: &Progress) -> Option<String> {
         stat.count,
         stat.first_example.as_deref().unwrap_or("no message"),
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tally(ms: u64, completed: u64, failed: u64, last: Option<(u64, u64)>) -> Tally {
+        Tally {
+            elapsed: Duration::from_millis(ms),
+            completed,
+            failed,
+            last_second: last,
+        }
+    }
+
+    #[test]
+    fn the_first_second_says_starting_with_the_counts_so_far_not_zeros() {
+        let ten = Stop::Duration(Duration::from_secs(10));
+        assert_eq!(
+            line(ten, false, &tally(450, 0, 0, None)),
+            "  [0s / 10s]  starting: no requests ended yet  (Ctrl-C stops and reports)"
+        );
+        assert_eq!(
+            line(ten, false, &tally(900, 1234, 2, None)),
+            "  [1s / 10s]  starting: 1234 done  2 failed so far  (Ctrl-C stops and reports)"
+        );
+        assert_eq!(
+            line(ten, false, &tally(2_400, 5000, 2, Some((2500, 0)))),
+            "  [2s / 10s]  2500 req/s  5000 done  2 failed  (Ctrl-C stops and reports)"
+        );
+        let n = Stop::Requests(100);
+        assert_eq!(
+            line(n, true, &tally(300, 7, 0, None)),
+            "  [7 / 100 requests]  starting: 7 round trips  0 failed so far  (Ctrl-C stops and reports)"
+        );
+        assert_eq!(
+            line(n, true, &tally(300, 0, 0, None)),
+            "  [0 / 100 requests]  starting: no messages ended yet  (Ctrl-C stops and reports)"
+        );
+        let ws = line(n, true, &tally(1_300, 70, 1, Some((50, 49))));
+        assert_eq!(
+            ws,
+            "  [70 / 100 requests]  50 msg/s sent, 49 msg/s received  70 round trips  1 failed  (Ctrl-C stops and reports)"
+        );
+    }
 }

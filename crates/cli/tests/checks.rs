@@ -98,7 +98,13 @@ fn checks_are_counted_in_the_report_and_gate_the_exit_code() {
         .arg(&merged)
         .output()
         .unwrap();
-    assert!(o.status.success(), "{}", text(&o));
+    // The merged run is judged as a run is: every request failed a check (issue 42).
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(
+        text(&o).contains("the run failed: every request failed: 0 errors, 300 responses (300 x 200), 300 2xx/3xx responses that failed a check"),
+        "{}",
+        text(&o)
+    );
     let m = report_json(&std::fs::read_to_string(&merged).unwrap()).unwrap();
     let ok = m
         .summary

@@ -83,6 +83,14 @@ fn bad_input_exits_2_naming_the_problem_and_sends_nothing() {
             vec!["run", &url, "--body-file", "/nonexistent-file"],
             "--body-file",
         ),
+        (
+            vec!["run", "http://127.0.0.1:99999/"],
+            "port out of range (1-65535)",
+        ),
+        (
+            vec!["ws", "ws://127.0.0.1:65536/ws/echo"],
+            "port out of range (1-65535)",
+        ),
     ];
     for (args, expected) in cases {
         let out = loadmark().args(&args).output().unwrap();
@@ -313,4 +321,68 @@ fn a_closed_stdout_ends_every_command_quietly() {
             assert_eq!(report.summary.requests.responses, 20);
         }
     }
+}
+
+/// oha, hey, ab, wrk and bombardier take the URL as their main argument: `loadmark URL` and
+/// `loadmark -c 2 -n 20 URL` are `loadmark run ...` (`ws` for a ws:// URL), checked on the
+/// server; a mistyped subcommand still gets clap's error, and the way to load a URL.
+#[test]
+fn a_url_or_load_flags_without_a_subcommand_mean_run() {
+    let server = target();
+    let addr = server.local_addr();
+    let url = format!("http://{addr}/status");
+    let ws_url = format!("ws://{addr}/ws/echo");
+    let cases: Vec<Vec<&str>> = vec![
+        vec![&url, "-n", "20", "-c", "2", "-t", "1", "-q", "--json"],
+        vec!["-c", "2", "-n", "20", "-t", "1", "-q", "--json", &url],
+        vec!["-t", "1", "-c", "2", "-d", "1s", "-q", "--json", &url],
+        vec![&ws_url, "-n", "20", "-c", "2", "-t", "1", "-q", "--json"],
+    ];
+    // Requests the server answered: at least the responses counted, at most those and the
+    // ones still in flight when the -d run ended.
+    let (mut answered, mut in_flight) = (0, 0);
+    for args in cases {
+        let out = loadmark().args(&args).output().unwrap();
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let report = report_json(&String::from_utf8_lossy(&out.stdout)).unwrap();
+        if args[0] == ws_url {
+            let ws = report.summary.websocket.as_ref().expect("a WebSocket run");
+            assert_eq!(ws.sessions_opened, 2, "{args:?}");
+            // The server counts each upgrade request as one it served.
+            answered += ws.sessions_opened;
+        } else {
+            assert!(report.plan.websocket.is_none(), "{args:?}");
+            assert!(report.summary.requests.responses >= 20, "{args:?}");
+            answered += report.summary.requests.responses;
+            in_flight += report.summary.requests.in_flight_at_end;
+        }
+    }
+    let served = server.requests_served();
+    assert!(
+        (answered..=answered + in_flight).contains(&served),
+        "served {served}, responses {answered}, in flight {in_flight}"
+    );
+
+    let out = loadmark().args(["rnu", &url]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("unrecognized subcommand 'rnu'"), "{stderr}");
+    assert!(
+        stderr.contains("tip: to load a URL: loadmark run URL"),
+        "{stderr}"
+    );
+    assert_eq!(server.requests_served(), served, "a typo sends nothing");
+
+    // Help, version and the subcommands themselves are what they were.
+    let help = loadmark().arg("--help").output().unwrap();
+    assert!(help.status.success());
+    assert!(String::from_utf8_lossy(&help.stdout).contains("Usage: loadmark <COMMAND>"));
+    let version = loadmark().arg("--version").output().unwrap();
+    assert!(String::from_utf8_lossy(&version.stdout).starts_with("loadmark "));
+    let run_help = loadmark().args(["-c", "2", "--help"]).output().unwrap();
+    assert!(String::from_utf8_lossy(&run_help.stdout).contains("Usage: loadmark run"));
 }

@@ -363,3 +363,131 @@ fn client_certificates_and_a_private_ca_as_curl_spells_them() {
     );
     std::fs::remove_dir_all(dir).unwrap();
 }
+
+/// vegeta's, k6's and oha's spellings that cannot be misread, each run against the built-in
+/// target and checked in the plan the report records and in what the server counted.
+#[test]
+fn vegeta_k6_and_oha_spellings_do_what_they_do_there() {
+    use loadmark_plan::{Load, Stop};
+    let server = target();
+    let url = format!("http://{}/status", server.local_addr());
+    let report = |args: &[&str]| {
+        let o = run(args);
+        assert!(o.status.success(), "{args:?}: {}", text(&o));
+        // oha's --json: the JSON report, alone, on stdout.
+        report_json(&String::from_utf8_lossy(&o.stdout)).unwrap()
+    };
+
+    // vegeta's -rate N/DURATION, with and without the duration's number.
+    for (rate, per_second) in [
+        ("500/1s", 500.0),
+        ("500/s", 500.0),
+        ("30000/1m", 500.0),
+        ("20/100ms", 200.0),
+    ] {
+        let r = report(&[
+            "run", &url, "-R", rate, "-n", "40", "-t", "1", "-q", "--json",
+        ]);
+        match &r.plan.load {
+            Load::Open { rate, .. } => assert_eq!(rate.peak(), per_second, "-R {rate:?}"),
+            other => panic!("-R {rate}: {other:?}"),
+        }
+        assert_eq!(r.summary.requests.responses, 40);
+    }
+
+    // k6's --vus and --iterations (shared iterations: the total); oha's --no-tui.
+    let r = report(&[
+        "run",
+        &url,
+        "--vus",
+        "3",
+        "--iterations",
+        "30",
+        "-t",
+        "1",
+        "-q",
+        "--json",
+        "--no-tui",
+    ]);
+    assert_eq!(
+        r.plan.load,
+        Load::Closed {
+            connections: 3,
+            threads: 1
+        }
+    );
+    assert_eq!(r.plan.stop, Stop::Requests(30));
+    assert_eq!(r.summary.requests.responses, 30);
+    assert_eq!(r.summary.connections_opened, 3);
+
+    // oha's --disable-keepalive: a connection per request.
+    let r = report(&[
+        "run",
+        &url,
+        "--disable-keepalive",
+        "-n",
+        "20",
+        "-c",
+        "2",
+        "-t",
+        "1",
+        "-q",
+        "--json",
+    ]);
+    assert_eq!(r.summary.requests.responses, 20);
+    assert_eq!(r.summary.connections_opened, 20);
+    assert_eq!(server.requests_served(), 4 * 40 + 30 + 20);
+}
+
+#[test]
+fn ab_cookie_flag_reaches_the_server() {
+    let (addr, requests) = capturing_server();
+    let url = format!("http://{addr}/");
+    let o = run(&[
+        "run",
+        &url,
+        "-C",
+        "session=abc",
+        "-n",
+        "1",
+        "-c",
+        "1",
+        "-t",
+        "1",
+        "-q",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let request = requests.recv().unwrap();
+    assert!(request.contains("\r\nCookie: session=abc\r\n"), "{request}");
+}
+
+/// hey's and oha's -q RATE (per worker in hey, in all in oha: loadmark cannot tell which),
+/// hey's and curl's -d BODY: refused, naming the loadmark flag, and nothing is sent.
+#[test]
+fn spellings_that_would_be_misread_are_refused_naming_loadmarks_flag() {
+    let (addr, requests) = capturing_server();
+    let url = format!("http://{addr}/");
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (vec!["run", &url, "-q", "100"], "-R/--rate"),
+        (vec!["run", "-c", "10", "-q", "10", &url], "-R/--rate"),
+        (vec![&url, "-c", "10", "-q100"], "-R/--rate"),
+        (
+            vec!["run", &url, "-d", "{}"],
+            "-d is the duration here; for a request body use --body/-b",
+        ),
+        (
+            vec!["run", &url, "-d", "name=x&id=2"],
+            "for a request body use --body/-b",
+        ),
+        (vec!["run", &url, "-R", "fast"], "500/1s"),
+        (vec!["run", &url, "--json", "-o", "r.json"], "--output"),
+        (vec!["run", &url, "--no-tui", "--tui"], "--tui"),
+    ];
+    for (args, expected) in cases {
+        let o = run(&args);
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(expected), "{args:?}: {stderr}");
+    }
+    assert!(requests.try_recv().is_err(), "no load was sent");
+}

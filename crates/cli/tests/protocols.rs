@@ -194,3 +194,250 @@ fn http2_fallback_and_the_protocol_summary_in_text_and_json() {
     assert_eq!(code, Some(2), "{err}");
     assert!(err.contains("--http2"), "{err}");
 }
+
+/// Issue 42: `--http2` against a server that does not speak HTTP/2 with prior knowledge
+/// ends at once with exit code 1 and says what the server answered, closed loop, open loop
+/// and connection stages alike, instead of failing every connection for the whole `-d`.
+#[test]
+fn http2_against_a_server_without_h2c_fails_at_once_naming_its_answer() {
+    use std::io::Write;
+    use std::time::{Duration, Instant};
+    // (what the server sends before it closes, what the message must quote)
+    let cases: [(&[u8], &str); 2] = [
+        (
+            b"HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n",
+            "it answered `HTTP/1.1 400 Bad Request`",
+        ),
+        (
+            b"",
+            "it closed the connection without answering the preface",
+        ),
+    ];
+    for (answer, quoted) in cases {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        // As an HTTP/1.1-only server: the preface is a request (`PRI * HTTP/2.0`) it
+        // refuses; it answers, closes its side, and reads what the client sends until the
+        // client closes (a lingering close, as nginx's: closing with unread bytes would be a
+        // reset instead). Runs until the test process ends (the listener is leaked).
+        std::thread::spawn(move || {
+            for conn in listener.incoming() {
+                let Ok(mut conn) = conn else { continue };
+                std::thread::spawn(move || {
+                    let _ = conn.write_all(answer);
+                    let _ = conn.shutdown(std::net::Shutdown::Write);
+                    let _ = std::io::copy(&mut conn, &mut std::io::sink());
+                });
+            }
+        });
+        let url = format!("http://127.0.0.1:{port}/");
+        let loads: [&[&str]; 3] = [
+            &["-c", "4", "-d", "20s"],
+            &["-R", "200", "-d", "20s"],
+            &["--stages", "20s:2->4"],
+        ];
+        for load in loads {
+            let mut args = vec!["run", &url, "--http2"];
+            args.extend_from_slice(load);
+            let t0 = Instant::now();
+            let (ok, code, _, err) = loadmark(&args);
+            let took = t0.elapsed();
+            assert!(!ok && code == Some(1), "{load:?}: exit {code:?}: {err}");
+            assert!(took < Duration::from_secs(3), "{load:?}: took {took:?}");
+            assert!(
+                err.contains(&format!(
+                    "the server at http://127.0.0.1:{port}/ does not speak HTTP/2 with prior \
+                     knowledge (h2c): {quoted}; over TLS, ALPN decides: drop --http2, or use https"
+                )),
+                "{load:?}: {err}"
+            );
+        }
+    }
+}
+
+/// What the kernel moved on the connections a client made through it: a relay between the
+/// client and the built-in target that, when a connection has ended both ways, asks the
+/// kernel for its client-side socket's TCP_INFO: `tcpi_bytes_received` is every byte the
+/// client's writes put on the wire, `tcpi_bytes_acked` every byte the client's kernel took
+/// in (acknowledged by the time its FIN came).
+///
+/// Why not another measure: /proc/<pid>/io's rchar/wchar count read(2)/write(2) only, and
+/// sockets here are read and written with recv/recvmsg/send (none counted there), besides
+/// files; `ss -tin` sees only live sockets, and the client's close at exit ends them. The
+/// relay's own count of what it read is kept too and must agree with the kernel's exactly,
+/// which checks the measure itself.
+struct KernelCounts {
+    addr: std::net::SocketAddr,
+    /// (client → server bytes, server → client bytes, connections ended) by the kernel,
+    /// and (the same two) by the relay's reads and writes.
+    totals: std::sync::Arc<std::sync::Mutex<([u64; 3], [u64; 2])>>,
+    open: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl KernelCounts {
+    fn relay_to(upstream: std::net::SocketAddr) -> KernelCounts {
+        use std::sync::atomic::Ordering;
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let counts = KernelCounts {
+            addr: listener.local_addr().unwrap(),
+            totals: Default::default(),
+            open: Default::default(),
+        };
+        let (totals, open) = (counts.totals.clone(), counts.open.clone());
+        std::thread::spawn(move || {
+            for client in listener.incoming() {
+                let client = client.unwrap();
+                open.fetch_add(1, Ordering::SeqCst);
+                let server = std::net::TcpStream::connect(upstream).unwrap();
+                let (totals, open) = (totals.clone(), open.clone());
+                std::thread::spawn(move || {
+                    let ((up, fin), (down, _)) = std::thread::scope(|s| {
+                        let down = s.spawn(|| copy_then_shut(&server, &client));
+                        (copy_then_shut(&client, &server), down.join().unwrap())
+                    });
+                    // The kernel's counts are of sequence numbers: a FIN takes one. The FIN
+                    // the relay sent comes after every byte it wrote, so the bytes of it the
+                    // client's kernel acknowledged are at most `down`.
+                    let (received, acked) = tcp_bytes(&client);
+                    let (received, acked) = (received - u64::from(fin), acked.min(down));
+                    let mut t = totals.lock().unwrap();
+                    t.0[0] += received;
+                    t.0[1] += acked;
+                    t.0[2] += 1;
+                    t.1[0] += up;
+                    t.1[1] += down;
+                    open.fetch_sub(1, Ordering::SeqCst);
+                });
+            }
+        });
+        counts
+    }
+
+    /// The totals once every connection the client made has ended.
+    fn settled(&self, connections_at_least: u64) -> ([u64; 3], [u64; 2]) {
+        use std::sync::atomic::Ordering;
+        common::wait_until("the relayed connections to end", || {
+            self.open.load(Ordering::SeqCst) == 0
+                && self.totals.lock().unwrap().0[2] >= connections_at_least
+        });
+        *self.totals.lock().unwrap()
+    }
+}
+
+/// Copies `from` to `to` until `from` ends, then ends `to`'s writing: the bytes copied, and
+/// whether `from` ended with a FIN (not a reset).
+fn copy_then_shut(from: &std::net::TcpStream, to: &std::net::TcpStream) -> (u64, bool) {
+    use std::io::{Read, Write};
+    let (mut from, mut to) = (from, to);
+    let mut buf = vec![0u8; 64 << 10];
+    let mut total = 0;
+    let mut fin = false;
+    loop {
+        match from.read(&mut buf) {
+            Ok(0) => {
+                fin = true;
+                break;
+            }
+            Err(_) => break,
+            Ok(n) => {
+                if to.write_all(&buf[..n]).is_err() {
+                    break;
+                }
+                total += n as u64;
+            }
+        }
+    }
+    let _ = to.shutdown(std::net::Shutdown::Write);
+    (total, fin)
+}
+
+/// The kernel's `tcpi_bytes_received` and `tcpi_bytes_acked` of a socket (struct tcp_info of
+/// linux/tcp.h: at offsets 128 and 120, Linux 4.1 and later; the libc crate's glibc struct
+/// stops before them).
+fn tcp_bytes(s: &std::net::TcpStream) -> (u64, u64) {
+    use std::os::fd::AsRawFd;
+    let mut info = [0u8; 256];
+    let mut len = info.len() as libc::socklen_t;
+    let rc = unsafe {
+        libc::getsockopt(
+            s.as_raw_fd(),
+            libc::IPPROTO_TCP,
+            libc::TCP_INFO,
+            info.as_mut_ptr().cast(),
+            &mut len,
+        )
+    };
+    assert_eq!(rc, 0, "TCP_INFO: {}", std::io::Error::last_os_error());
+    assert!(len >= 136, "tcp_info of {len} bytes: no byte counters");
+    let at = |o: usize| u64::from_ne_bytes(info[o..o + 8].try_into().unwrap());
+    (at(128), at(120))
+}
+
+/// Issue 42: the report's bytes read and written are what crossed the connections, frame
+/// headers, HPACK blocks, control frames, handshakes and all, for HTTP/1.1, HTTP/2 (closed
+/// and open loop, GET and POST) and WebSocket: within 1% of what the kernel moved.
+#[test]
+fn transfer_counts_match_the_bytes_the_kernel_moved() {
+    let server = loadmark_target::start(loadmark_target::ServerConfig {
+        addr: ([127, 0, 0, 1], 0).into(),
+        threads: 1,
+        http2: true,
+        ..Default::default()
+    })
+    .unwrap();
+    let dir = TempDir::new("kernel-bytes");
+    // (name, arguments; {http} and {ws} stand for the relay's address)
+    let cases = [
+        ("HTTP/1.1 GET", "run {http}/json -c 4 -n 4000"),
+        (
+            "HTTP/1.1 POST",
+            "run {http}/echo -m POST -b payload -c 2 -n 2000",
+        ),
+        (
+            "HTTP/2 GET",
+            "run {http}/json --http2 --streams 8 -c 2 -n 4000",
+        ),
+        (
+            "HTTP/2 POST",
+            "run {http}/echo --http2 -m POST -b payload -c 2 -n 2000",
+        ),
+        ("HTTP/2 open loop", "run {http}/json --http2 -R 2000 -d 1s"),
+        (
+            "WebSocket",
+            "ws {ws}/ws/echo -c 3 -n 600 --payload 16..2048",
+        ),
+    ];
+    for (name, template) in cases {
+        let relay = KernelCounts::relay_to(server.local_addr());
+        let json = dir
+            .path()
+            .join(format!("{}.json", name.replace([' ', '/'], "-")));
+        let mut args: Vec<String> = template
+            .split_whitespace()
+            .map(|a| {
+                a.replace("{http}", &format!("http://{}", relay.addr))
+                    .replace("{ws}", &format!("ws://{}", relay.addr))
+            })
+            .collect();
+        args.extend(["-q".into(), "-o".into(), json.to_str().unwrap().into()]);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let (ok, _, out, err) = loadmark(&args);
+        assert!(ok, "{name}: {out}{err}");
+        let report = common::report_json(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        let t = &report.summary;
+        let (kernel, relayed) = relay.settled(t.connections_opened);
+        // The measure itself: the relay read what the kernel received.
+        assert_eq!(kernel[0], relayed[0], "{name}: relay and kernel disagree");
+        let within = |reported: u64, moved: u64| reported.abs_diff(moved) * 100 <= moved;
+        assert!(
+            within(t.bytes_written, kernel[0]) && within(t.bytes_read, kernel[1]),
+            "{name}: the report says {} B written, {} B read; the kernel moved {} and {} \
+             over {} connections",
+            t.bytes_written,
+            t.bytes_read,
+            kernel[0],
+            kernel[1],
+            kernel[2]
+        );
+    }
+}

@@ -144,3 +144,49 @@ fn unknown_columns_and_styles_are_refused_where_they_are_written() {
         "{stderr}"
     );
 }
+
+/// `run --style wrk` on the terminal: the text report, then the run in wrk's layout (it
+/// used to reach Markdown and HTML only, and the terminal showed nothing new).
+#[test]
+fn run_style_shows_its_layout_in_the_text_report() {
+    let server = target();
+    let url = format!("http://{}/status", server.local_addr());
+    let run = |extra: &[&str]| {
+        let mut args = vec!["run", &url, "-c", "2", "-t", "1", "-n", "100", "-q"];
+        args.extend(extra);
+        let out = loadmark().args(&args).output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let wrk = run(&["--style", "wrk"]);
+    assert!(
+        wrk.contains("100 responses"),
+        "the text report first: {wrk}"
+    );
+    assert!(
+        wrk.contains(
+            "In wrk's layout, computed by loadmark from its own measurements (not wrk output):"
+        ),
+        "{wrk}"
+    );
+    for line in [
+        "  1 threads and 2 connections",
+        "  Thread Stats   Avg      Stdev     Max   +/- Stdev",
+        "  100 requests in ",
+        "Requests/sec: ",
+    ] {
+        assert!(wrk.contains(line), "{line:?} missing: {wrk}");
+    }
+    let ab = run(&["--style", "ab"]);
+    assert!(ab.contains("In ab's layout"), "{ab}");
+    let plain = run(&[]);
+    assert!(
+        !plain.contains("layout") && !plain.contains("Thread Stats"),
+        "{plain}"
+    );
+    assert_eq!(server.requests_served(), 300);
+}

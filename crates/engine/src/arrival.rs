@@ -192,6 +192,7 @@ mod tests {
             tcp: Tcp {
                 addr: listener.local_addr().unwrap(),
                 connect_timeout: Duration::from_secs(5),
+                via: None,
             },
             stamp,
         };

@@ -482,6 +482,17 @@ async fn send<T: Transport>(
         } = batch;
         // A new connection is recorded once its first write showed whether (and when) it was
         // up; a connect that failed is the request's error, whatever the exchange made of it.
+        // A request that ends without a response still moved bytes: they count in the
+        // totals without a sample (a retry's first attempt received none, and its written
+        // bytes go on with `bytes_written`).
+        let count_unanswered = |received: u64| {
+            if received > 0 || bytes_written > 0 {
+                shared
+                    .recorder
+                    .borrow_mut()
+                    .record_bytes(Instant::now(), received, bytes_written);
+            }
+        };
         let mut started = started;
         if let Some(opened) = opened {
             let handshake = conn
@@ -495,6 +506,7 @@ async fn send<T: Transport>(
                 Ok(_) => {}
                 Err(f) => {
                     conn.close();
+                    count_unanswered(progress.received);
                     return Outcome::Failed(f);
                 }
             }
@@ -526,6 +538,7 @@ async fn send<T: Transport>(
                     });
                 }
                 if let Some(message) = script_error {
+                    count_unanswered(progress.received - earlier_bytes);
                     return Outcome::Failed(Failure {
                         kind: ErrorKind::Script,
                         message,
@@ -548,6 +561,7 @@ async fn send<T: Transport>(
                 if reused && server_closed && !retried {
                     if !meta.idempotent {
                         // The server may have acted on it before closing: never sent twice.
+                        count_unanswered(0);
                         return Outcome::Failed(Failure {
                             kind: f.kind,
                             message: format!(
@@ -561,10 +575,12 @@ async fn send<T: Transport>(
                     shared.recorder.borrow_mut().record_retry(Instant::now());
                     continue;
                 }
+                count_unanswered(progress.received);
                 return Outcome::Failed(f);
             }
             Err(_) => {
                 conn.close();
+                count_unanswered(progress.received);
                 return Outcome::Failed(Failure {
                     kind: ErrorKind::Timeout,
                     message: timeout_message(shared, &progress, bytes.len()),

@@ -156,6 +156,7 @@ mod tests {
             inner: Tcp {
                 addr: listener.local_addr().unwrap(),
                 connect_timeout: Duration::from_secs(30),
+                via: None,
             },
             open: OpenConnections::default(),
         };

@@ -40,6 +40,7 @@ mod oneshot;
 mod open;
 mod pipeline;
 mod pool;
+mod proxy;
 mod runner;
 mod scenario;
 pub mod script;

@@ -2,7 +2,7 @@
 //! seconds as they arrive, and stops on time, on count, or on request.
 
 use std::net::{SocketAddr, ToSocketAddrs};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
@@ -16,7 +16,7 @@ use tokio::sync::watch;
 use crate::closed::Budget;
 use crate::counted::{Counting, OpenConnections};
 use crate::error::EngineError;
-use crate::http2::Negotiated;
+use crate::http2::{H2Run, Negotiated};
 use crate::oneshot::OneShotTcp;
 use crate::open::Share;
 use crate::source::RequestSource;
@@ -96,7 +96,8 @@ pub struct RunResult {
     pub cpu_wait: Duration,
     /// How busy the machine's CPUs were over the run, 0-1 (None where /proc/stat is missing).
     pub machine_busy: Option<f64>,
-    /// The address the target resolved to.
+    /// The address the target resolved to; through a proxy, the proxy's (the target's name
+    /// may be the proxy's to resolve).
     pub addr: SocketAddr,
     /// With `Part::start_at`: how late the clock started against it, seconds (negative:
     /// early). Machines of a split run compare these to know how well they started together.
@@ -145,10 +146,16 @@ pub fn run_part(
         };
         return run_with(plan, part, addr, unix, stop, &mut on_progress);
     }
-    let addr = resolve(url.host(), url.port())?;
+    // Through a proxy, connections go to it (and the target's name may be its to resolve).
+    let (addr, via) = match crate::proxy::route(plan)? {
+        Some((proxy, via)) => (proxy, Some(Arc::new(via))),
+        None => (resolve(url.host(), url.port())?, None),
+    };
+    let proxied = via.is_some();
     let tcp = Tcp {
         addr,
         connect_timeout: plan.timeouts.connect,
+        via,
     };
     if let (true, Some(h2)) = (url.scheme().is_tls(), plan.protocol.http2) {
         let tls = Tls::with_alpn(tcp.clone(), url.host(), &plan.tls, &[b"h2", b"http/1.1"])
@@ -173,7 +180,15 @@ pub fn run_part(
         run_with(plan, part, addr, tls, stop, &mut on_progress)
     } else {
         let keep_alive = plan.request.keep_alive && !plan.request.says_close();
-        if keep_alive {
+        if proxied {
+            // The one-shot stream connects without the event loop, straight to the target:
+            // a proxy's tunnel is set up by the ordinary connect.
+            let transport = DirectTcp {
+                tcp,
+                stamp: keep_alive,
+            };
+            run_with(plan, part, addr, transport, stop, &mut on_progress)
+        } else if keep_alive {
             // Kernel arrival times cost a setsockopt per connection: worth it where
             // connections are kept (and the closed loop can nap).
             let transport = DirectTcp { tcp, stamp: true };
@@ -201,7 +216,7 @@ fn refuse_without_h2(tls: &Tls) -> Result<(), EngineError> {
     }
 }
 
-fn resolve(host: &str, port: u16) -> Result<SocketAddr, EngineError> {
+pub(crate) fn resolve(host: &str, port: u16) -> Result<SocketAddr, EngineError> {
     let mut addrs = (host, port)
         .to_socket_addrs()
         .map_err(|source| EngineError::Resolve {
@@ -248,8 +263,9 @@ where
         Stop::Requests(n) => Some(n),
         Stop::Duration(_) => None,
     }));
-    // HTTP/2: the lowest stream limit a server set below --streams (usize::MAX: none).
-    let server_limit = Arc::new(AtomicUsize::new(usize::MAX));
+    // HTTP/2: the lowest stream limit a server set below --streams, and whether the server
+    // speaks HTTP/2 at all.
+    let h2run = Arc::new(H2Run::default());
     let (tx, rx) = mpsc::channel();
     let mut handles = Vec::with_capacity(threads);
     for index in 0..threads {
@@ -310,7 +326,7 @@ where
                     budget: budget.clone(),
                     streams: plan.protocol.streams(),
                     tls: plan.request.url.scheme().is_tls(),
-                    server_limit: server_limit.clone(),
+                    h2run: h2run.clone(),
                 },
                 load_end,
             ),
@@ -325,7 +341,7 @@ where
                     max_connections: spread(mine(*max_connections).max(threads)),
                     streams: plan.protocol.streams(),
                     tls: plan.request.url.scheme().is_tls(),
-                    server_limit: server_limit.clone(),
+                    h2run: h2run.clone(),
                 },
                 load_end.map(|end| end + plan.timeouts.request + Duration::from_millis(500)),
             ),
@@ -375,13 +391,10 @@ where
                     profile: Arc::new(connections.clone()),
                     share: share(),
                     budget: budget.clone(),
-                    http2: plan.protocol.http2.map(|h| {
-                        (
-                            h.streams,
-                            plan.request.url.scheme().is_tls(),
-                            server_limit.clone(),
-                        )
-                    }),
+                    http2: plan
+                        .protocol
+                        .http2
+                        .map(|h| (h.streams, plan.request.url.scheme().is_tls(), h2run.clone())),
                 },
                 load_end,
             ),
@@ -515,6 +528,12 @@ where
             Stop::Duration(d) => elapsed < d,
             Stop::Requests(_) => true,
         };
+    if let Some(answer) = h2run.refused() {
+        return Err(EngineError::Http2NotSpoken {
+            url: plan.request.url.to_string(),
+            answer: answer.to_string(),
+        });
+    }
     let totals = aggregate.finish();
     Ok(RunResult {
         // Joining the workers takes a moment past the deadline; no request starts then.
@@ -533,7 +552,7 @@ where
         machine_busy,
         addr,
         start_skew,
-        http2_server_streams: Some(server_limit.load(Ordering::Relaxed))
+        http2_server_streams: Some(h2run.server_limit.load(Ordering::Relaxed))
             .filter(|&n| n != usize::MAX),
         requests_per_connection: requests_per_connection.spread(),
         http2_fallback: None,

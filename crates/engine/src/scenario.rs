@@ -72,6 +72,8 @@ pub(crate) struct ScenarioShared {
     per: DataPer,
     /// A cookie jar per user (`load.cookies`): every response's head is kept and read.
     cookies: bool,
+    /// Through a forwarding HTTP proxy: each request rewritten for it (`crate::proxy`).
+    forward: Option<crate::proxy::Forward>,
 }
 
 impl ScenarioShared {
@@ -157,6 +159,7 @@ impl ScenarioShared {
             rows,
             per: plan.mix.per,
             cookies: plan.cookies,
+            forward: crate::proxy::Forward::for_plan(plan),
         };
         let mut scratch: User<()> = User::new(shared.vars, 1, 0);
         for i in 0..shared.steps.len() {
@@ -534,6 +537,9 @@ fn render<S>(sc: &ScenarioShared, run: &StepRun, user: &mut User<S>, seq: u64) {
     }
     out.extend_from_slice(b"\r\n");
     out.extend_from_slice(&body);
+    if let Some(forward) = &sc.forward {
+        forward.rewrite(out);
+    }
 }
 
 /// Records an iteration that ran every step.

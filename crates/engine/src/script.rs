@@ -117,7 +117,7 @@ pub(crate) fn last_request_start(bytes: &[u8]) -> usize {
 
 /// Walks the whole requests of `bytes`, handing `at_start` each one's offset; as
 /// [`count_requests`], returns how many there are or what is wrong where.
-fn each_request(bytes: &[u8], mut at_start: impl FnMut(usize)) -> Result<u32, String> {
+pub(crate) fn each_request(bytes: &[u8], mut at_start: impl FnMut(usize)) -> Result<u32, String> {
     let mut rest = bytes;
     let mut count = 0u32;
     while !rest.is_empty() {

@@ -67,6 +67,9 @@ pub(crate) struct RequestSource {
     /// close` and its connection is not reused, as the plan's own request is.
     keep_alive: bool,
     wants_response: bool,
+    /// Through a forwarding HTTP proxy: each request rewritten for it (`crate::proxy`);
+    /// fixed bytes were rewritten once, here.
+    forward: Option<crate::proxy::Forward>,
 }
 
 /// The request to send: borrowed from the source, or rendered into the caller's buffer.
@@ -175,11 +178,16 @@ impl RequestSource {
         let mut choices = Vec::new();
         let mut cumulative = Vec::new();
         let mut sum = 0u64;
+        let forward = crate::proxy::Forward::for_plan(plan);
         for (weight, spec) in all {
             let bytes = if plan.mix.templated {
                 Bytes::Templated(templated(spec, &columns)?)
             } else {
-                Bytes::Fixed(encode_request(spec).into())
+                let mut bytes = encode_request(spec);
+                if let Some(forward) = &forward {
+                    forward.rewrite(&mut bytes);
+                }
+                Bytes::Fixed(bytes.into())
             };
             choices.push(Choice {
                 meta: Meta {
@@ -206,6 +214,7 @@ impl RequestSource {
             dynamic: false,
             keep_alive: plan.request.keep_alive,
             wants_response: false,
+            forward,
         })
     }
 
@@ -256,6 +265,9 @@ impl RequestSource {
                     close_last(buf);
                     true
                 };
+                if let Some(forward) = &self.forward {
+                    forward.rewrite(buf);
+                }
                 let method = buf.split(|&b| b == b' ').next().unwrap_or(b"");
                 Picked::Rendered(Meta {
                     head: method == b"HEAD",
@@ -314,6 +326,9 @@ impl RequestSource {
                     segment: self.segment.index,
                 };
                 render(t, &mut ctx, buf);
+                if let Some(forward) = &self.forward {
+                    forward.rewrite(buf);
+                }
                 Picked::Rendered(choice.meta)
             }
         };

@@ -298,14 +298,37 @@ fn sockaddr(addr: &SocketAddr) -> (libc::sockaddr_storage, libc::socklen_t) {
 /// Plain TCP.
 #[derive(Clone)]
 pub struct Tcp {
+    /// Where to connect: the target, or the proxy when there is one.
     pub addr: SocketAddr,
     pub connect_timeout: Duration,
+    /// Through a proxy: what to do once TCP to it is up (`crate::proxy`).
+    pub(crate) via: Option<Arc<crate::proxy::Via>>,
+}
+
+impl Tcp {
+    /// A TCP stream to the target: straight, or through the proxy's tunnel (whose set-up
+    /// is then part of the connect, and of its timeout).
+    pub(crate) async fn open(&self, nagle: Nagle) -> Result<TcpStream, ConnectError> {
+        let direct = tcp_connect(self.addr, self.connect_timeout, nagle);
+        match &self.via {
+            None => direct.await,
+            Some(via) => via.connect(self.addr, self.connect_timeout, direct).await,
+        }
+    }
+
+    /// Who a handshake over this connection is with, as messages say it.
+    fn peer(&self) -> String {
+        match &self.via {
+            None => self.addr.to_string(),
+            Some(via) => format!("the target through the proxy {}", via.label()),
+        }
+    }
 }
 
 impl Transport for Tcp {
     type Stream = TcpStream;
     async fn connect(&self) -> Result<TcpStream, ConnectError> {
-        tcp_connect(self.addr, self.connect_timeout, Nagle::Off).await
+        self.open(Nagle::Off).await
     }
 }
 
@@ -323,7 +346,7 @@ impl Transport for DirectTcp {
     type Stream = TcpConn;
     async fn connect(&self) -> Result<TcpConn, ConnectError> {
         use std::os::fd::AsRawFd;
-        let inner = tcp_connect(self.tcp.addr, self.tcp.connect_timeout, Nagle::UntilSplit).await?;
+        let inner = self.tcp.open(Nagle::UntilSplit).await?;
         let stamped = self.stamp && crate::arrival::enable(inner.as_raw_fd());
         Ok(TcpConn {
             inner,
@@ -582,12 +605,13 @@ impl Transport for Tls {
             Ok(Ok(s)) => Ok(s),
             Ok(Err(e)) => Err(tls_error(format!(
                 "TLS handshake with {}: {e}{}",
-                self.tcp.addr,
+                self.tcp.peer(),
                 untrusted_hint(&e)
             ))),
             Err(_) => Err(tls_error(format!(
                 "TLS handshake with {}: no answer within {:?} (--connect-timeout)",
-                self.tcp.addr, self.tcp.connect_timeout
+                self.tcp.peer(),
+                self.tcp.connect_timeout
             ))),
         }
     }

@@ -3,7 +3,6 @@
 //! to the run ([`crate::runner`] starts the workers and adds up what they send).
 
 use std::rc::Rc;
-use std::sync::atomic::AtomicUsize;
 use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
@@ -15,7 +14,7 @@ use tokio::sync::watch;
 use crate::closed::{connection_loop, ramp_loop, Budget};
 use crate::connection::{preconnect, Shared};
 use crate::exchange::Scratch;
-use crate::http2::{slot_loop, H2Shared, Negotiated};
+use crate::http2::{slot_loop, H2Run, H2Shared, Negotiated};
 use crate::open::{schedule_loop, Share};
 use crate::source::RequestSource;
 use crate::sys::{thread_cpu_time, thread_cpu_wait, BusyClock, CpuTime};
@@ -47,8 +46,8 @@ pub(crate) enum Executor {
         profile: Arc<Profile>,
         share: Share,
         budget: Arc<Budget>,
-        /// HTTP/2: streams per connection, TLS, the server's stream limit.
-        http2: Option<(usize, bool, Arc<AtomicUsize>)>,
+        /// HTTP/2: streams per connection, TLS, what the run's connections share.
+        http2: Option<(usize, bool, Arc<H2Run>)>,
     },
     Open {
         profile: Arc<Profile>,
@@ -63,7 +62,7 @@ pub(crate) enum Executor {
         budget: Arc<Budget>,
         streams: usize,
         tls: bool,
-        server_limit: Arc<AtomicUsize>,
+        h2run: Arc<H2Run>,
     },
     /// HTTP/1.1 connections each writing `depth` requests at a time.
     Pipeline {
@@ -95,7 +94,7 @@ pub(crate) enum Executor {
         max_connections: usize,
         streams: usize,
         tls: bool,
-        server_limit: Arc<AtomicUsize>,
+        h2run: Arc<H2Run>,
     },
     /// Scenario virtual users, each looping the scenario (issue 17, `crate::scenario`).
     Scenario { users: usize, budget: Arc<Budget> },
@@ -250,12 +249,12 @@ where
                     budget,
                     streams,
                     tls,
-                    server_limit,
+                    h2run,
                 } => {
                     // Every stream is a request waiting on the server, as a connection is
                     // over HTTP/1.1.
                     lingering = linger_beside(&ctx, &self.transport, connections * streams);
-                    let h2s = Rc::new(H2Shared::new(*tls, *streams, server_limit.clone()));
+                    let h2s = Rc::new(H2Shared::new(*tls, *streams, h2run.clone()));
                     for _ in 0..*connections {
                         tasks.spawn_local(slot_loop(
                             ctx.clone(),
@@ -413,9 +412,9 @@ where
                     max_connections,
                     streams,
                     tls,
-                    server_limit,
+                    h2run,
                 } => {
-                    let h2s = Rc::new(H2Shared::new(*tls, *streams, server_limit.clone()));
+                    let h2s = Rc::new(H2Shared::new(*tls, *streams, h2run.clone()));
                     tasks.spawn_local(crate::http2::schedule_loop(
                         ctx.clone(),
                         h2s,

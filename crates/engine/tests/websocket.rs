@@ -205,6 +205,28 @@ fn sessions_end_on_their_own_duration_and_are_replaced() {
     assert_eq!(r.totals.snapshot.errors.total(), 0);
 }
 
+/// Issue 42: sessions that end on their own schedule, against a server that reads and echoes
+/// everything, never count a message as "never sent": one due just before the end that the
+/// loop reaches just after it goes out, as any late message does.
+#[test]
+fn messages_due_at_a_sessions_planned_end_are_sent_not_dropped() {
+    let server = target();
+    let url = format!("ws://{}/ws/echo", server.local_addr());
+    // Many short sessions at a fast interval: many planned ends, each with messages due
+    // right before it.
+    let spec = WsSpec {
+        session_duration: Some(Duration::from_millis(100)),
+        ..echo_spec(1)
+    };
+    let p = ws_plan(&url, spec, settings(8, Some(1500), None));
+    let r = run(&p, &StopHandle::new(), |_| {}).unwrap();
+    let ws = stats(&r);
+    assert!(ws.sessions_completed >= 16, "{} sessions", ws.sessions_completed);
+    assert_eq!(r.totals.snapshot.dropped, 0, "nothing dropped: {ws:?}");
+    assert_eq!(r.totals.snapshot.errors.total(), 0);
+    assert_eq!(ws.messages_received, ws.messages_sent);
+}
+
 #[test]
 fn an_answer_other_than_101_is_a_handshake_error_and_counts_end_the_run() {
     let server = target();

@@ -146,9 +146,14 @@ pub struct Snapshot {
     pub errors: ErrorCounts,
     /// Responses by status code.
     pub status: StatusCounts,
-    /// Bytes read from the server: status line, headers and body (wrk's "Transfer").
+    /// Bytes read from the server, every one that crossed the connection (wrk's
+    /// "Transfer"): HTTP/1.1 status lines, headers and bodies; HTTP/2 frames with their
+    /// 9-byte headers, HPACK blocks, padding and control frames (SETTINGS, PING,
+    /// WINDOW_UPDATE, GOAWAY, RST_STREAM); WebSocket frames and the upgrade. Over TLS, the
+    /// bytes of the protocol above TLS (TLS records and handshakes are not counted).
     pub bytes_read: u64,
-    /// Bytes of requests written.
+    /// Bytes written, counted as `bytes_read` is (requests, HTTP/2's connection preface and
+    /// frames, WebSocket frames with their masks and the upgrade request).
     pub bytes_written: u64,
     /// Connections opened (TCP connects that succeeded).
     pub connections_opened: u64,

@@ -23,6 +23,7 @@ mod clock;
 mod file;
 mod file_steps;
 mod plan;
+mod proxy;
 mod scenario;
 mod schedule;
 mod segment;
@@ -51,6 +52,7 @@ pub use plan::{
     DataPer, Http2, Load, Mix, Plan, Protocol, RequestSpec, ScriptRef, Stop, Timeouts, TlsFiles,
     TlsPolicy, DEFAULT_TIMEOUT, MAX_STREAMS,
 };
+pub use proxy::{no_proxy_matches, Proxy, ProxyKind, DEFAULT_PROXY_PORT};
 pub use scenario::{
     Extract, RequestStep, Scenario, ScenarioError, ScenarioStepFile, Step as ScenarioStep,
     StepRequestFile, Think, EXTRACT_FORMS,

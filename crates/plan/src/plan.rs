@@ -266,6 +266,10 @@ pub struct Protocol {
     /// responses read in order (written together in a closed loop). Absent: one at a time.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pipeline: Option<usize>,
+    /// The proxy the run goes through (`-x`, or the environment as curl reads it); never
+    /// written out (it may hold a password, and it belongs to the machine that runs the load).
+    #[serde(skip)]
+    pub proxy: Option<crate::proxy::Proxy>,
 }
 
 impl Protocol {

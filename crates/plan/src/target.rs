@@ -84,7 +84,12 @@ impl Target {
                 "a well-formed URL: scheme, then '://', then the host, e.g. http://127.0.0.1:8080/path",
             ));
         }
-        let url = url::Url::parse(text).map_err(|_| bad())?;
+        let url = url::Url::parse(text).map_err(|e| match e {
+            url::ParseError::InvalidPort => {
+                PlanError::invalid("URL", text, "a valid port: port out of range (1-65535)")
+            }
+            _ => bad(),
+        })?;
         let scheme = match url.scheme() {
             "http" => Scheme::Http,
             "https" => Scheme::Https,
@@ -111,6 +116,13 @@ impl Target {
             .trim_end_matches(']')
             .to_string();
         let port = url.port_or_known_default().ok_or_else(bad)?;
+        if port == 0 {
+            return Err(PlanError::invalid(
+                "URL",
+                text,
+                "a valid port: port out of range (1-65535)",
+            ));
+        }
         let host_header = match url.port() {
             Some(p) => format!("{host_text}:{p}"),
             None => host_text.to_string(),
@@ -222,5 +234,14 @@ mod tests {
             assert!(err.contains("then '://'"), "{typo}: {err}");
         }
         assert!(Target::parse_ws("ws:/h/").is_err());
+        for port in ["99999", "65536", "0"] {
+            let url = format!("http://127.0.0.1:{port}/");
+            let err = Target::parse(&url).unwrap_err().to_string();
+            assert!(err.contains("port out of range (1-65535)"), "{url}: {err}");
+            let ws = format!("ws://127.0.0.1:{port}/");
+            let err = Target::parse_ws(&ws).unwrap_err().to_string();
+            assert!(err.contains("port out of range (1-65535)"), "{ws}: {err}");
+        }
+        assert_eq!(Target::parse("http://h:65535/").unwrap().port(), 65535);
     }
 }

@@ -124,7 +124,12 @@ impl Bundle {
     /// A one-step bundle around a single run, so one report renders as a document too.
     pub fn of_report(report: Report) -> Bundle {
         let url = report.plan.request.url.to_string();
-        let command = equivalent_command(&report.plan);
+        let thresholds: Vec<String> = report
+            .thresholds
+            .iter()
+            .map(|t| t.threshold.clone())
+            .collect();
+        let command = reproduce_command(&report.plan, &thresholds);
         Bundle {
             schema_version: SCHEMA_VERSION,
             loadmark_version: report.loadmark_version.clone(),
@@ -189,6 +194,12 @@ fn quote(text: &str) -> String {
 
 /// The `loadmark run` command line that runs `plan` (secrets as the plan holds them).
 pub fn equivalent_command(plan: &Plan) -> String {
+    reproduce_command(plan, &[])
+}
+
+/// [`equivalent_command`] with a `--threshold` for each of `thresholds`: what repeats a run
+/// and its pass/fail verdict (the "How to reproduce" of a document).
+pub fn reproduce_command(plan: &Plan, thresholds: &[String]) -> String {
     use loadmark_plan::format_duration as d;
     let mut args = vec![
         "loadmark".to_string(),
@@ -232,7 +243,12 @@ pub fn equivalent_command(plan: &Plan) -> String {
             connections,
             threads,
         } => args.extend([
-            format!("-c {}", connections.stages.first().map_or(0.0, |s| s.from)),
+            // `-c` with `--stages` makes the stages connection counts; the stages' text says
+            // where each starts (`0->20`), so `-c` only has to be one `run` accepts (>= 1).
+            format!(
+                "-c {}",
+                connections.stages.first().map_or(1.0, |s| s.from.max(1.0))
+            ),
             format!("--stages {}", quote(&connections.to_text())),
             format!("-t {threads}"),
         ]),
@@ -323,6 +339,18 @@ pub fn equivalent_command(plan: &Plan) -> String {
             args.push("--".into());
             args.extend(script.args.iter().map(|a| quote(a)));
         }
+    }
+    for t in thresholds {
+        args.push(format!("--threshold {}", quote(t)));
+    }
+    if !plan.mix.others.is_empty() && plan.scenario.is_none() {
+        // As for a scenario: say what the flags leave out rather than print a command that
+        // silently sends only the first request.
+        args.push(format!(
+            "# plus the plan's {} other weighted request{}, which have no command-line form",
+            plan.mix.others.len(),
+            if plan.mix.others.len() == 1 { "" } else { "s" }
+        ));
     }
     if let Some(steps) = &plan.scenario {
         // No flag spells a scenario: say so rather than print a command that runs

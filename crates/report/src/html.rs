@@ -46,13 +46,7 @@ pub fn render_html(r: &Report) -> String {
 pub fn render_html_bundle(b: &Bundle) -> String {
     let title = b.name.clone().unwrap_or_else(|| {
         if b.steps.len() == 1 {
-            let plan = &b.steps[0].report.plan;
-            let method = if plan.websocket.is_some() {
-                "WebSocket"
-            } else {
-                plan.request.method.as_str()
-            };
-            format!("{method} {}", plan.request.url)
+            crate::text::headline(&b.steps[0].report, None)
         } else {
             "Benchmark".into()
         }

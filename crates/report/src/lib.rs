@@ -38,6 +38,7 @@ mod compare_table;
 mod csv;
 mod environment;
 mod format;
+mod histogram;
 mod html;
 mod html_compare;
 mod html_details;
@@ -58,8 +59,8 @@ mod websocket;
 
 pub use alike::{differences, Purpose};
 pub use bundle::{
-    equivalent_command, Bundle, BundleService, BundleStep, BundleTarget, ServerUsage, ServiceUsage,
-    UsageSample,
+    equivalent_command, reproduce_command, Bundle, BundleService, BundleStep, BundleTarget,
+    ServerUsage, ServiceUsage, UsageSample,
 };
 pub use compare::{
     compare, mann_whitney, render_comparison_markdown, render_comparison_text, CompareSettings,
@@ -71,7 +72,7 @@ pub use csv::{
     render_csv_steps, render_csv_summary,
 };
 pub use environment::{Build, Environment, HostState};
-pub use format::{format_bytes, format_us};
+pub use format::{format_bytes, format_pct, format_us};
 pub use html::{render_html, render_html_bundle};
 pub use html_compare::render_comparison_html;
 pub use junit::{render_junit, render_junit_with_checks};
@@ -89,8 +90,10 @@ pub use stream::{
     StreamSecond, StreamStart,
 };
 pub use styles::{style_blocks, StyleBlock};
-pub use table::{cell as table_cell, columns as table_columns, header as table_header, Cell};
-pub use text::render_text;
+pub use table::{
+    cell as table_cell, columns as table_columns, header as table_header, render_steps_text, Cell,
+};
+pub use text::{render_text, render_text_titled};
 pub use threshold::{
     check_thresholds, parse_thresholds, render_thresholds_text, Metric, Op, Threshold,
     ThresholdError, ThresholdResult, Unit, THRESHOLD_METRICS,

@@ -11,7 +11,8 @@ fn cell(text: &str) -> String {
     text.replace('|', "\\|").replace('\n', " ")
 }
 
-fn params(step: &BundleStep) -> String {
+/// The step as the tables name it: its parameters, or its target.
+pub(crate) fn params(step: &BundleStep) -> String {
     if step.params.is_empty() {
         step.target.clone()
     } else {

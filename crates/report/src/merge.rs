@@ -143,6 +143,13 @@ pub fn merge_with_options(
         series,
     };
     let mut merged = Report::new(&first.plan, &facts, totals, first.environment.clone());
+    let mut proxies: Vec<&str> = sorted
+        .iter()
+        .filter_map(|r| r.run.proxy.as_deref())
+        .collect();
+    proxies.sort_unstable();
+    proxies.dedup();
+    merged.run.proxy = (!proxies.is_empty()).then(|| proxies.join(", "));
     merged.run.started_at = sorted
         .iter()
         .map(|r| r.run.started_at.clone())

@@ -97,6 +97,11 @@ pub struct RunInfo {
     /// Stopped early (Ctrl-C or SIGTERM): the figures cover the time that ran.
     pub interrupted: bool,
     pub target_addr: String,
+    /// The proxy the run went through (`-x`, or the environment's `*_PROXY`), without its
+    /// password; connect times then include the tunnel's set-up, and `target_addr` is the
+    /// proxy's address.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub proxy: Option<String>,
     pub client_cpu: ClientCpu,
     pub latency_definition: String,
     pub health: Health,
@@ -287,6 +292,11 @@ impl Report {
                 measured_s,
                 interrupted: facts.interrupted,
                 target_addr: facts.target_addr.clone(),
+                proxy: plan
+                    .protocol
+                    .proxy
+                    .as_ref()
+                    .map(|p| format!("{p} (from {})", p.from)),
                 client_cpu: ClientCpu {
                     user_s: facts.client_cpu_user.as_secs_f64(),
                     system_s: facts.client_cpu_system.as_secs_f64(),

@@ -128,6 +128,11 @@ pub(crate) fn report_lines(r: &Report) -> Vec<String> {
     if let Some(path) = &r.plan.protocol.unix_socket {
         lines.push(format!("over the Unix socket {}", path.display()));
     }
+    if let Some(proxy) = &r.run.proxy {
+        lines.push(format!(
+            "through the proxy {proxy}: connect times include its tunnel set-up"
+        ));
+    }
     lines
 }
 
@@ -135,7 +140,17 @@ pub(crate) fn report_lines(r: &Report) -> Vec<String> {
 pub(crate) fn render_markdown_section(o: &mut String, named: &[(String, &Report)]) {
     let rows: Vec<(&String, Vec<String>)> = named
         .iter()
-        .filter_map(|(name, r)| Some((name, r.summary.protocol.as_ref()?.lines())))
+        .filter_map(|(name, r)| {
+            let mut lines = r
+                .summary
+                .protocol
+                .as_ref()
+                .map_or_else(Vec::new, |p| p.lines());
+            if let Some(proxy) = &r.run.proxy {
+                lines.push(format!("through the proxy {proxy}"));
+            }
+            (!lines.is_empty()).then_some((name, lines))
+        })
         .collect();
     if rows.is_empty() {
         return;

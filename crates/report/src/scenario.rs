@@ -8,7 +8,6 @@ use std::fmt::Write;
 use loadmark_metrics::{Distribution, ErrorCounts, ScenarioStats, StatusCounts};
 use serde::{Deserialize, Serialize};
 
-use crate::format::format_us;
 use crate::model::Report;
 
 /// One step's figures in a report.
@@ -78,9 +77,9 @@ impl ScenarioSummary {
     }
 }
 
+/// A percentile of `d`, `n/a` when it measured nothing (as every renderer says it).
 fn pct(d: &Distribution, p: f64) -> String {
-    d.percentile(p)
-        .map_or_else(|| "-".into(), |us| format_us(us as f64))
+    crate::format::format_pct(d, p)
 }
 
 /// The cells of a step's row: requests, non-2xx/3xx, errors, p50, p99, max, checks failed,
@@ -92,11 +91,7 @@ pub(crate) fn cells(st: &StepSummary) -> [String; 8] {
         st.errors.total().to_string(),
         pct(&st.latency, 50.0),
         pct(&st.latency, 99.0),
-        if st.latency.count > 0 {
-            format_us(st.latency.max_us as f64)
-        } else {
-            "-".into()
-        },
+        crate::format::format_of(&st.latency, st.latency.max_us as f64),
         if st.checks_passed + st.checks_failed == 0 {
             "-".into()
         } else {

@@ -305,8 +305,8 @@ pub(crate) fn render_text(split: &Split) -> String {
             p.host,
             p.responses,
             p.rps,
-            crate::format::format_us(p.latency_p50_us as f64),
-            crate::format::format_us(p.latency_p99_us as f64),
+            part_latency(p, p.latency_p50_us),
+            part_latency(p, p.latency_p99_us),
             p.start_skew_s
                 .map_or_else(|| "n/a".to_string(), |s| format!("{:.1}ms", s * 1e3)),
             p.busiest_worker * 100.0,
@@ -314,6 +314,15 @@ pub(crate) fn render_text(split: &Split) -> String {
         );
     }
     o
+}
+
+/// A segment's latency figure, `n/a` when it had no response to measure.
+fn part_latency(p: &Part, us: u64) -> String {
+    if p.responses == 0 {
+        "n/a".into()
+    } else {
+        crate::format::format_us(us as f64)
+    }
 }
 
 fn short(hash: &str) -> &str {

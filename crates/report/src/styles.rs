@@ -112,6 +112,16 @@ fn time(us: f64) -> String {
     }
 }
 
+/// A figure of `d` in `unit`, or `n/a` when `d` measured nothing: no style shows a time
+/// of zero for a latency that never happened.
+fn of(d: &loadmark_metrics::Distribution, us: f64, unit: impl Fn(f64) -> String) -> String {
+    if d.count == 0 {
+        "n/a".into()
+    } else {
+        unit(us)
+    }
+}
+
 /// wrk's metric numbers: `56.20k`, `1.12M`, `812.00`.
 fn metric(v: f64) -> String {
     if v >= 1_000_000.0 {
@@ -175,11 +185,11 @@ fn wrk(step: &BundleStep) -> Vec<String> {
         ),
         "  Thread Stats   Avg      Stdev     Max   +/- Stdev".into(),
         format!(
-            "    Latency {:>10} {:>9} {:>8} {:>8.2}%",
-            time(lat.mean_us),
-            time(lat.stdev_us),
-            time(lat.max_us as f64),
-            within_stdev(&r.totals.latency)
+            "    Latency {:>10} {:>9} {:>8} {:>9}",
+            of(lat, lat.mean_us, time),
+            of(lat, lat.stdev_us, time),
+            of(lat, lat.max_us as f64, time),
+            of(lat, within_stdev(&r.totals.latency), |p| format!("{p:.2}%"))
         ),
         format!(
             "    Req/Sec {:>10} {:>9} {:>8} {:>8.2}%",
@@ -194,7 +204,7 @@ fn wrk(step: &BundleStep) -> Vec<String> {
         out.push(format!(
             "  {:>4}% {:>9}",
             p,
-            time(lat.percentile(p).unwrap_or(0) as f64)
+            of(lat, lat.percentile(p).unwrap_or(0) as f64, time)
         ));
     }
     out.push(format!(
@@ -238,9 +248,9 @@ fn bombardier(step: &BundleStep) -> Vec<String> {
         ),
         format!(
             "  Latency  {:>10} {:>10} {:>10}",
-            time(lat.mean_us),
-            time(lat.stdev_us),
-            time(lat.max_us as f64)
+            of(lat, lat.mean_us, time),
+            of(lat, lat.stdev_us, time),
+            of(lat, lat.max_us as f64, time)
         ),
         "  HTTP codes:".into(),
         format!(
@@ -318,12 +328,12 @@ fn ab(step: &BundleStep) -> Vec<String> {
     let h = &r.totals.latency;
     for p in [50.0, 66.0, 75.0, 80.0, 90.0, 95.0, 98.0, 99.0, 100.0] {
         let v = if h.is_empty() {
-            0
+            "n/a".to_string()
         } else {
-            h.value_at_quantile(p / 100.0)
+            format!("{:.0}", ms(h.value_at_quantile(p / 100.0) as f64))
         };
         let tail = if p == 100.0 { " (longest request)" } else { "" };
-        out.push(format!("  {:>3}% {:>6.0}{tail}", p, ms(v as f64)));
+        out.push(format!("  {:>3}% {v:>6}{tail}", p));
     }
     out
 }
@@ -333,7 +343,7 @@ fn taurus(step: &BundleStep) -> Vec<String> {
     let s = &r.summary;
     let samples = s.requests.completed;
     let failed = r.failed();
-    let sec = |us: f64| us / 1_000_000.0;
+    let secs = |us: f64| format!("{:.3}", us / 1_000_000.0);
     let mut out = vec![
         format!(
             "Samples count: {samples}, {:.2}% failures",
@@ -344,24 +354,24 @@ fn taurus(step: &BundleStep) -> Vec<String> {
             }
         ),
         format!(
-            "Average times: total {:.3}, latency {:.3}, connect {:.3}",
-            sec(s.latency.mean_us),
-            sec(s.ttfb.mean_us),
-            sec(s.connect.mean_us)
+            "Average times: total {}, latency {}, connect {}",
+            of(&s.latency, s.latency.mean_us, secs),
+            of(&s.ttfb, s.ttfb.mean_us, secs),
+            of(&s.connect, s.connect.mean_us, secs)
         ),
     ];
     let h = &r.totals.latency;
     for p in [0.0, 50.0, 90.0, 95.0, 99.0, 99.9, 100.0] {
         let v = if h.is_empty() {
-            0
+            "n/a".to_string()
         } else if p == 0.0 {
-            h.min()
+            secs(h.min() as f64)
         } else if p == 100.0 {
-            h.max()
+            secs(h.max() as f64)
         } else {
-            h.value_at_quantile(p / 100.0)
+            secs(h.value_at_quantile(p / 100.0) as f64)
         };
-        out.push(format!("Percentile {p:.1}%: {:.3}", sec(v as f64)));
+        out.push(format!("Percentile {p:.1}%: {v}"));
     }
     out
 }

@@ -184,3 +184,79 @@ pub fn cell(c: &Column, step: &BundleStep) -> Cell {
         }
     }
 }
+
+/// The step table for a terminal (what `bench` prints when its plan ends): the chosen
+/// columns aligned, then each step in the chosen style's layout, if any. The title is the
+/// plan's name; a scenario's step names the scenario's steps.
+pub fn render_steps_text(b: &Bundle) -> String {
+    use std::fmt::Write;
+    let mut o = String::new();
+    let ran = b.steps.len();
+    let _ = writeln!(
+        o,
+        "{} ({}): {ran} step{} ran{}",
+        b.name.as_deref().unwrap_or("Benchmark"),
+        b.plan_file,
+        if ran == 1 { "" } else { "s" },
+        if b.interrupted { ", INTERRUPTED" } else { "" }
+    );
+    let columns = columns(b);
+    let mut table: Vec<Vec<String>> = vec![["#".to_string(), "step".to_string()]
+        .into_iter()
+        .chain(columns.iter().map(header))
+        .collect()];
+    for step in &b.steps {
+        let name = match &step.report.plan.scenario {
+            Some(_) => format!(
+                "{}: {}",
+                crate::markdown::params(step),
+                crate::text::headline(&step.report, None)
+            ),
+            None => crate::markdown::params(step),
+        };
+        table.push(
+            [step.number.to_string(), name]
+                .into_iter()
+                .chain(columns.iter().map(|c| cell(c, step).text))
+                .collect(),
+        );
+    }
+    let widths: Vec<usize> = (0..table[0].len())
+        .map(|i| {
+            table
+                .iter()
+                .map(|row| row[i].chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    for row in &table {
+        let mut line = String::from(" ");
+        for (i, (text, width)) in row.iter().zip(&widths).enumerate() {
+            let pad = width - text.chars().count();
+            // Numbers right-aligned, the step's name and lists of words left-aligned.
+            let left = i == 1
+                || matches!(
+                    columns.get(i.wrapping_sub(2)),
+                    Some(Column::Errors | Column::Status)
+                );
+            line.push(' ');
+            if left {
+                line.push_str(text);
+                line.push_str(&" ".repeat(pad));
+            } else {
+                line.push_str(&" ".repeat(pad));
+                line.push_str(text);
+            }
+            line.push(' ');
+        }
+        let _ = writeln!(o, "{}", line.trim_end());
+    }
+    for block in crate::styles::style_blocks(b) {
+        let _ = writeln!(o, "\n{}\n", block.title);
+        for line in &block.lines {
+            let _ = writeln!(o, "  {}", line.trim_end());
+        }
+    }
+    o
+}

@@ -2,6 +2,7 @@
 
 use std::fmt::Write;
 
+use hdrhistogram::Histogram;
 use loadmark_metrics::Distribution;
 use loadmark_plan::{format_duration, Load, Profile, Stop};
 
@@ -10,6 +11,12 @@ use crate::model::Report;
 
 /// Renders the report for a terminal (plain text, no colour).
 pub fn render_text(r: &Report) -> String {
+    render_text_titled(r, None)
+}
+
+/// As [`render_text`], with the name a plan file gives the run (its `name:`) in the
+/// headline of a scenario, whose one URL says little of what it does.
+pub fn render_text_titled(r: &Report, name: Option<&str>) -> String {
     let mut o = String::new();
     let s = &r.summary;
     let req = &r.plan.request;
@@ -22,7 +29,7 @@ pub fn render_text(r: &Report) -> String {
             format_duration(r.plan.timeouts.request)
         );
     } else {
-        header(&mut o, r);
+        header(&mut o, r, name);
     }
     notices(&mut o, r);
     if let Some(ws) = &s.websocket {
@@ -49,14 +56,49 @@ pub fn render_text(r: &Report) -> String {
     o
 }
 
-/// The load line of an HTTP run.
-fn header(o: &mut String, r: &Report) {
+/// What a run measured, in a few words: `GET http://host/path`, `WebSocket ws://host/ws`,
+/// or for a scenario its steps, `scenario login → list → open on http://host/` (its first
+/// request alone would misname a journey), after the plan's name when it has one.
+pub(crate) fn headline(r: &Report, name: Option<&str>) -> String {
     let req = &r.plan.request;
-    let _ = writeln!(
-        o,
-        "loadmark {}: {} {}",
-        r.loadmark_version, req.method, req.url
-    );
+    if r.plan.websocket.is_some() {
+        return format!("WebSocket {}", req.url);
+    }
+    let Some(plan_steps) = &r.plan.scenario else {
+        return format!("{} {}", req.method, req.url);
+    };
+    // The summary holds each step's resolved name (METHOD URL when the plan gave none).
+    let mut steps: Vec<String> = match &r.summary.scenario {
+        Some(sc) => sc.steps.iter().map(|st| st.name.clone()).collect(),
+        None => plan_steps
+            .iter()
+            .filter(|st| st.think.is_none())
+            .map(|st| st.name.clone().unwrap_or_else(|| "(unnamed)".into()))
+            .collect(),
+    };
+    const SHOWN: usize = 6;
+    if steps.len() > SHOWN {
+        let more = steps.len() - (SHOWN - 1);
+        steps.truncate(SHOWN - 1);
+        steps.push(format!("{more} more"));
+    }
+    let url = req.url.as_str();
+    // The scenario's requests name their own paths: the target is the URL's origin.
+    let origin = url
+        .find("://")
+        .and_then(|at| url[at + 3..].find('/').map(|slash| &url[..at + 3 + slash]))
+        .unwrap_or(url);
+    let steps = steps.join(" → ");
+    match name {
+        Some(name) => format!("{name} (scenario: {steps}) on {origin}"),
+        None => format!("scenario {steps} on {origin}"),
+    }
+}
+
+/// The load line of an HTTP run.
+fn header(o: &mut String, r: &Report, name: Option<&str>) {
+    let req = &r.plan.request;
+    let _ = writeln!(o, "loadmark {}: {}", r.loadmark_version, headline(r, name));
     if let Some(script) = &r.plan.script {
         let args = if script.args.is_empty() {
             String::new()
@@ -199,7 +241,7 @@ fn http_blocks(o: &mut String, r: &Report) {
             "                 requests that would have arrived meanwhile are never sent; -R measures those)"
         );
     }
-    distribution_block(o, &s.latency);
+    distribution_block(o, &s.latency, &r.totals.latency);
     if let Some(service) = &s.service_time {
         short_line(
             o,
@@ -324,7 +366,9 @@ fn errors_and_health(o: &mut String, r: &Report) {
     }
 }
 
-pub(crate) fn distribution_block(o: &mut String, d: &Distribution) {
+/// A latency's figures, its percentiles, and its histogram drawn from `h` (the HDR
+/// histogram `d` was read from).
+pub(crate) fn distribution_block(o: &mut String, d: &Distribution, h: &Histogram<u64>) {
     let _ = writeln!(
         o,
         "                min {}  mean {}  stdev {}  max {}",
@@ -339,6 +383,7 @@ pub(crate) fn distribution_block(o: &mut String, d: &Distribution) {
             let _ = writeln!(o, "    {:>7}  {}", format!("{p}%"), format_of(d, v as f64));
         }
     }
+    crate::histogram::render_text(o, h);
 }
 
 pub(crate) fn short_line(o: &mut String, label: &str, d: &Distribution, what: &str) {

@@ -175,7 +175,7 @@ pub fn render_text_block(o: &mut String, r: &Report, ws: &WsSummary) {
         ws.messages_received_per_s,
         if s.dropped > 0 {
             format!(
-                "; {} due but dropped (never sent: over --timeout behind, or held back at the end)",
+                "; {} due but dropped (never sent: over --timeout behind, or the server stopped reading)",
                 s.dropped
             )
         } else {
@@ -208,7 +208,7 @@ pub fn render_text_block(o: &mut String, r: &Report, ws: &WsSummary) {
                 _ => "from each message written to its reply (closed loop)",
             }
         );
-        crate::text::distribution_block(o, &s.latency);
+        crate::text::distribution_block(o, &s.latency, &r.totals.latency);
         if let Some(service) = &s.service_time {
             crate::text::short_line(o, "Service time", service, "written to echoed");
         }

@@ -5,7 +5,8 @@ use super::values::base64;
 use std::path::PathBuf;
 
 use loadmark_plan::{
-    Plan, PlanError, RequestSpec, Settings, Target, WsMode, WsPayload, WsSpec, DEFAULT_TIMEOUT,
+    Plan, PlanError, Proxy, RequestSpec, Settings, Target, WsMode, WsPayload, WsSpec,
+    DEFAULT_TIMEOUT,
 };
 
 use super::{RunArgs, WsArgs};
@@ -94,8 +95,14 @@ impl RunArgs {
         let mut plan = settings.to_plan(request, cores)?;
         plan.tls = self.tls.policy(self.insecure)?;
         plan.checks.clone_from(&self.checks);
+        plan.protocol.proxy = Proxy::for_plan(self.proxy.as_deref(), &plan, env_var)?;
         Ok(plan)
     }
+}
+
+/// The environment as proxies are chosen from it (`*_PROXY`, `NO_PROXY`).
+fn env_var(name: &str) -> Option<String> {
+    std::env::var(name).ok()
 }
 
 impl WsArgs {
@@ -143,6 +150,7 @@ impl WsArgs {
         let mut plan = settings.to_ws_plan(request, spec, cores)?;
         plan.tls = self.tls.policy(self.insecure)?;
         plan.checks.clone_from(&self.checks);
+        plan.protocol.proxy = Proxy::for_plan(self.proxy.as_deref(), &plan, env_var)?;
         plan.validate()?;
         Ok(plan)
     }

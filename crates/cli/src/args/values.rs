@@ -63,3 +63,76 @@ pub(super) fn header_arg(text: &str) -> Result<(String, String), String> {
         "expected 'Name: value' with a token name (letters, digits, !#$%&'*+-.^_`|~)".to_string()
     })
 }
+
+/// A rate in requests per second: a number as wrk2 takes it, or N/DURATION as vegeta writes
+/// it (500/1s, 500/s, 30000/1m: a duration without a number is one of its unit).
+pub(super) fn rate(text: &str) -> Result<f64, String> {
+    let form = "expected requests per second, e.g. 500, or N/DURATION as vegeta writes it: 500/1s, 500/s, 30000/1m";
+    let text = text.trim();
+    let Some((count, per)) = text.split_once('/') else {
+        return text.parse::<f64>().map_err(|_| form.to_string());
+    };
+    let count: f64 = count.trim().parse().map_err(|_| form.to_string())?;
+    let per = per.trim();
+    if per.is_empty() {
+        return Err(form.to_string());
+    }
+    let per = if per.starts_with(|c: char| c.is_ascii_digit()) {
+        per.to_string()
+    } else {
+        format!("1{per}")
+    };
+    let per = parse_duration(&per).map_err(|_| form.to_string())?;
+    if per.is_zero() {
+        return Err(form.to_string());
+    }
+    Ok(count / per.as_secs_f64())
+}
+
+/// `run`'s -d: a duration. hey and curl write a request body after -d; a value that looks
+/// like one (JSON, a form, @FILE) is told where the body goes instead.
+pub(super) fn run_duration(text: &str) -> Result<Duration, String> {
+    duration_arg(text).map_err(|e| {
+        let t = text.trim_start();
+        let body_like = t.starts_with(['{', '[', '<', '@', '"', '\''])
+            || t.contains(['=', '&'])
+            || t.contains(char::is_whitespace);
+        if body_like {
+            "-d is the duration here; for a request body use --body/-b (hey's and curl's -d; \
+             -b @FILE reads it from a file)"
+                .to_string()
+        } else {
+            e
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rates_as_wrk2_and_vegeta_write_them() {
+        assert_eq!(rate("2000"), Ok(2000.0));
+        assert_eq!(rate("500/1s"), Ok(500.0));
+        assert_eq!(rate("500/s"), Ok(500.0));
+        assert_eq!(rate("30000/1m"), Ok(500.0));
+        assert_eq!(rate("50/100ms"), Ok(500.0));
+        for bad in ["fast", "500/", "500/0s", "/1s", "500/1x"] {
+            assert!(rate(bad).unwrap_err().contains("500/1s"), "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_body_after_d_is_told_where_bodies_go() {
+        assert_eq!(run_duration("5s"), Ok(Duration::from_secs(5)));
+        for body in ["{}", "{\"a\":1}", "a=1&b=2", "@body.json", "[1, 2]"] {
+            let e = run_duration(body).unwrap_err();
+            assert!(e.starts_with("-d is the duration here"), "{body}: {e}");
+            assert!(e.contains("--body/-b"), "{e}");
+        }
+        assert!(run_duration("ten")
+            .unwrap_err()
+            .starts_with("expected a duration"));
+    }
+}

@@ -9,6 +9,16 @@
 //!   stream limit of 0): one waiting request is charged with the cause, so a server that
 //!   refuses everything makes errors, never a silent spin.
 //!
+//! - **A server that does not speak HTTP/2 with prior knowledge** (it answers the preface
+//!   with `HTTP/1.1 400`, closes, or sends bytes that are no frame) while no connection of
+//!   the run has spoken HTTP/2: the run stops at once ([`H2Run::refuse`]) and fails naming
+//!   the answer, instead of failing every connection the same way for the whole duration.
+//!
+//! Bytes: a response's sample carries its stream's frames both ways; what the connection
+//! moved beside them (preface, SETTINGS, PING, WINDOW_UPDATE, GOAWAY, failed streams) is
+//! added to the recorder's totals without a sample after each poll ([`Live::count_bytes`]),
+//! so the totals are every byte that crossed the connection (above TLS, if any).
+//!
 //! Latency runs from the moment the request's HEADERS frame is queued (it goes out in the
 //! same turn of the event loop, in the write that follows) to the read that held the end of
 //! its response.
@@ -16,11 +26,12 @@
 use std::cell::{Cell, RefCell};
 use std::future::poll_fn;
 use std::rc::Rc;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::task::{Poll, Waker};
 use std::time::Instant;
 
-use loadmark_metrics::ErrorKind;
+use loadmark_metrics::{ErrorKind, Recorder};
 
 use super::conn::{Event, Failure, H2Conn};
 use super::request::{prepare, Prepared};
@@ -60,6 +71,85 @@ impl<S> Negotiated for tokio_rustls::client::TlsStream<S> {
     }
 }
 
+/// What every worker's HTTP/2 connections share for a run: the lowest stream limit a server
+/// announced (for the report), and whether the server speaks HTTP/2 at all.
+#[derive(Debug)]
+pub(crate) struct H2Run {
+    /// The lowest SETTINGS_MAX_CONCURRENT_STREAMS a server announced below `--streams`
+    /// (`usize::MAX`: none lower).
+    pub(crate) server_limit: AtomicUsize,
+    /// A connection of the run finished its handshake.
+    spoken: AtomicBool,
+    /// What the server answered instead of HTTP/2, when the run stopped for it.
+    refused: OnceLock<String>,
+    /// The loops waiting in [`H2Run::stopped`] (one per worker): woken once, when refused.
+    waiting: Mutex<Vec<Waker>>,
+}
+
+impl Default for H2Run {
+    fn default() -> Self {
+        H2Run {
+            server_limit: AtomicUsize::new(usize::MAX),
+            spoken: AtomicBool::new(false),
+            refused: OnceLock::new(),
+            waiting: Mutex::new(Vec::new()),
+        }
+    }
+}
+
+impl H2Run {
+    fn spoke(&self) {
+        if !self.spoken.load(Ordering::Relaxed) {
+            self.spoken.store(true, Ordering::Relaxed);
+        }
+    }
+
+    /// A connection's handshake got `answer`, which is not HTTP/2. Unless a connection of
+    /// the run already spoke HTTP/2 (then it is one failed connection, counted as such),
+    /// the whole run stops: every connection would fail the same way. True: stop.
+    pub(crate) fn refuse(&self, answer: &str) -> bool {
+        if self.spoken.load(Ordering::Relaxed) {
+            return false;
+        }
+        let _ = self.refused.set(answer.to_string());
+        let waiting = std::mem::take(&mut *self.waiting.lock().unwrap_or_else(|e| e.into_inner()));
+        for waker in waiting {
+            waker.wake();
+        }
+        true
+    }
+
+    /// What the server answered, if the run stopped because it does not speak HTTP/2.
+    pub(crate) fn refused(&self) -> Option<&str> {
+        self.refused.get().map(String::as_str)
+    }
+
+    /// Ready once the run stopped because the server does not speak HTTP/2. Meant to be
+    /// raced against a loop's own work in one task: it registers the task's waker once, and
+    /// every later poll is one atomic load (no lock per request).
+    pub(crate) async fn stopped(&self) {
+        let mut registered = false;
+        std::future::poll_fn(|cx| {
+            if self.refused().is_some() {
+                return Poll::Ready(());
+            }
+            if !registered {
+                registered = true;
+                self.waiting
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .push(cx.waker().clone());
+                // Refused between the check and the registration: its wake-up was missed.
+                if self.refused().is_some() {
+                    return Poll::Ready(());
+                }
+            }
+            Poll::Pending
+        })
+        .await
+    }
+}
+
 /// What the HTTP/2 connections of one worker share beside [`Shared`].
 pub(crate) struct H2Shared {
     /// `http` or `https`, for the `:scheme` pseudo-header.
@@ -68,18 +158,17 @@ pub(crate) struct H2Shared {
     /// Fixed requests, prepared once, by the address of their HTTP/1.1 bytes (which the
     /// source keeps for the whole run).
     fixed: RefCell<Vec<(usize, Rc<Prepared>)>>,
-    /// The lowest SETTINGS_MAX_CONCURRENT_STREAMS a server announced below `streams`, shared
-    /// by the workers and read by the runner for the report (`usize::MAX`: none lower).
-    pub(crate) server_limit: Arc<AtomicUsize>,
+    /// Shared by the workers and read by the runner.
+    pub(crate) run: Arc<H2Run>,
 }
 
 impl H2Shared {
-    pub(crate) fn new(tls: bool, streams: usize, server_limit: Arc<AtomicUsize>) -> Self {
+    pub(crate) fn new(tls: bool, streams: usize, run: Arc<H2Run>) -> Self {
         H2Shared {
             scheme: if tls { "https" } else { "http" },
             streams: streams.max(1),
             fixed: RefCell::new(Vec::new()),
-            server_limit,
+            run,
         }
     }
 
@@ -90,7 +179,7 @@ impl H2Shared {
     /// Notes a server's stream limit below `--streams` (the connection already keeps to it).
     pub(crate) fn observe_limit(&self, allowed: usize) {
         if allowed < self.streams {
-            self.server_limit.fetch_min(allowed, Ordering::Relaxed);
+            self.run.server_limit.fetch_min(allowed, Ordering::Relaxed);
         }
     }
 }
@@ -105,19 +194,42 @@ struct Job {
 struct Tag {
     started: Instant,
     retried: bool,
-    written: u64,
 }
 
-/// A connection whose open streams count as in flight if the worker stops it.
+/// A connection whose open streams count as in flight if the worker stops it, and whose
+/// bytes no sample carries go to the recorder as they move and when it closes.
 pub(crate) struct Live<'a, S, G> {
     pub conn: H2Conn<S, G>,
     pub in_flight: &'a Cell<u64>,
+    pub recorder: &'a RefCell<Recorder>,
+}
+
+impl<'a, S, G> Live<'a, S, G> {
+    pub(crate) fn new<T: Transport>(conn: H2Conn<S, G>, shared: &'a Shared<T>) -> Self {
+        Live {
+            conn,
+            in_flight: &shared.in_flight,
+            recorder: &shared.recorder,
+        }
+    }
+
+    /// Adds the connection's own bytes (see [`H2Conn::unattributed`]) to the totals; a
+    /// few integer operations unless there are some.
+    pub(crate) fn count_bytes(&mut self, closing: bool) {
+        let (read, written) = self.conn.unattributed(closing);
+        if read > 0 || written > 0 {
+            if let Ok(mut recorder) = self.recorder.try_borrow_mut() {
+                recorder.record_bytes(Instant::now(), read, written);
+            }
+        }
+    }
 }
 
 impl<S, G> Drop for Live<'_, S, G> {
     fn drop(&mut self) {
         self.in_flight
             .set(self.in_flight.get() + self.conn.active() as u64);
+        self.count_bytes(true);
     }
 }
 
@@ -141,7 +253,7 @@ pub(crate) async fn slot_loop<T: Transport>(
     let mut rendered = Vec::new();
     let mut events = Vec::new();
     loop {
-        if stopped(Instant::now()) {
+        if stopped(Instant::now()) || h2s.run.refused().is_some() {
             return;
         }
         if waiting.is_empty() {
@@ -153,7 +265,7 @@ pub(crate) async fn slot_loop<T: Transport>(
                 retried: false,
             });
         }
-        let conn = match connect(&shared).await {
+        let conn = match connect(&shared, &h2s.run).await {
             Ok(c) => c,
             Err(f) => {
                 // The connect failure is the waiting request's error (as over HTTP/1.1).
@@ -163,10 +275,7 @@ pub(crate) async fn slot_loop<T: Transport>(
                 continue;
             }
         };
-        let mut live = Live {
-            conn,
-            in_flight: &shared.in_flight,
-        };
+        let mut live = Live::new(conn, &shared);
         let mut answered = 0u64;
         let mut last_failure: Option<Failure> = None;
         let mut stop = false;
@@ -197,7 +306,6 @@ pub(crate) async fn slot_loop<T: Transport>(
                 let tag = Tag {
                     started,
                     retried: job.retried,
-                    written: prepared.body.len() as u64,
                 };
                 live.conn.open(
                     &prepared.block,
@@ -211,12 +319,13 @@ pub(crate) async fn slot_loop<T: Transport>(
             }
             events.clear();
             poll_fn(|cx| live.conn.poll(cx, &mut events)).await;
+            live.count_bytes(false);
             let stamped = live.conn.stamped();
             for event in events.drain(..) {
                 match event {
                     Event::Response { tag, answer } => {
                         answered += 1;
-                        let sample = answer.sample(None, tag.started, tag.written);
+                        let sample = answer.sample(None, tag.started);
                         shared.recorder.borrow_mut().record(&sample);
                         // For the lingering task (`crate::linger`), as over HTTP/1.1.
                         shared.activity.request_ended(stamped);
@@ -277,7 +386,8 @@ pub(crate) async fn ramp_loop<T: Transport>(
 ) where
     T::Stream: Negotiated,
 {
-    crate::closed::ramp_slots(profile, origin, share, move |retire, end| {
+    let run = h2s.run.clone();
+    let ramp = crate::closed::ramp_slots(profile, origin, share, move |retire, end| {
         slot_loop(
             shared.clone(),
             h2s.clone(),
@@ -285,8 +395,13 @@ pub(crate) async fn ramp_loop<T: Transport>(
             Some(end),
             Some(retire),
         )
-    })
-    .await
+    });
+    // The ramp would start new slots until its stages end; a server that does not speak
+    // HTTP/2 ends it at once.
+    tokio::select! {
+        () = ramp => {}
+        () = run.stopped() => {}
+    }
 }
 
 pub(crate) struct ConnectFailure {
@@ -294,9 +409,12 @@ pub(crate) struct ConnectFailure {
     pub message: String,
 }
 
-/// Opens a connection and runs the HTTP/2 handshake (the preface and both SETTINGS).
+/// Opens a connection and runs the HTTP/2 handshake (the preface and both SETTINGS). A
+/// server that answers with something else than HTTP/2 before any connection of the run
+/// spoke it stops the run ([`H2Run::refuse`]); the caller sees the failure and checks.
 pub(crate) async fn connect<T: Transport, G>(
     shared: &Shared<T>,
+    run: &H2Run,
 ) -> Result<H2Conn<T::Stream, G>, ConnectFailure>
 where
     T::Stream: Negotiated,
@@ -314,9 +432,24 @@ where
         kind: ErrorKind::Tls,
         message: format!("{why} (drop --http2)"),
     })?;
-    let conn = H2Conn::handshake(stream, shared.timeout)
-        .await
-        .map_err(|(kind, message)| ConnectFailure { kind, message })?;
+    let conn = match H2Conn::handshake(stream, shared.timeout).await {
+        Ok(conn) => conn,
+        Err(e) => {
+            let (read, written) = e.bytes;
+            shared
+                .recorder
+                .borrow_mut()
+                .record_bytes(Instant::now(), read, written);
+            if let Some(answer) = &e.not_h2 {
+                run.refuse(answer);
+            }
+            return Err(ConnectFailure {
+                kind: e.kind,
+                message: e.message,
+            });
+        }
+    };
+    run.spoke();
     let now = Instant::now();
     shared
         .recorder

@@ -63,18 +63,19 @@ pub(crate) struct Answer {
     pub ended: Instant,
     pub status: u16,
     /// Body bytes (DATA payloads without padding).
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub body: u64,
+    /// Every byte of the stream's frames read (HEADERS, CONTINUATION, DATA with their
+    /// 9-byte headers, padding and HPACK blocks) and written (its HEADERS, CONTINUATION and
+    /// DATA frames): the request's share of what crossed the connection. The connection's
+    /// own frames are counted apart ([`H2Conn::unattributed`]).
     pub read: u64,
+    pub written: u64,
 }
 
 impl Answer {
-    /// The sample of a request `started` (due at `scheduled` in an open loop) that wrote
-    /// `written` body bytes.
-    pub(crate) fn sample(
-        &self,
-        scheduled: Option<Instant>,
-        started: Instant,
-        written: u64,
-    ) -> Sample {
+    /// The sample of a request `started` (due at `scheduled` in an open loop).
+    pub(crate) fn sample(&self, scheduled: Option<Instant>, started: Instant) -> Sample {
         Sample {
             scheduled,
             started,
@@ -82,9 +83,23 @@ impl Answer {
             ended: self.ended,
             status: self.status,
             bytes_read: self.read,
-            bytes_written: written,
+            bytes_written: self.written,
         }
     }
+}
+
+/// Why the handshake failed.
+#[derive(Debug)]
+pub(crate) struct HandshakeError {
+    pub kind: ErrorKind,
+    pub message: String,
+    /// The server answered the preface with something that is not HTTP/2 at all (an
+    /// HTTP/1.x response, bytes that are no frame, a close before any byte): what it did,
+    /// as "it answered `HTTP/1.1 400 Bad Request`". A server that speaks HTTP/2 but failed
+    /// (a timeout, a broken SETTINGS) leaves this `None`.
+    pub not_h2: Option<String>,
+    /// The bytes read and written on the connection: they count in the run's totals.
+    pub bytes: (u64, u64),
 }
 
 /// What a poll found: a request that ended, with the caller's tag.
@@ -102,6 +117,13 @@ pub(crate) struct H2Conn<S, T> {
     /// opening a stream costs no timer registration.
     timer: Pin<Box<Sleep>>,
     timer_at: Option<Instant>,
+    /// Bytes read from and written to `io` (above TLS, if any), and how many of them
+    /// [`H2Conn::unattributed`] handed over so far.
+    wire_read: u64,
+    wire_written: u64,
+    reported: (u64, u64),
+    /// What the server answered instead of HTTP/2 (see [`HandshakeError::not_h2`]).
+    not_h2: Option<String>,
 }
 
 impl<S, T> H2Conn<S, T> {
@@ -118,6 +140,46 @@ impl<S, T> H2Conn<S, T> {
     pub(crate) fn active(&self) -> usize {
         self.state.streams.len()
     }
+
+    /// Bytes read from and written to the socket so far.
+    #[cfg(test)]
+    pub(crate) fn wire(&self) -> (u64, u64) {
+        (self.wire_read, self.wire_written)
+    }
+
+    /// The bytes this connection moved, read and written, since the last call, that no
+    /// response's sample carries: the preface, SETTINGS and their ACKs, PING, WINDOW_UPDATE,
+    /// GOAWAY, RST_STREAM for an ended stream, and every frame of a stream that failed.
+    /// Responses' samples plus these are every byte that crossed the connection, so the
+    /// run's totals are exact. While the connection lives, the frames of open streams wait
+    /// for their sample; bytes not yet whole frames wait to be parsed. With `closing` (the
+    /// connection is being dropped) everything not in a sample is handed over.
+    pub(crate) fn unattributed(&mut self, closing: bool) -> (u64, u64) {
+        let s = &self.state;
+        let (parsed, open_read, open_written) = if closing {
+            (self.wire_read, 0, 0)
+        } else {
+            let buffered = self.reader.unread().len() as u64;
+            (
+                self.wire_read.saturating_sub(buffered),
+                s.open_read,
+                s.open_written,
+            )
+        };
+        // Written bytes are attributed to a stream when queued and counted here when the
+        // socket took them: queued ones make this lower for a moment, never higher.
+        let due_read = parsed.saturating_sub(s.sampled_read + open_read);
+        let due_written = self
+            .wire_written
+            .saturating_sub(s.sampled_written + open_written);
+        let (read, written) = (
+            due_read.saturating_sub(self.reported.0),
+            due_written.saturating_sub(self.reported.1),
+        );
+        self.reported.0 = self.reported.0.max(due_read);
+        self.reported.1 = self.reported.1.max(due_written);
+        (read, written)
+    }
 }
 
 impl<S, T> H2Conn<S, T>
@@ -126,7 +188,7 @@ where
 {
     /// Sends the preface and the client's SETTINGS, and waits for the server's SETTINGS
     /// (within `timeout`), so the first requests already keep to its stream limit.
-    pub(crate) async fn handshake(io: S, timeout: Duration) -> Result<Self, (ErrorKind, String)> {
+    pub(crate) async fn handshake(io: S, timeout: Duration) -> Result<Self, HandshakeError> {
         let far = Instant::now() + Duration::from_secs(365 * 24 * 3600);
         let mut conn = H2Conn {
             io,
@@ -134,6 +196,10 @@ where
             state: State::new(timeout),
             timer: Box::pin(tokio::time::sleep_until(far.into())),
             timer_at: None,
+            wire_read: 0,
+            wire_written: 0,
+            reported: (0, 0),
+            not_h2: None,
         };
         let out = &mut conn.state.out;
         out.extend_from_slice(frame::PREFACE);
@@ -154,16 +220,39 @@ where
                 Poll::Pending
             }
         });
-        if tokio::time::timeout(timeout, settled).await.is_err() {
-            return Err((
+        let (kind, message) = if tokio::time::timeout(timeout, settled).await.is_err() {
+            (
                 ErrorKind::Timeout,
                 format!("HTTP/2 handshake: no SETTINGS from the server within {timeout:?}"),
-            ));
+            )
+        } else {
+            match conn.state.ended.take() {
+                Some((kind, message)) => (kind, format!("HTTP/2 handshake: {message}")),
+                None => return Ok(conn),
+            }
+        };
+        // Closed (or reset) before a whole frame came, as an HTTP/1.1-only server may end
+        // a connection that opens with the preface.
+        if conn.not_h2.is_none()
+            && matches!(kind, ErrorKind::Closed | ErrorKind::Read | ErrorKind::Write)
+        {
+            let how = if kind == ErrorKind::Closed {
+                "closed the connection".to_string()
+            } else {
+                let why = message.trim_start_matches("HTTP/2 handshake: ");
+                format!("ended the connection ({why})")
+            };
+            conn.not_h2 = Some(match conn.reader.unread() {
+                [] => format!("it {how} without answering the preface"),
+                some => format!("it answered `{}` and {how}", first_line(some)),
+            });
         }
-        match conn.state.ended.take() {
-            Some((kind, message)) => Err((kind, format!("HTTP/2 handshake: {message}"))),
-            None => Ok(conn),
-        }
+        Err(HandshakeError {
+            kind,
+            message,
+            not_h2: conn.not_h2.take(),
+            bytes: conn.unattributed(true),
+        })
     }
 
     /// Whether a new stream may open now: the server's limit, its GOAWAY and the stream ids
@@ -243,6 +332,7 @@ where
                         self.state.end_eof(events);
                         break;
                     }
+                    self.wire_read += n as u64;
                     self.reader.filled(n);
                     let at = self.io.arrival().unwrap_or_else(Instant::now);
                     if let Err(e) = self.frames(at, events) {
@@ -270,12 +360,33 @@ where
     }
 
     fn frames(&mut self, at: Instant, events: &mut Vec<Event<T>>) -> Result<(), ConnError> {
-        if !self.state.settings_seen && self.reader.starts_with(b"HTTP/") {
+        if self.state.settings_seen {
+            return self.whole_frames(at, events);
+        }
+        if self.reader.starts_with(b"HTTP/") {
+            self.not_h2 = Some(format!(
+                "it answered `{}`",
+                first_line(self.reader.unread())
+            ));
             return Err(ConnError::new(
                 Reason::PROTOCOL_ERROR,
                 "it answered in HTTP/1.x: the server does not speak HTTP/2 with prior knowledge",
             ));
         }
+        // Before the server's SETTINGS, an error in a first frame that is not SETTINGS means
+        // its bytes are not HTTP/2 (a SETTINGS with a bad value is a broken HTTP/2 server).
+        let settings_first = self.reader.unread().get(3) == Some(&frame::SETTINGS);
+        let first = first_line(self.reader.unread());
+        let result = self.whole_frames(at, events);
+        if result.is_err() && !self.state.settings_seen && !settings_first {
+            self.not_h2 = Some(format!(
+                "it answered bytes that are not an HTTP/2 SETTINGS frame: `{first}`"
+            ));
+        }
+        result
+    }
+
+    fn whole_frames(&mut self, at: Instant, events: &mut Vec<Event<T>>) -> Result<(), ConnError> {
         while let Some((head, payload)) = self.reader.next()? {
             self.state.frame(head, payload, at, events)?;
         }
@@ -287,7 +398,10 @@ where
         while s.out_pos < s.out.len() {
             match Pin::new(&mut self.io).poll_write(cx, &s.out[s.out_pos..]) {
                 Poll::Ready(Ok(0)) => return Err(io::ErrorKind::WriteZero.into()),
-                Poll::Ready(Ok(n)) => s.out_pos += n,
+                Poll::Ready(Ok(n)) => {
+                    s.out_pos += n;
+                    self.wire_written += n as u64;
+                }
                 Poll::Ready(Err(e)) => return Err(e),
                 Poll::Pending => return Ok(()),
             }
@@ -325,4 +439,17 @@ where
             self.timer.as_mut().reset(next.into());
         }
     }
+}
+
+/// The first line of what a server sent (at most 60 bytes), printable: enough to tell an
+/// HTTP/1.x status line or what else it was.
+fn first_line(bytes: &[u8]) -> String {
+    let line = bytes.split(|b| *b == b'\n').next().unwrap_or(&[]);
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    let cut = line.len().min(60);
+    let mut shown = line[..cut].escape_ascii().to_string();
+    if cut < line.len() {
+        shown.push('…');
+    }
+    shown
 }

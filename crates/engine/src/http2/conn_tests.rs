@@ -50,14 +50,18 @@ fn against(script: &[u8], streams: u32, body: &[u8]) -> Result<Seen, String> {
         let mut settings = Vec::new();
         frame::settings(&mut settings, &[]);
         wr.write_all(&settings).await.unwrap();
-        // The client's writes must not block: read them away as they come.
+        // The client's writes must not block: read them away as they come, counted.
         let drain = tokio::spawn(async move {
             let mut sink = vec![0u8; 1 << 16];
-            while matches!(rd.read(&mut sink).await, Ok(n) if n > 0) {}
+            let mut total = 0u64;
+            while let Ok(n @ 1..) = rd.read(&mut sink).await {
+                total += n as u64;
+            }
+            total
         });
         let mut conn: H2Conn<DuplexStream, u32> = H2Conn::handshake(client, Duration::from_secs(5))
             .await
-            .map_err(|(_, m)| m)?;
+            .map_err(|e| e.message)?;
         let deadline = Instant::now() + Duration::from_secs(10);
         let body = Bytes::copy_from_slice(body);
         let block = request_block();
@@ -71,6 +75,8 @@ fn against(script: &[u8], streams: u32, body: &[u8]) -> Result<Seen, String> {
         wr.shutdown().await.unwrap();
         let (mut ok, mut failed) = (Vec::new(), Vec::new());
         let mut events = Vec::new();
+        // Bytes as the run counts them: samples plus the connection's own.
+        let mut counted = (0u64, 0u64);
         while conn.active() > 0 {
             events.clear();
             let polled = tokio::time::timeout(
@@ -80,16 +86,26 @@ fn against(script: &[u8], streams: u32, body: &[u8]) -> Result<Seen, String> {
             if polled.await.is_err() {
                 return Err(format!("hung with {} streams open", conn.active()));
             }
+            let (r, w) = conn.unattributed(false);
+            counted = (counted.0 + r, counted.1 + w);
             for e in events.drain(..) {
                 match e {
-                    Event::Response { tag, answer } => ok.push((tag, answer.status, answer.read)),
+                    Event::Response { tag, answer } => {
+                        counted = (counted.0 + answer.read, counted.1 + answer.written);
+                        ok.push((tag, answer.status, answer.body))
+                    }
                     Event::Failed { tag, failure } => {
                         failed.push((tag, failure.message, failure.unprocessed))
                     }
                 }
             }
         }
-        drain.abort();
+        let (r, w) = conn.unattributed(true);
+        counted = (counted.0 + r, counted.1 + w);
+        // Every byte the client read, and every byte that reached the server, counted once.
+        assert_eq!(counted.0, conn.wire().0, "bytes read");
+        drop(conn);
+        assert_eq!(counted.1, drain.await.unwrap(), "bytes written");
         let mut tags: Vec<u32> = ok
             .iter()
             .map(|o| o.0)
@@ -176,8 +192,78 @@ fn a_server_speaking_http1_is_named_at_the_handshake() {
             .await
             .err()
             .unwrap();
-        assert!(e.1.contains("answered in HTTP/1.x"), "{}", e.1);
+        assert!(e.message.contains("answered in HTTP/1.x"), "{}", e.message);
+        assert_eq!(
+            e.not_h2.as_deref(),
+            Some("it answered `HTTP/1.1 400 Bad Request`")
+        );
+        // The preface, SETTINGS and WINDOW_UPDATE went out, then a GOAWAY; the answer came in.
+        assert_eq!(e.bytes.0, 47);
+        assert_eq!(e.bytes.1, 24 + (9 + 12) + (9 + 4) + (9 + 8));
     });
+}
+
+/// The handshake's verdict on what a server sent instead of SETTINGS: not HTTP/2 at all
+/// (`not_h2`), or HTTP/2 that went wrong (`None`).
+fn not_h2_after(server_bytes: &[u8]) -> Option<String> {
+    runtime().block_on(async {
+        let (client, mut server) = tokio::io::duplex(1 << 16);
+        server.write_all(server_bytes).await.unwrap();
+        server.shutdown().await.unwrap();
+        let e = H2Conn::<DuplexStream, u32>::handshake(client, Duration::from_secs(5))
+            .await
+            .err()
+            .expect("no handshake without SETTINGS");
+        assert_eq!(e.bytes.0, server_bytes.len() as u64);
+        e.not_h2
+    })
+}
+
+#[test]
+fn a_close_or_bytes_that_are_not_frames_are_not_http2_but_a_bad_settings_is() {
+    assert_eq!(
+        not_h2_after(b"").as_deref(),
+        Some("it closed the connection without answering the preface")
+    );
+    assert_eq!(
+        not_h2_after(b"\x15\x03\x01\x00\x02\x02\x50").as_deref(),
+        Some("it answered `\\x15\\x03\\x01\\x00\\x02\\x02P` and closed the connection")
+    );
+    let mut ping = Vec::new();
+    frame::head(&mut ping, 8, frame::PING, 0, 0);
+    ping.extend_from_slice(&[0; 8]);
+    assert_eq!(
+        not_h2_after(&ping).as_deref(),
+        Some("it answered bytes that are not an HTTP/2 SETTINGS frame: `\\x00\\x00\\x08\\x06\\x00\\x00\\x00\\x00\\x00\\x00\\x00\\x00\\x00\\x00\\x00\\x00\\x00`")
+    );
+    let mut bad = Vec::new();
+    frame::settings(&mut bad, &[(frame::SETTINGS_ENABLE_PUSH, 7)]);
+    assert_eq!(
+        not_h2_after(&bad),
+        None,
+        "an HTTP/2 server with a bad setting"
+    );
+}
+
+#[test]
+fn every_frame_byte_is_counted_once_responses_and_connection_apart() {
+    // Padding, CONTINUATION, a PING and a connection-level WINDOW_UPDATE among responses.
+    let mut script = Vec::new();
+    frame::head(&mut script, 1, frame::HEADERS, 0, 1);
+    script.push(0x88);
+    frame::head(&mut script, 0, frame::CONTINUATION, frame::END_HEADERS, 1);
+    frame::head(&mut script, 8, frame::PING, 0, 0);
+    script.extend_from_slice(b"pingpong");
+    frame::head(&mut script, 1 + 5 + 10, frame::DATA, frame::PADDED, 1);
+    script.push(10);
+    script.extend_from_slice(b"hello");
+    script.extend_from_slice(&[0; 10]);
+    frame::window_update(&mut script, 0, 1000);
+    frame::data(&mut script, 1, b"", true);
+    script.extend(status_200(3, true));
+    let (ok, failed) = against(&script, 2, b"post!").unwrap();
+    assert!(failed.is_empty(), "{failed:?}");
+    assert_eq!(ok, vec![(0, 200, 5), (1, 200, 0)]);
 }
 
 #[test]

@@ -79,6 +79,9 @@ impl std::fmt::Display for Reason {
     }
 }
 
+/// The length of a frame's header.
+pub(crate) const FRAME_HEAD: usize = 9;
+
 /// A frame's 9-byte header.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Head {
@@ -246,7 +249,12 @@ impl FrameReader {
 
     /// Whether the unread bytes begin with `prefix` (an HTTP/1.x answer to the preface).
     pub fn starts_with(&self, prefix: &[u8]) -> bool {
-        self.buf[self.start..self.end].starts_with(prefix)
+        self.unread().starts_with(prefix)
+    }
+
+    /// The bytes read and not yet taken as whole frames.
+    pub fn unread(&self) -> &[u8] {
+        &self.buf[self.start..self.end]
     }
 
     /// The next whole frame, or `None` until more bytes are read. A frame larger than the

@@ -22,7 +22,7 @@ mod request;
 mod state;
 
 pub use client::Negotiated;
-pub(crate) use client::{ramp_loop, slot_loop, H2Shared};
+pub(crate) use client::{ramp_loop, slot_loop, H2Run, H2Shared};
 #[doc(hidden)]
 pub use fuzz::fuzz_server_bytes;
 pub(crate) use open::schedule_loop;

@@ -39,7 +39,6 @@ struct Due {
 struct Tag {
     job: Due,
     started: Instant,
-    written: u64,
 }
 
 /// One connection of the pool: its driver task opens it and sends what lands in `queue`.
@@ -172,7 +171,19 @@ pub(crate) async fn schedule_loop<T: Transport>(
         drivers: Rc::downgrade(&drivers),
     });
     let mut schedule = Schedule::new(profile, origin, share);
-    while let Some((k, due)) = schedule.next(&shared.idle_polling).await {
+    let run = pool.h2s.run.clone();
+    // A server that does not speak HTTP/2 ends the schedule at once.
+    let stopped = run.stopped();
+    tokio::pin!(stopped);
+    loop {
+        let next = tokio::select! {
+            biased;
+            () = &mut stopped => None,
+            next = schedule.next(&shared.idle_polling) => next,
+        };
+        let Some((k, due)) = next else {
+            break;
+        };
         while drivers.borrow_mut().try_join_next().is_some() {}
         let job = Due {
             k,
@@ -206,7 +217,7 @@ where
     T::Stream: Negotiated,
 {
     let shared = &pool.shared;
-    let conn = match connect(shared).await {
+    let conn = match connect(shared, &pool.h2s.run).await {
         Ok(c) => c,
         Err(f) => {
             // Every request that landed on a connection that could not open fails with it.
@@ -218,10 +229,7 @@ where
             return;
         }
     };
-    let mut live = Live {
-        conn,
-        in_flight: &shared.in_flight,
-    };
+    let mut live = Live::new(conn, shared);
     let mut answered = 0u64;
     let mut rendered = Vec::new();
     let mut events = Vec::new();
@@ -235,11 +243,7 @@ where
                 Ok(prepared) => live.conn.open(
                     &prepared.block,
                     &prepared.body,
-                    Tag {
-                        job,
-                        started: now,
-                        written: prepared.body.len() as u64,
-                    },
+                    Tag { job, started: now },
                     job.due.max(now) + shared.timeout,
                 ),
                 Err(message) => {
@@ -268,12 +272,13 @@ where
             Poll::Pending
         })
         .await;
+        live.count_bytes(false);
         for event in events.drain(..) {
             me.busy.set(me.busy.get() - 1);
             match event {
                 Event::Response { tag, answer } => {
                     answered += 1;
-                    let sample = answer.sample(Some(tag.job.due), tag.started, tag.written);
+                    let sample = answer.sample(Some(tag.job.due), tag.started);
                     shared.recorder.borrow_mut().record(&sample);
                 }
                 Event::Failed { tag, failure } => {

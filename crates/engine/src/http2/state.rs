@@ -28,7 +28,12 @@ pub(super) struct Stream<T> {
     /// 0 until the final response headers came.
     pub(super) status: u16,
     pub(super) first_byte: Option<Instant>,
-    pub(super) read: u64,
+    /// Body bytes: DATA payloads without padding.
+    pub(super) body: u64,
+    /// Every byte of the frames on this stream, both ways, frame headers and padding
+    /// included (see [`State::open_read`]).
+    pub(super) wire_read: u64,
+    pub(super) wire_written: u64,
 }
 
 /// Stream ids are odd and dense: a multiply spreads them over the map (SipHash would cost
@@ -75,6 +80,14 @@ pub(super) struct State<T> {
     /// Why nothing more can be read or written (streams have been failed with it).
     pub(super) ended: Option<(ErrorKind, String)>,
     pub(super) timeout: Duration,
+    /// The wire bytes of the streams open now, and of those that ended in a response (they
+    /// went out in its sample). What the connection moved beyond these (the preface,
+    /// SETTINGS, PING, WINDOW_UPDATE, GOAWAY, frames of streams that failed or were already
+    /// ended) belongs to no response: [`super::conn::H2Conn::unattributed`] hands it over.
+    pub(super) open_read: u64,
+    pub(super) open_written: u64,
+    pub(super) sampled_read: u64,
+    pub(super) sampled_written: u64,
 }
 
 impl<T> State<T> {
@@ -98,6 +111,10 @@ impl<T> State<T> {
             goaway_reason: Reason::NO_ERROR,
             ended: None,
             timeout,
+            open_read: 0,
+            open_written: 0,
+            sampled_read: 0,
+            sampled_written: 0,
         }
     }
 
@@ -106,7 +123,10 @@ impl<T> State<T> {
         let id = self.next_id;
         self.next_id += 2;
         let end = body.is_empty();
+        let before = self.out.len();
         frame::headers(&mut self.out, id, block, end, self.max_frame);
+        let written = (self.out.len() - before) as u64;
+        self.open_written += written;
         self.streams.insert(
             id,
             Stream {
@@ -117,7 +137,9 @@ impl<T> State<T> {
                 upload: (!end).then(|| (body.clone(), 0)),
                 status: 0,
                 first_byte: None,
-                read: 0,
+                body: 0,
+                wire_read: 0,
+                wire_written: written,
             },
         );
         if !end {
@@ -134,6 +156,14 @@ impl<T> State<T> {
         events: &mut Vec<Event<T>>,
     ) -> Result<(), ConnError> {
         use frame::*;
+        // A frame on an open stream is that request's, whatever it turns out to be.
+        if h.stream != 0 {
+            if let Some(s) = self.streams.get_mut(&h.stream) {
+                let n = (FRAME_HEAD + h.len) as u64;
+                s.wire_read += n;
+                self.open_read += n;
+            }
+        }
         if let Some((id, end)) = self.continuing {
             if h.kind != CONTINUATION || h.stream != id {
                 return Err(ConnError::new(
@@ -452,7 +482,7 @@ impl<T> State<T> {
             self.fail(h.stream, ErrorKind::Protocol, message, false, events);
             return Ok(());
         }
-        s.read += body.len() as u64;
+        s.body += body.len() as u64;
         if h.flags & frame::END_STREAM != 0 {
             self.complete(h.stream, at, events);
         } else if s.recv_window <= STREAM_WINDOW / 2 {
@@ -471,6 +501,10 @@ impl<T> State<T> {
         let Some(s) = self.streams.remove(&id) else {
             return;
         };
+        self.open_read -= s.wire_read;
+        self.open_written -= s.wire_written;
+        self.sampled_read += s.wire_read;
+        self.sampled_written += s.wire_written;
         if s.upload.is_some() {
             // Answered before the whole body was sent (a 413, say): the rest is not wanted.
             self.uploads.retain(|u| *u != id);
@@ -482,7 +516,9 @@ impl<T> State<T> {
                 first_byte: s.first_byte.unwrap_or(at),
                 ended: at,
                 status: s.status,
-                read: s.read,
+                body: s.body,
+                read: s.wire_read,
+                written: s.wire_written,
             },
         });
     }
@@ -509,6 +545,9 @@ impl<T> State<T> {
         events: &mut Vec<Event<T>>,
     ) {
         if let Some(s) = self.streams.remove(&id) {
+            // No sample carries its bytes: they become the connection's.
+            self.open_read -= s.wire_read;
+            self.open_written -= s.wire_written;
             if s.upload.is_some() {
                 self.uploads.retain(|u| *u != id);
             }
@@ -601,6 +640,8 @@ impl<T> State<T> {
                 let n = (body.len() - *sent).min(room).min(self.max_frame);
                 let last = *sent + n == body.len();
                 frame::data(&mut self.out, id, &body[*sent..*sent + n], last);
+                s.wire_written += (frame::FRAME_HEAD + n) as u64;
+                self.open_written += (frame::FRAME_HEAD + n) as u64;
                 *sent += n;
                 s.send_window -= n as i64;
                 self.send_window -= n as i64;

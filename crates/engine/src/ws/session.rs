@@ -303,14 +303,19 @@ struct Opened<S> {
     leftover: usize,
 }
 
-/// Connects and upgrades. The whole handshake runs within the connect timeout.
+/// Connects and upgrades. The whole handshake runs within the connect timeout. Every byte
+/// read and written counts in the run's totals, whatever the outcome: the upgrade request,
+/// the answer, and frames that came in the same read as the 101 (they are parsed later but
+/// never read again).
 async fn open<T: Transport>(
     shared: &Shared<T>,
     ws: &WsShared,
     rng: &mut u64,
     bufs: &mut Buffers,
 ) -> Result<Opened<T::Stream>, Failure> {
+    let mut moved = (0u64, 0u64);
     let connect = async {
+        let moved = &mut moved;
         let mut stream = shared.transport.connect().await.map_err(|e| Failure {
             kind: e.kind,
             message: e.message,
@@ -323,6 +328,8 @@ async fn open<T: Transport>(
                 kind: classify_io(&e, ErrorKind::Write),
                 message: format!("writing the upgrade request: {e}"),
             })?;
+        // (A write that failed part way is not counted: how much went is unknown.)
+        moved.1 = request.len() as u64;
         // Nothing of the last session may reach this one: bytes it could not write
         // would be read by the server as broken frames.
         bufs.write.clear();
@@ -348,15 +355,10 @@ async fn open<T: Transport>(
                 });
             }
             filled += n;
+            moved.0 = filled as u64;
             match handshake::answer(&bufs.read[..filled], &key) {
                 Answer::Partial => continue,
                 Answer::Upgraded { head_len } => {
-                    let now = Instant::now();
-                    shared.recorder.borrow_mut().record_bytes(
-                        now,
-                        head_len as u64,
-                        request.len() as u64,
-                    );
                     bufs.read.copy_within(head_len..filled, 0);
                     // From here on the buffer holds exactly the unparsed bytes.
                     bufs.read.truncate(filled - head_len);
@@ -369,7 +371,6 @@ async fn open<T: Transport>(
                 Answer::Refused { status, why } => {
                     let now = Instant::now();
                     let mut rec = shared.recorder.borrow_mut();
-                    rec.record_bytes(now, filled as u64, request.len() as u64);
                     *rec.websocket(now).upgrade_status.entry(status).or_default() += 1;
                     return Err(Failure {
                         kind: ErrorKind::Handshake,
@@ -385,7 +386,14 @@ async fn open<T: Transport>(
             }
         }
     };
-    match tokio::time::timeout(ws.connect_timeout, connect).await {
+    let result = tokio::time::timeout(ws.connect_timeout, connect).await;
+    if moved != (0, 0) {
+        shared
+            .recorder
+            .borrow_mut()
+            .record_bytes(Instant::now(), moved.0, moved.1);
+    }
+    match result {
         Ok(result) => result,
         Err(_) => Err(Failure {
             kind: ErrorKind::Timeout,
@@ -468,8 +476,11 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Live<'_, S> {
             if closing.is_none() {
                 if sending && stop_at.is_some_and(|t| now >= t) {
                     sending = false;
-                    // Messages that fell due before the end but never left (held back
-                    // behind a server that stopped reading) are dropped, and counted.
+                    // Messages that fell due before the end and have not left yet (the
+                    // loop woke after the end, or a burst held them back) go out now, as
+                    // any late message does; only those a server that stopped reading
+                    // holds back, or due longer ago than --timeout, are dropped, and
+                    // counted (issue 42: held-back sends were counted as never sent).
                     let end = stop_at.expect("checked");
                     let mut dropped = 0;
                     while spec.interval.is_some() && next_send < end {
@@ -477,7 +488,12 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Live<'_, S> {
                             break;
                         }
                         claimed = false;
-                        dropped += 1;
+                        let stale = next_send + timeout <= now;
+                        if stale || self.backlog() >= WRITE_BACKLOG {
+                            dropped += 1;
+                        } else {
+                            self.send_message(Some(next_send), now);
+                        }
                         due_so_far += 1;
                         next_send = start + interval * due_so_far;
                     }
