@@ -264,6 +264,7 @@ mod tests {
             client_cpu_system: Duration::ZERO,
             busiest_worker: 0.1,
             target_addr: "127.0.0.1:9".into(),
+            contention: None,
         };
         Report::new(&plan, &facts, aggregate.finish(), Default::default())
     }

@@ -221,7 +221,11 @@ fn messages_due_at_a_sessions_planned_end_are_sent_not_dropped() {
     let p = ws_plan(&url, spec, settings(8, Some(1500), None));
     let r = run(&p, &StopHandle::new(), |_| {}).unwrap();
     let ws = stats(&r);
-    assert!(ws.sessions_completed >= 16, "{} sessions", ws.sessions_completed);
+    assert!(
+        ws.sessions_completed >= 16,
+        "{} sessions",
+        ws.sessions_completed
+    );
     assert_eq!(r.totals.snapshot.dropped, 0, "nothing dropped: {ws:?}");
     assert_eq!(r.totals.snapshot.errors.total(), 0);
     assert_eq!(ws.messages_received, ws.messages_sent);
