@@ -64,8 +64,10 @@ fn bench_prints_the_step_table_on_stdout_in_the_chosen_style() {
     let lines: Vec<&str> = out.lines().collect();
     assert_eq!(lines[0], "Two sizes (plan.yaml): 2 steps ran", "{out}");
     let header: Vec<&str> = lines[1].split_whitespace().collect();
+    // The plan's default columns start so; later ones (errors by kind, status classes,
+    // the server's figures) follow.
     assert_eq!(
-        header,
+        &header[..10],
         [
             "#",
             "step",
@@ -84,7 +86,7 @@ fn bench_prints_the_step_table_on_stdout_in_the_chosen_style() {
         let cells: Vec<&str> = line.split_whitespace().collect();
         assert_eq!(cells[0], (n + 1).to_string(), "{out}");
         assert_eq!(cells[1], format!("connections={}", n + 1), "{out}");
-        assert_eq!(cells.last(), Some(&"0"), "nothing failed: {out}");
+        assert_eq!(cells[9], "0", "nothing failed: {out}");
     }
     // The columns line up: every row is as wide as the header.
     let width = lines[1].chars().count();

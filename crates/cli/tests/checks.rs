@@ -182,10 +182,12 @@ fn fail_on_failed_counts_responses_and_replies_that_failed_a_check() {
     assert!(t.contains("20 of 20 requests failed"), "{t}");
     assert!(t.contains("20 failed requests"), "{t}");
     assert!(t.contains("--fail-on failed"), "{t}");
-    // Checks are not a status class nor transport errors.
-    for ok in [&[][..], &["--fail-on", "4xx"], &["--fail-on", "errors"]] {
-        let o = http_run(ok);
-        assert_eq!(o.status.code(), Some(0), "{ok:?}: {}", text(&o));
+    // Checks are not a status class nor transport errors, but a run whose every response
+    // failed a check failed, whatever --fail-on names (one exit-code rule, issue 42).
+    for all_failed in [&[][..], &["--fail-on", "4xx"], &["--fail-on", "errors"]] {
+        let o = http_run(all_failed);
+        assert_eq!(o.status.code(), Some(1), "{all_failed:?}: {}", text(&o));
+        assert!(text(&o).contains("every request failed"), "{}", text(&o));
     }
     let o = http_run(&["--fail-on", "failed", "--threshold", "checks>99%"]);
     assert_eq!(

@@ -356,8 +356,9 @@ fn plan_file_thresholds_gate_bench() {
     write("['p99<5s', 'rps>100000000']");
     let o = run(&["bench", path(&plan), "-o", path(&out), "-q"]);
     assert_eq!(o.status.code(), Some(3), "{}", text(&o));
+    // The one exit-code rule names each step's failed thresholds (issue 42).
     assert!(
-        text(&o).contains("step 1: FAIL  rps>100000000"),
+        text(&o).contains("step 1: thresholds failed: rps>100000000"),
         "{}",
         text(&o)
     );
