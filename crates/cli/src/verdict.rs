@@ -136,10 +136,13 @@ pub(crate) fn verdict(runs: &[Judged<'_>], rules: &Rules<'_>) -> Verdict {
 /// class was seen.
 fn failed_run(report: &Report, fail_on: &[FailOn]) -> Option<String> {
     let totals = &report.totals;
-    let ws = totals.websocket.is_some();
-    let succeeded = match &totals.websocket {
-        Some(ws) => ws.sessions_opened,
-        None => totals.status.class(2) + totals.status.class(3),
+    // A WebSocket run that opened no session has no WebSocket figures at all: the plan says
+    // what kind of run it was.
+    let ws = report.plan.websocket.is_some() || totals.websocket.is_some();
+    let succeeded = if ws {
+        totals.websocket.as_ref().map_or(0, |w| w.sessions_opened)
+    } else {
+        totals.status.class(2) + totals.status.class(3)
     };
     let completed = report.summary.requests.completed;
     let all_failed = completed > 0 && report.failed() >= completed;

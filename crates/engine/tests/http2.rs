@@ -87,7 +87,11 @@ fn large_bodies_both_ways_pass_the_flow_control_windows() {
     no_errors(&r);
     let s = &r.totals.snapshot;
     assert_eq!(s.responses, 20);
-    assert_eq!(s.bytes_read, 20 * 4_194_304, "every body byte was read");
+    assert!(
+        body_and_frames(s.bytes_read, 20 * 4_194_304),
+        "every body byte was read, with its frames: {}",
+        s.bytes_read
+    );
     // Uploads: 3 MiB echoed back, the server grants window as it reads.
     let url = format!("http://{}/echo", server.local_addr());
     let mut p = h2(plan(&url, 2, 1, Stop::Requests(10)), 3);
@@ -98,7 +102,11 @@ fn large_bodies_both_ways_pass_the_flow_control_windows() {
     let s = &r.totals.snapshot;
     assert_eq!(s.responses, 10);
     assert_eq!(s.status.get(200), 10);
-    assert_eq!(s.bytes_read, 10 * (3 << 20), "the echo came back whole");
+    assert!(
+        body_and_frames(s.bytes_read, 10 * (3 << 20)),
+        "the echo came back whole, with its frames: {}",
+        s.bytes_read
+    );
     assert_eq!(settled_count(|| server.http2_requests(), 30), 30);
 }
 
@@ -192,4 +200,11 @@ fn h2_over_tls_by_alpn_against_the_built_in_target() {
     no_errors(&r);
     assert_eq!(settled_count(|| server.requests_served(), 550), 550);
     assert_eq!(server.http2_requests(), 500);
+}
+
+/// `bytes` counts every byte that crossed the connection (issue 42): the body, and the frames
+/// around it (9-byte frame headers, HPACK, control frames), which are a small share of a
+/// large body.
+fn body_and_frames(bytes: u64, body: u64) -> bool {
+    bytes >= body && bytes <= body + body / 100
 }

@@ -184,7 +184,13 @@ fn large_bodies_both_ways_with_nginx() {
     let s = &r.totals.snapshot;
     assert_eq!(s.errors.total(), 0, "{:?}", s.errors);
     assert_eq!(s.status.get(200), 10);
-    assert_eq!(s.bytes_read, 10 * BIG as u64);
+    // Every byte that crossed the connection: the bodies and their frames (issue 42).
+    let body = 10 * BIG as u64;
+    assert!(
+        s.bytes_read >= body && s.bytes_read <= body + body / 100,
+        "{}",
+        s.bytes_read
+    );
 
     let mut p = h2(
         plan(

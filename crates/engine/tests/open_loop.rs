@@ -178,7 +178,10 @@ fn beyond_capacity_requests_are_dropped_counted_and_the_run_ends_on_time() {
     );
     let s = &r.totals.snapshot;
     assert_eq!(accounted(&r), 1000);
-    assert!(s.dropped >= 900, "dropped {}", s.dropped);
+    // Requests due while every connection waits and no credit is left wait for one first
+    // (crate::pool), and are dropped once they waited longer than --timeout: a few more
+    // are served or time out than when every one was dropped at once.
+    assert!(s.dropped >= 850, "dropped {}", s.dropped);
     assert!(
         s.responses >= 30 && s.responses <= 50,
         "responses {}",
