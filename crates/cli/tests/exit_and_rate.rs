@@ -139,3 +139,81 @@ fn fail_on_turns_a_class_of_failures_into_exit_1() {
     );
     assert!(stderr(&o).contains("4xx"), "{}", stderr(&o));
 }
+
+/// Pins the calling thread, or (through `pre_exec`) a child, to `cpu`.
+fn pin_to(cpu: usize) -> std::io::Result<()> {
+    // SAFETY: a cpu_set_t filled by the libc macros, for the calling thread.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu, &mut set);
+        if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+/// Issue 42, item 7: when another process takes the load thread's CPU, the lag finding says
+/// the lag was the machine's, how long the thread waited and how busy the CPUs were, and
+/// does not blame the server.
+#[test]
+fn an_open_loop_sharing_its_cpu_with_a_hog_says_the_lag_was_the_machines() {
+    use std::os::unix::process::CommandExt;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    let server = target();
+    let url = format!("http://{}/status", server.local_addr());
+    // The last CPU this test may use: the hog and loadmark share it.
+    let cpu = (0..libc::CPU_SETSIZE as usize)
+        .rev()
+        .find(|&c| unsafe {
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) == 0
+                && libc::CPU_ISSET(c, &set)
+        })
+        .unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let hog = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            pin_to(cpu).unwrap();
+            let mut spins = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                spins = std::hint::black_box(spins.wrapping_add(1));
+            }
+        })
+    };
+    let o = unsafe {
+        loadmark()
+            .args(["run", &url, "-R", "2000", "-d", "2s", "--json"])
+            .pre_exec(move || pin_to(cpu))
+            .output()
+            .unwrap()
+    };
+    stop.store(true, Ordering::Relaxed);
+    hog.join().unwrap();
+    let report = common::report_json(&String::from_utf8_lossy(&o.stdout)).unwrap();
+    let contention = report
+        .run
+        .client_cpu
+        .contention
+        .as_ref()
+        .expect("the CPU wait is measured");
+    assert!(
+        contention.waited_s > 0.004,
+        "sharing a CPU with a busy loop, the load thread waited for it: {contention:?}"
+    );
+    let findings = report.run.health.findings.join("\n");
+    assert!(
+        findings.contains("waited")
+            && findings.contains("for a CPU")
+            && findings.contains("other processes on their cores")
+            && findings.contains("taskset"),
+        "the lag is named as the machine's: {findings}"
+    );
+    assert!(
+        !report.run.health.overloaded,
+        "a lag of the client's CPU is not the server's overload: {findings}"
+    );
+    assert_eq!(report.summary.dropped, 0, "{findings}");
+}

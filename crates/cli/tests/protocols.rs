@@ -441,3 +441,75 @@ fn transfer_counts_match_the_bytes_the_kernel_moved() {
         );
     }
 }
+
+/// A server that answers the first three pipelined requests of each connection, sends the
+/// head of a fourth answer and ends its side (a FIN, as nginx at `keepalive_requests`), then
+/// reads until the client leaves: what a client must count though no response carries it.
+fn answers_three_then_breaks_off() -> std::net::SocketAddr {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for conn in listener.incoming() {
+            let mut conn = conn.unwrap();
+            std::thread::spawn(move || {
+                let (mut seen, mut answered, mut buf) = (Vec::new(), 0, [0u8; 4096]);
+                while answered < 3 {
+                    match conn.read(&mut buf) {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => seen.extend_from_slice(&buf[..n]),
+                    }
+                    let ends = seen.windows(4).filter(|w| w == b"\r\n\r\n").count();
+                    while answered < ends.min(3) {
+                        let _ =
+                            conn.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello");
+                        answered += 1;
+                    }
+                }
+                let _ = conn.write_all(b"HTTP/1.1 200 OK\r\nContent-Len");
+                let _ = conn.shutdown(std::net::Shutdown::Write);
+                while matches!(conn.read(&mut buf), Ok(n) if n > 0) {}
+            });
+        }
+    });
+    addr
+}
+
+/// Issue 42: a pipelined batch the server breaks off still counts every byte that crossed:
+/// the requests written and never answered, and the partial answer read.
+#[test]
+fn pipelined_batches_broken_off_count_every_byte_the_kernel_moved() {
+    let server = answers_three_then_breaks_off();
+    let dir = TempDir::new("pipeline-bytes");
+    for (name, load) in [
+        ("closed loop", "-c 2 -n 400"),
+        ("open loop", "-R 400 -d 1s"),
+    ] {
+        let relay = KernelCounts::relay_to(server);
+        let json = dir.path().join(format!("{}.json", name.replace(' ', "-")));
+        let url = format!("http://{}/", relay.addr);
+        let mut args = vec![
+            "run",
+            &url,
+            "--pipeline",
+            "8",
+            "-q",
+            "-o",
+            json.to_str().unwrap(),
+        ];
+        args.extend(load.split_whitespace());
+        let (_, _, out, err) = loadmark(&args);
+        let report = common::report_json(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        let t = &report.summary;
+        assert!(t.requests.completed > 0, "{name}: {out}{err}");
+        let (kernel, relayed) = relay.settled(t.connections_opened);
+        assert_eq!(kernel[0], relayed[0], "{name}: relay and kernel disagree");
+        assert_eq!(
+            (t.bytes_written, t.bytes_read),
+            (kernel[0], kernel[1]),
+            "{name}: the report's written and read bytes against the kernel's over {} \
+             connections",
+            kernel[2]
+        );
+    }
+}

@@ -75,17 +75,13 @@ impl Compared {
         self == Compared::Rps
     }
 
-    fn whole(self, r: &Report) -> f64 {
+    /// The metric over the whole run; `None` for a latency of a run that measured none (every
+    /// request failed), which must read "n/a", never 0 µs.
+    fn whole(self, r: &Report) -> Option<f64> {
         let h = &r.totals.latency;
-        let q = |q: f64| {
-            if h.is_empty() {
-                0.0
-            } else {
-                h.value_at_quantile(q) as f64
-            }
-        };
+        let q = |q: f64| (!h.is_empty()).then(|| h.value_at_quantile(q) as f64);
         match self {
-            Compared::Rps => r.summary.rps,
+            Compared::Rps => Some(r.summary.rps),
             Compared::P50 => q(0.5),
             Compared::P90 => q(0.9),
             Compared::P99 => q(0.99),
@@ -93,11 +89,11 @@ impl Compared {
             Compared::Max => q(1.0),
             Compared::ErrorRate => {
                 let c = r.summary.requests.completed;
-                if c == 0 {
+                Some(if c == 0 {
                     0.0
                 } else {
                     r.failed() as f64 * 100.0 / c as f64
-                }
+                })
             }
         }
     }
@@ -124,11 +120,12 @@ impl Compared {
         }
     }
 
-    fn show(self, v: f64) -> String {
-        match self {
-            Compared::Rps => format!("{v:.1}"),
-            Compared::ErrorRate => format!("{v:.3}%"),
-            _ => format_us(v),
+    pub(crate) fn show(self, v: Option<f64>) -> String {
+        match (self, v) {
+            (_, None) => "n/a".into(),
+            (Compared::Rps, Some(v)) => format!("{v:.1}"),
+            (Compared::ErrorRate, Some(v)) => format!("{v:.3}%"),
+            (_, Some(v)) => format_us(v),
         }
     }
 }
@@ -145,9 +142,11 @@ pub enum Verdict {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct MetricDelta {
     pub metric: Compared,
-    pub baseline: f64,
-    pub candidate: f64,
-    /// Relative change in percent; `None` when the baseline is zero.
+    /// `None` (JSON `null`) for a latency of a run that measured none.
+    pub baseline: Option<f64>,
+    pub candidate: Option<f64>,
+    /// Relative change in percent; `None` when the baseline is zero or either run measured
+    /// nothing.
     pub delta_percent: Option<f64>,
     /// Two-sided Mann-Whitney p-value over the per-second values (1 when not testable).
     pub p_value: f64,
@@ -167,10 +166,11 @@ impl MetricDelta {
     }
 
     fn delta_text(&self) -> String {
-        match self.delta_percent {
-            Some(d) => format!("{d:+.1}%"),
-            None if self.candidate == 0.0 => "0".into(),
-            None => "new".into(),
+        match (self.delta_percent, self.baseline, self.candidate) {
+            (Some(d), _, _) => format!("{d:+.1}%"),
+            (None, Some(_), Some(c)) if c == 0.0 => "0".into(),
+            (None, Some(_), Some(_)) => "new".into(),
+            (None, _, _) => "n/a".into(),
         }
     }
 }
@@ -240,7 +240,17 @@ pub fn compare(
     let metrics = COMPARED
         .iter()
         .map(|&m| {
-            let (b, c) = (m.whole(baseline), m.whole(candidate));
+            let (base, cand) = (m.whole(baseline), m.whole(candidate));
+            let Some((b, c)) = base.zip(cand) else {
+                return MetricDelta {
+                    metric: m,
+                    baseline: base,
+                    candidate: cand,
+                    delta_percent: None,
+                    p_value: 1.0,
+                    verdict: Verdict::NoSignificantChange,
+                };
+            };
             let delta_percent = (b != 0.0).then(|| (c - b) * 100.0 / b);
             let (xs, ys) = (m.per_second(baseline), m.per_second(candidate));
             let p_value = if xs.len() >= MIN_SECONDS && ys.len() >= MIN_SECONDS {
@@ -265,8 +275,8 @@ pub fn compare(
             };
             MetricDelta {
                 metric: m,
-                baseline: b,
-                candidate: c,
+                baseline: base,
+                candidate: cand,
                 delta_percent,
                 p_value,
                 verdict,
@@ -428,10 +438,9 @@ impl FailIf {
     /// Fails only for a significant change beyond the limit: noise never fails a build.
     pub fn check(&self, c: &Comparison) -> GateResult {
         let m = c.get(self.metric);
-        let delta = m.delta_percent.unwrap_or(if m.candidate > m.baseline {
-            f64::INFINITY
-        } else {
-            0.0
+        let delta = m.delta_percent.unwrap_or(match (m.baseline, m.candidate) {
+            (Some(b), Some(c)) if c > b => f64::INFINITY,
+            _ => 0.0,
         });
         let beyond = if self.above {
             delta > self.percent

@@ -2,7 +2,6 @@
 
 use std::fmt::Write as _;
 
-use crate::format::format_us;
 use crate::html::{bars, esc, CSS};
 
 /// A comparison as a page: the table with verdicts, and baseline-versus-candidate bars for
@@ -26,17 +25,12 @@ pub fn render_comparison_html(c: &crate::compare::Comparison) -> String {
             Verdict::Better => " class=\"ok\"",
             Verdict::Worse => " class=\"warn\"",
         };
-        let show = |v: f64| match m.metric {
-            Compared::Rps => format!("{v:.1}"),
-            Compared::ErrorRate => format!("{v:.3}%"),
-            _ => format_us(v),
-        };
         let _ = writeln!(
             o,
             "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.3}</td><td{class}>{}</td></tr>",
             m.metric.name(),
-            show(m.baseline),
-            show(m.candidate),
+            m.metric.show(m.baseline),
+            m.metric.show(m.candidate),
             m.delta_percent
                 .map_or_else(|| "–".to_string(), |d| format!("{d:+.1}%")),
             m.p_value,
@@ -88,7 +82,10 @@ pub fn render_comparison_html(c: &crate::compare::Comparison) -> String {
             "run (1 baseline, 2 candidate)",
             unit,
             &labels,
-            &[m.baseline * scale, m.candidate * scale],
+            &[
+                m.baseline.unwrap_or(0.0) * scale,
+                m.candidate.unwrap_or(0.0) * scale,
+            ],
         ));
     }
     o.push_str("</body>\n</html>\n");

@@ -79,3 +79,39 @@ fn short_runs_are_never_flagged() {
         "{gate}"
     );
 }
+
+#[test]
+fn a_run_that_measured_no_latency_compares_as_n_a_never_0_us() {
+    let base = report_of(6, 200, &[400, 500, 600], 0, 0);
+    let dead = report_of(6, 0, &[400], 0, 500);
+    let c = compare(
+        "base.json",
+        &base,
+        "dead.json",
+        &dead,
+        CompareSettings::default(),
+    );
+    for metric in [Compared::P50, Compared::P99, Compared::Max] {
+        let m = c.get(metric);
+        assert_eq!(m.candidate, None, "{metric:?}");
+        assert_eq!(m.verdict, Verdict::NoSignificantChange);
+    }
+    let text = render_comparison_text(&c);
+    let p99 = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("p99 "))
+        .unwrap();
+    assert!(p99.contains("n/a") && !p99.contains(" 0µs"), "{text}");
+    assert!(render_comparison_markdown(&c).contains("| n/a |"));
+    let json = serde_json::to_value(&c).unwrap();
+    let p50 = json["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["metric"] == "p50")
+        .unwrap();
+    assert!(p50["candidate"].is_null(), "{p50}");
+    // Dead against dead: every latency is n/a on both sides, never "0µs → 0µs, no change".
+    let c = compare("a", &dead, "b", &dead, CompareSettings::default());
+    assert!(!render_comparison_text(&c).contains("0µs"));
+}

@@ -230,6 +230,10 @@ pub(crate) async fn pipeline_loop<T: Transport>(
                 responses.expect(jobs[answered].head);
             };
             outstanding.n = 0;
+            // What crossed the connection without a response to carry it: requests written
+            // and not answered, and bytes read past the last answer (a partial response).
+            let unanswered_written: u64 = jobs[answered..].iter().map(|j| j.written).sum();
+            count_unanswered(&shared, responses.take_unanswered(), unanswered_written);
             let Some((kind, message)) = ended_early else {
                 continue;
             };
@@ -289,6 +293,9 @@ pub(crate) struct InOrder {
     parser: ResponseParser,
     /// When the first byte of the response being parsed was read.
     first_byte: Option<Instant>,
+    /// Bytes read that no response returned so far accounts for: a partial response, or
+    /// bytes past the last one. They crossed the connection and count in the totals.
+    unanswered: u64,
 }
 
 pub(crate) enum Next {
@@ -306,10 +313,12 @@ impl InOrder {
             pos: 0,
             parser: ResponseParser::new(Limits::default()),
             first_byte: None,
+            unanswered: 0,
         }
     }
 
-    /// A new connection: nothing read yet.
+    /// A new connection or batch: nothing read yet (what was read and not answered stays
+    /// in [`InOrder::take_unanswered`]).
     pub(crate) fn clear(&mut self) {
         (self.filled, self.pos, self.first_byte) = (0, 0, None);
     }
@@ -330,6 +339,12 @@ impl InOrder {
     /// A read put `n` bytes into [`InOrder::space`].
     pub(crate) fn filled(&mut self, n: usize) {
         self.filled += n;
+        self.unanswered += n as u64;
+    }
+
+    /// The bytes read that no returned response holds, since the last call.
+    pub(crate) fn take_unanswered(&mut self) -> u64 {
+        std::mem::take(&mut self.unanswered)
     }
 
     /// The next response, if the bytes read (last at `at`) hold its end.
@@ -349,6 +364,8 @@ impl InOrder {
             }
             Feed::Done { consumed, response } => {
                 self.pos += consumed;
+                // The response's own bytes (framing included) leave the unanswered count.
+                self.unanswered -= response.head_bytes + response.body_bytes;
                 if self.pos == self.filled {
                     self.clear();
                 } else {
@@ -392,6 +409,16 @@ fn append<T: Transport>(
         Picked::Failed(message) => unreachable!("a script with --pipeline: {message}"),
     };
     (meta.0, meta.1.head, meta.1.idempotent)
+}
+
+/// Bytes that moved without a response to count them: they go in the totals alone.
+fn count_unanswered<T: Transport>(shared: &Shared<T>, read: u64, written: u64) {
+    if read > 0 || written > 0 {
+        shared
+            .recorder
+            .borrow_mut()
+            .record_bytes(Instant::now(), read, written);
+    }
 }
 
 fn error<T: Transport>(shared: &Shared<T>, kind: ErrorKind, message: &str) {

@@ -23,7 +23,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::Notify;
 use tokio::task::JoinSet;
 
-use super::{append, error, timed_out, InOrder, Next};
+use super::{append, count_unanswered, error, timed_out, InOrder, Next};
 use crate::connection::{Connection, Shared};
 use crate::open::{Schedule, Share};
 use crate::transport::{classify_io, Transport};
@@ -227,6 +227,8 @@ async fn connection<T: Transport>(
             in_flight: &shared.in_flight,
         };
         responses.clear();
+        // Bytes of requests written on this connection and not answered yet.
+        let mut written_unanswered = 0u64;
         // Why the connection ended, if it did with requests unanswered.
         let ended: (ErrorKind, String) = 'connection: loop {
             // Write everything queued, in one write.
@@ -251,6 +253,7 @@ async fn connection<T: Transport>(
                 if let Err(e) = stream.write_all(&out).await {
                     break (classify_io(&e, ErrorKind::Write), format!("write: {e}"));
                 }
+                written_unanswered += out.len() as u64;
             }
             let Some(oldest) = flight.requests.front() else {
                 // Nothing unanswered: wait for the next request, or the end.
@@ -268,6 +271,7 @@ async fn connection<T: Transport>(
                     let request = flight.requests.pop_front().expect("a request answered");
                     answered(1);
                     carried.0 += 1;
+                    written_unanswered -= request.bytes;
                     shared.recorder.borrow_mut().record(&Sample {
                         scheduled: Some(request.due.due),
                         started: request.started,
@@ -324,6 +328,7 @@ async fn connection<T: Transport>(
         // be; else errors. Requests behind a timed-out one are not sent again (the server
         // may be working on them).
         let (kind, message) = ended;
+        count_unanswered(&shared, responses.take_unanswered(), written_unanswered);
         let unanswered = std::mem::take(&mut flight.requests);
         let mut queue = conn.queue.borrow_mut();
         for request in unanswered.into_iter().rev() {
