@@ -112,7 +112,12 @@ pub(crate) async fn schedule_loop<T: Transport>(
     while let Some((k, due)) = schedule.next(&shared.idle_polling).await {
         let slot = match pool.take() {
             Some(slot) => Some(slot),
-            None => pool.harvest().await,
+            // Reading what has arrived may free a connection, cheaper than a new one. When
+            // the pool may not grow anyway, the request waits its turn without that round of
+            // the event loop: past the server's capacity a round per due request (a thousand
+            // connections' turns) left the schedule 100 ms behind at 50,000 req/s.
+            None if pool.may_grow(due.max(Instant::now())) => pool.harvest().await,
+            None => None,
         };
         match slot {
             Some(slot) => slot.give((k, due)),

@@ -283,7 +283,10 @@ fn twenty_thousand_a_second_keep_their_schedule_on_a_small_pool() {
         // Connections freed after the schedule ended close at once: the run does not wait
         // for its hard stop (the request timeout past the end).
         let took = t0.elapsed();
-        assert!(took < Duration::from_secs(3) + SLACK, "took {took:?}");
+        if took >= Duration::from_secs(3) + SLACK {
+            // A machine too busy to send 20,000 a second ends late too: another attempt.
+            return Err(format!("took {took:?}"));
+        }
         let s = &r.totals.snapshot;
         assert_eq!(accounted(&r), 60_000, "exactly R x D scheduled");
         assert_eq!(s.errors.total(), 0, "{:?}", s.errors);

@@ -192,7 +192,11 @@ pub(crate) async fn schedule_loop<T: Transport>(
         };
         // Every stream taken: let the event loop read what has arrived before the pool
         // grows, so it grows for a slow server and not for a late loop (crate::pool).
-        if pool.room.borrow().is_empty() && pool.open.get() > 0 {
+        // At the cap no stream can come of it: no round then (see crate::open).
+        if pool.room.borrow().is_empty()
+            && pool.open.get() > 0
+            && pool.open.get() < pool.max_connections
+        {
             tokio::task::yield_now().await;
         }
         if !pool.dispatch(job) {

@@ -138,7 +138,8 @@ pub(crate) async fn schedule_loop<T: Transport>(
             retried: false,
         };
         let mut handed = pool.hand(request, false);
-        if handed.is_none() {
+        // At the cap no connection can come of it: no round then (see crate::open).
+        if handed.is_none() && pool.conns.borrow().len() < pool.max_connections {
             // Every connection full: let the event loop read what has arrived before the
             // pool grows, so it grows for a slow server and not for a late loop
             // (crate::pool).
