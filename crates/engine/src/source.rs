@@ -119,35 +119,13 @@ fn placeholders_unescaped(path: &str) -> String {
             break;
         };
         out.push_str(&rest[..start]);
-        out.push_str(&percent_decode(&rest[start..start + len + 2]));
+        out.push_str(&loadmark_plan::percent_decode(
+            &rest[start..start + len + 2],
+        ));
         rest = &rest[start + len + 2..];
     }
     out.push_str(rest);
     out
-}
-
-fn percent_decode(text: &str) -> String {
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        let hex = |b: u8| (b as char).to_digit(16);
-        match (
-            bytes[i],
-            bytes.get(i + 1).and_then(|&b| hex(b)),
-            bytes.get(i + 2).and_then(|&b| hex(b)),
-        ) {
-            (b'%', Some(h), Some(l)) => {
-                out.push((h * 16 + l) as u8);
-                i += 3;
-            }
-            (b, _, _) => {
-                out.push(b);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
 }
 
 impl RequestSource {

@@ -66,6 +66,7 @@ pub use target::{Scheme, Target};
 pub use taurus::{apply_overrides, is_taurus, taurus_plan};
 pub use template::{next_random, parse_csv, Piece, RenderContext, Template};
 pub use text::{
-    format_duration, parse_duration, parse_header, redact_header_value, redact_plan_text, PlanError,
+    format_duration, parse_duration, parse_header, percent_decode, redact_header_value,
+    redact_plan_text, PlanError,
 };
 pub use websocket::{WsMode, WsPayload, WsSpec, MAX_WS_MESSAGE, WS_SEQ_BYTES};

@@ -111,9 +111,10 @@ impl Proxy {
         }
         let credentials = match (url.username(), url.password()) {
             ("", None) => None,
-            (user, password) => {
-                Some((percent_decode(user), percent_decode(password.unwrap_or(""))))
-            }
+            (user, password) => Some((
+                crate::percent_decode(user),
+                crate::percent_decode(password.unwrap_or("")),
+            )),
         };
         Ok(Proxy {
             kind,
@@ -236,26 +237,6 @@ fn prefix_eq(a: &[u8], b: &[u8], bits: u32) -> bool {
     let whole = bits as usize / 8;
     let rest = bits % 8;
     a[..whole] == b[..whole] && (rest == 0 || (a[whole] ^ b[whole]) >> (8 - rest) == 0)
-}
-
-fn percent_decode(text: &str) -> String {
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        let hex = |b: Option<&u8>| b.and_then(|&b| (b as char).to_digit(16));
-        match (bytes[i], hex(bytes.get(i + 1)), hex(bytes.get(i + 2))) {
-            (b'%', Some(h), Some(l)) => {
-                out.push((h * 16 + l) as u8);
-                i += 3;
-            }
-            (b, _, _) => {
-                out.push(b);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// The text with any password masked, for error messages.

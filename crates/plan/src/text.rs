@@ -173,6 +173,29 @@ pub fn redact_header_value(name: &str, value: &str) -> String {
     }
 }
 
+/// `%XX` escapes decoded (a `%` not followed by two hex digits stays as it is); bytes that do
+/// not make UTF-8 become U+FFFD. For URL parts: a proxy's user and password, a path's
+/// placeholders.
+pub fn percent_decode(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = |b: Option<&u8>| b.and_then(|&b| (b as char).to_digit(16));
+        match (bytes[i], hex(bytes.get(i + 1)), hex(bytes.get(i + 2))) {
+            (b'%', Some(h), Some(l)) => {
+                out.push((h * 16 + l) as u8);
+                i += 3;
+            }
+            (b, _, _) => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -253,5 +276,15 @@ mod tests {
         assert_eq!(redact_header_value("X-Api-Key", "k"), "<redacted>");
         assert_eq!(redact_header_value("X-Auth-Token", "t"), "<redacted>");
         assert_eq!(redact_header_value("Client-Id", "c"), "c");
+    }
+
+    #[test]
+    fn escapes_decode_and_stray_percents_stay() {
+        assert_eq!(percent_decode("p%40ss%3Aw%2fd"), "p@ss:w/d");
+        assert_eq!(percent_decode("100%"), "100%");
+        assert_eq!(percent_decode("%4"), "%4");
+        assert_eq!(percent_decode("%zz%41"), "%zzA");
+        assert_eq!(percent_decode("%C3%A9"), "é");
+        assert_eq!(percent_decode("%FF"), "\u{FFFD}");
     }
 }
