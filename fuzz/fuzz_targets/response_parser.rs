@@ -10,7 +10,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use loadmark_engine::http1::{Feed, Limits, ParseError, Response, ResponseParser};
+use loadmark_wire::http1::{Feed, Limits, ParseError, Response, ResponseParser};
 
 fn drive(
     limits: Limits,

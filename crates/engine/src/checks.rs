@@ -241,7 +241,7 @@ impl<'a> Parsed<'a> {
         let mut raw = view.raw;
         // Interim (1xx) responses come before the final one: skip their heads.
         loop {
-            let mut storage = [httparse::EMPTY_HEADER; crate::http1::MAX_HEADERS];
+            let mut storage = [httparse::EMPTY_HEADER; loadmark_wire::http1::MAX_HEADERS];
             let mut resp = httparse::Response::new(&mut storage);
             let Ok(httparse::Status::Complete(head_len)) = resp.parse(raw) else {
                 return out;

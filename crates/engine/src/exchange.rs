@@ -12,9 +12,9 @@ use std::task::{Context, Poll};
 use std::time::Instant;
 
 use loadmark_metrics::ErrorKind;
+use loadmark_wire::http1::{Feed, Limits, ParseError, Response, ResponseParser};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
-use crate::http1::{Feed, Limits, ParseError, Response, ResponseParser};
 use crate::source::RequestSource;
 use crate::transport::{classify_io, Inbound};
 

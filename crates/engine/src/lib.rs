@@ -33,7 +33,6 @@ mod cookies;
 mod counted;
 mod error;
 mod exchange;
-pub mod http1;
 mod http2;
 mod linger;
 mod oneshot;
@@ -49,12 +48,10 @@ mod sys;
 pub mod transport;
 mod unix;
 mod worker;
-pub mod ws;
+mod ws;
 
 pub use checks::CAPTURE_LIMIT;
 pub use error::EngineError;
-#[doc(hidden)]
-pub use http2::fuzz_server_bytes;
 pub use http2::Negotiated;
 pub use runner::{run, run_part, Part, Progress, RunResult, StopHandle};
 pub use sys::{

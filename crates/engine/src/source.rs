@@ -5,8 +5,8 @@
 use std::cell::{Cell, RefCell};
 
 use loadmark_plan::{parse_csv, Plan, RenderContext, RequestSpec, Segment, Template};
+use loadmark_wire::http1::encode_request;
 
-use crate::http1::encode_request;
 use crate::script::WorkerScript;
 
 /// A request whose bytes are rendered per request.

@@ -9,11 +9,11 @@ use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
 use common::RawServer;
-use loadmark_engine::ws::handshake::accept_for;
 use loadmark_engine::{run, RunResult, StopHandle};
 use loadmark_metrics::{ErrorKind, WsStats};
 use loadmark_plan::{Plan, RequestSpec, Settings, Target, WsMode, WsPayload, WsSpec};
 use loadmark_target::{start, RunningServer, ServerConfig};
+use loadmark_wire::ws::handshake::accept_for;
 
 fn target() -> RunningServer {
     start(ServerConfig {

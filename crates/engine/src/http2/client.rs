@@ -32,9 +32,10 @@ use std::task::{Poll, Waker};
 use std::time::Instant;
 
 use loadmark_metrics::{ErrorKind, Recorder};
+use loadmark_wire::http2::request::{prepare, Prepared};
+use loadmark_wire::http2::{Event, Failure};
 
-use super::conn::{Event, Failure, H2Conn};
-use super::request::{prepare, Prepared};
+use super::conn::H2Conn;
 use crate::closed::Budget;
 use crate::connection::Shared;
 use crate::source::Picked;

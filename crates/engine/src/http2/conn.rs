@@ -7,6 +7,8 @@
 //! it, and returns the requests that ended. No task per stream, no lock, no waker per
 //! request: one read can end many streams, and their next requests go out in one write
 //! (what h2load does; the `h2` crate this replaces cost ~3 µs of user CPU per request).
+//! What each frame does is `loadmark_wire::http2::state`'s (sans-IO); this file owns the
+//! socket, the timers and the handshake's wait.
 //!
 //! The rules for servers that misbehave, in one place:
 //! - **SETTINGS_MAX_CONCURRENT_STREAMS**: the client waits for the server's first SETTINGS
@@ -27,66 +29,19 @@ use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use loadmark_metrics::{ErrorKind, Sample};
+use loadmark_metrics::ErrorKind;
+use loadmark_wire::http2::frame::{self, ConnError, FrameReader, Reason};
+use loadmark_wire::http2::state::{State, CONNECTION_WINDOW, DEFAULT_WINDOW, STREAM_WINDOW};
+use loadmark_wire::http2::Event;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::time::Sleep;
 
-use super::frame::{self, ConnError, FrameReader, Reason};
-use super::state::State;
-use crate::transport::Inbound;
+use crate::transport::{classify_io, Inbound};
 
-/// Flow-control windows the client grants: large enough that a fast server is never held up
-/// on loopback by WINDOW_UPDATE round trips (RFC 9113's default is 64 KiB - 1).
-pub(crate) const STREAM_WINDOW: i64 = 1 << 20;
-pub(crate) const CONNECTION_WINDOW: i64 = 16 << 20;
-pub(crate) const DEFAULT_WINDOW: i64 = 65_535;
 /// The most output the client queues before it stops reading (see [`H2Conn::poll`]).
 const MAX_UNSENT: usize = 1 << 20;
 /// The most reads one poll makes.
 const MAX_READS_PER_POLL: usize = 32;
-
-/// How a request failed.
-#[derive(Debug)]
-pub(crate) struct Failure {
-    pub kind: ErrorKind,
-    pub message: String,
-    /// The server did not process it (GOAWAY above its last stream, REFUSED_STREAM): it may
-    /// be sent again on a new connection.
-    pub unprocessed: bool,
-    /// The connection cannot carry more streams.
-    pub connection_over: bool,
-}
-
-/// A whole response.
-pub(crate) struct Answer {
-    pub first_byte: Instant,
-    pub ended: Instant,
-    pub status: u16,
-    /// Body bytes (DATA payloads without padding).
-    #[cfg_attr(not(test), allow(dead_code))]
-    pub body: u64,
-    /// Every byte of the stream's frames read (HEADERS, CONTINUATION, DATA with their
-    /// 9-byte headers, padding and HPACK blocks) and written (its HEADERS, CONTINUATION and
-    /// DATA frames): the request's share of what crossed the connection. The connection's
-    /// own frames are counted apart ([`H2Conn::unattributed`]).
-    pub read: u64,
-    pub written: u64,
-}
-
-impl Answer {
-    /// The sample of a request `started` (due at `scheduled` in an open loop).
-    pub(crate) fn sample(&self, scheduled: Option<Instant>, started: Instant) -> Sample {
-        Sample {
-            scheduled,
-            started,
-            first_byte: self.first_byte,
-            ended: self.ended,
-            status: self.status,
-            bytes_read: self.read,
-            bytes_written: self.written,
-        }
-    }
-}
 
 /// Why the handshake failed.
 #[derive(Debug)]
@@ -100,12 +55,6 @@ pub(crate) struct HandshakeError {
     pub not_h2: Option<String>,
     /// The bytes read and written on the connection: they count in the run's totals.
     pub bytes: (u64, u64),
-}
-
-/// What a poll found: a request that ended, with the caller's tag.
-pub(crate) enum Event<T> {
-    Response { tag: T, answer: Answer },
-    Failed { tag: T, failure: Failure },
 }
 
 /// An HTTP/2 connection over any stream (TCP, TLS after ALPN chose h2, a Unix socket).
@@ -307,7 +256,7 @@ where
     pub(crate) fn poll(&mut self, cx: &mut Context<'_>, events: &mut Vec<Event<T>>) -> Poll<()> {
         if self.state.ended.is_none() {
             if let Err(e) = self.flush(cx) {
-                self.state.end_io(&e, "write", events);
+                end_io(&mut self.state, &e, "write", events);
             }
         }
         // Reads stop while the answers they called for (PING and SETTINGS ACKs, window
@@ -325,7 +274,7 @@ where
             let mut buf = ReadBuf::new(self.reader.space());
             match Pin::new(&mut self.io).poll_read(cx, &mut buf) {
                 Poll::Pending => break,
-                Poll::Ready(Err(e)) => self.state.end_io(&e, "read", events),
+                Poll::Ready(Err(e)) => end_io(&mut self.state, &e, "read", events),
                 Poll::Ready(Ok(())) => {
                     let n = buf.filled().len();
                     if n == 0 {
@@ -343,7 +292,7 @@ where
                     }
                     // ACKs, window updates and body frames the read called for.
                     if let Err(e) = self.flush(cx) {
-                        self.state.end_io(&e, "write", events);
+                        end_io(&mut self.state, &e, "write", events);
                     }
                     if !events.is_empty() {
                         break;
@@ -439,6 +388,20 @@ where
             self.timer.as_mut().reset(next.into());
         }
     }
+}
+
+/// Ends the connection after a failed `what` ("read" or "write"): a local resource running
+/// out (too many files, no port) is told apart from the server's doing by the OS's code.
+fn end_io<T>(state: &mut State<T>, e: &io::Error, what: &str, events: &mut Vec<Event<T>>) {
+    let kind = classify_io(
+        e,
+        if what == "write" {
+            ErrorKind::Write
+        } else {
+            ErrorKind::Read
+        },
+    );
+    state.end_io(e, what, kind, events);
 }
 
 /// The first line of what a server sent (at most 60 bytes), printable: enough to tell an

@@ -10,9 +10,11 @@ use bytes::Bytes;
 use proptest::prelude::*;
 use tokio::io::{AsyncReadExt, AsyncWriteExt, DuplexStream};
 
-use super::conn::{Event, H2Conn};
-use super::frame::{self, Reason};
-use super::hpack::encode_field;
+use loadmark_wire::http2::frame::{self, Reason};
+use loadmark_wire::http2::hpack::encode_field;
+use loadmark_wire::http2::Event;
+
+use super::conn::H2Conn;
 use crate::transport::Inbound;
 
 impl Inbound for DuplexStream {}

@@ -1,28 +1,20 @@
 //! HTTP/2, the client's own (RFC 9113 and, for header blocks, RFC 7541): one connection
 //! carries `--streams` requests at once. [`conn`] is a connection driven by the loop that
-//! owns it (the closed loop in [`client`], the open loop in [`open`]); [`frame`] and
-//! [`hpack`] are the wire formats. The `h2` crate served here before and cost ~3 µs of user
+//! owns it (the closed loop in [`client`], the open loop in [`open`]); the wire formats
+//! (frames, HPACK) and the state machine that handles each frame are `loadmark_wire::http2`'s. The `h2` crate served here before and cost ~3 µs of user
 //! CPU per request in framing, locks and a task wake per stream; the built-in target still
 //! serves with it (through hyper).
 //!
 //! Requests come from the same [`crate::source::RequestSource`] as HTTP/1.1 (one encoding,
 //! mixes, templates): their HTTP/1.1 bytes are turned into an HTTP/2 header block once per
-//! fixed request, or per request when templated ([`request`]). The same `Sample` goes out.
+//! fixed request, or per request when templated (`loadmark_wire::http2::request`). The same `Sample` goes out.
 
 mod client;
 mod conn;
 #[cfg(test)]
 mod conn_tests;
-mod frame;
-mod fuzz;
-pub(crate) mod hpack;
-mod huffman;
 mod open;
-mod request;
-mod state;
 
 pub use client::Negotiated;
 pub(crate) use client::{ramp_loop, slot_loop, H2Run, H2Shared};
-#[doc(hidden)]
-pub use fuzz::fuzz_server_bytes;
 pub(crate) use open::schedule_loop;

@@ -18,10 +18,10 @@ use std::task::{Poll, Waker};
 use std::time::Instant;
 
 use loadmark_metrics::ErrorKind;
+use loadmark_wire::http2::Event;
 use tokio::task::JoinSet;
 
 use super::client::{connect, pick, record_error, H2Shared, Live, Negotiated};
-use super::conn::Event;
 use crate::connection::Shared;
 use crate::open::{Schedule, Share};
 use crate::transport::Transport;

@@ -17,11 +17,11 @@ use std::time::Instant;
 pub(crate) mod open;
 
 use loadmark_metrics::{ErrorKind, Sample};
+use loadmark_wire::http1::{Feed, Limits, ParseError, Response, ResponseParser};
 use tokio::io::AsyncWriteExt;
 
 use crate::closed::{ramp_slots, Budget, Retire};
 use crate::connection::Shared;
-use crate::http1::{Feed, Limits, ParseError, Response, ResponseParser};
 use crate::open::Share;
 use crate::source::Picked;
 use crate::transport::{classify_io, Inbound, Transport};

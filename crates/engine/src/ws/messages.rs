@@ -6,11 +6,13 @@ use std::time::{Duration, Instant};
 
 use loadmark_metrics::{ErrorKind, Recorder};
 use loadmark_plan::{next_random, RenderContext, WsMode, WsPayload, MAX_WS_MESSAGE, WS_SEQ_BYTES};
+use loadmark_wire::ws::frame::{
+    self, Header, OP_BINARY, OP_CLOSE, OP_CONTINUATION, OP_PING, OP_PONG, OP_TEXT,
+};
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use crate::checks::View;
 
-use super::frame::{self, Header, OP_BINARY, OP_CLOSE, OP_CONTINUATION, OP_PING, OP_PONG, OP_TEXT};
 use super::session::{Failure, Live, Owed, KEPT_READ_CAPACITY};
 
 impl<S: AsyncRead + AsyncWrite + Unpin> Live<'_, S> {

@@ -8,14 +8,12 @@
 //! (ws:// over TCP, wss:// over TLS).
 //!
 //! Design decisions:
-//! - Own framing ([`frame`]) rather than a WebSocket library: frames are built straight into
+//! - Own framing (`loadmark_wire::ws::frame`) rather than a WebSocket library: frames are built straight into
 //!   the write buffer (masked eight bytes at a time) and read in place from the read buffer,
 //!   so a message costs no allocation, and timestamps sit exactly at the syscalls.
 //! - The built-in target's WebSocket endpoints use an independent implementation
 //!   (tungstenite), so the tests that run one against the other check interoperability.
 
-pub mod frame;
-pub mod handshake;
 mod messages;
 mod session;
 

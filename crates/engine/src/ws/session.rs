@@ -34,11 +34,11 @@ use std::time::{Duration, Instant};
 
 use loadmark_metrics::{ErrorKind, Recorder};
 use loadmark_plan::{next_random, Target, Template, WsMode, WsPayload, WsSpec};
+use loadmark_wire::ws::frame::OP_CLOSE;
+use loadmark_wire::ws::handshake::{self, Answer};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::time::Sleep;
 
-use super::frame::OP_CLOSE;
-use super::handshake::{self, Answer};
 use crate::closed::Budget;
 use crate::connection::Shared;
 use crate::transport::{classify_io, Transport};

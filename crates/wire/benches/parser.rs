@@ -1,8 +1,8 @@
 //! The response parser on its hot path: a keep-alive response read in one piece, a chunked
-//! one, and a 10 KiB body. Run with `cargo bench -p loadmark-engine`.
+//! one, and a 10 KiB body. Run with `cargo bench -p loadmark-wire`.
 
 use criterion::{black_box, criterion_group, criterion_main, Criterion, Throughput};
-use loadmark_engine::http1::{Feed, Limits, ResponseParser};
+use loadmark_wire::http1::{Feed, Limits, ResponseParser};
 
 fn parse_all(parser: &mut ResponseParser, bytes: &[u8]) -> u64 {
     parser.reset(false);

@@ -16,7 +16,7 @@ use super::huffman;
 
 /// Why a header block could not be decoded (a COMPRESSION_ERROR for the connection).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct HpackError(pub &'static str);
+pub struct HpackError(pub &'static str);
 
 impl fmt::Display for HpackError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -99,7 +99,7 @@ struct Entry {
 const SPARE_BUFFERS: usize = 4;
 
 /// Decodes the header blocks of one connection, whose dynamic table it keeps.
-pub(crate) struct Decoder {
+pub struct Decoder {
     /// Newest first, so dynamic index 62 is `entries[0]` (O(1) either way).
     entries: VecDeque<Entry>,
     /// The sum of the entries' sizes.
@@ -117,13 +117,13 @@ pub(crate) struct Decoder {
 impl Decoder {
     /// Dynamic table limit 4096 (SETTINGS_HEADER_TABLE_SIZE's default, which the client never
     /// changes).
-    pub(crate) fn new() -> Self {
+    pub fn new() -> Self {
         Self::with_max_table_size(4096)
     }
 
     /// For the RFC's examples that use 256.
     #[cfg_attr(not(test), allow(dead_code))]
-    pub(crate) fn with_max_table_size(max: usize) -> Self {
+    pub fn with_max_table_size(max: usize) -> Self {
         Decoder {
             entries: VecDeque::new(),
             size: 0,
@@ -143,7 +143,7 @@ impl Decoder {
     /// Decodes one complete header block (all HEADERS + CONTINUATION fragments joined),
     /// calling `field(name, value)` for each field in order. On error the decoder's state is
     /// unspecified (the connection is closed anyway).
-    pub(crate) fn decode(
+    pub fn decode(
         &mut self,
         block: &[u8],
         mut field: impl FnMut(&[u8], &[u8]),
@@ -325,7 +325,7 @@ fn write_string(out: &mut Vec<u8>, s: &[u8]) {
 /// - otherwise literal without indexing, new name.
 ///
 /// `name` is already lowercase.
-pub(crate) fn encode_field(name: &[u8], value: &[u8], out: &mut Vec<u8>) {
+pub fn encode_field(name: &[u8], value: &[u8], out: &mut Vec<u8>) {
     match static_names(name) {
         Some((first, last)) => {
             if let Some(i) = (first..=last).find(|&i| STATIC[i - 1].1 == value) {

@@ -4,40 +4,40 @@
 //! size the client announced, never a panic on what a server sends.
 
 /// The client connection preface (RFC 9113 §3.4).
-pub(crate) const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+pub const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 
-pub(crate) const DATA: u8 = 0x0;
-pub(crate) const HEADERS: u8 = 0x1;
-pub(crate) const PRIORITY: u8 = 0x2;
-pub(crate) const RST_STREAM: u8 = 0x3;
-pub(crate) const SETTINGS: u8 = 0x4;
-pub(crate) const PUSH_PROMISE: u8 = 0x5;
-pub(crate) const PING: u8 = 0x6;
-pub(crate) const GOAWAY: u8 = 0x7;
-pub(crate) const WINDOW_UPDATE: u8 = 0x8;
-pub(crate) const CONTINUATION: u8 = 0x9;
+pub const DATA: u8 = 0x0;
+pub const HEADERS: u8 = 0x1;
+pub const PRIORITY: u8 = 0x2;
+pub const RST_STREAM: u8 = 0x3;
+pub const SETTINGS: u8 = 0x4;
+pub const PUSH_PROMISE: u8 = 0x5;
+pub const PING: u8 = 0x6;
+pub const GOAWAY: u8 = 0x7;
+pub const WINDOW_UPDATE: u8 = 0x8;
+pub const CONTINUATION: u8 = 0x9;
 
-pub(crate) const END_STREAM: u8 = 0x1;
-pub(crate) const ACK: u8 = 0x1;
-pub(crate) const END_HEADERS: u8 = 0x4;
-pub(crate) const PADDED: u8 = 0x8;
-pub(crate) const PRIORITY_FLAG: u8 = 0x20;
+pub const END_STREAM: u8 = 0x1;
+pub const ACK: u8 = 0x1;
+pub const END_HEADERS: u8 = 0x4;
+pub const PADDED: u8 = 0x8;
+pub const PRIORITY_FLAG: u8 = 0x20;
 
-pub(crate) const SETTINGS_HEADER_TABLE_SIZE: u16 = 0x1;
-pub(crate) const SETTINGS_ENABLE_PUSH: u16 = 0x2;
-pub(crate) const SETTINGS_MAX_CONCURRENT_STREAMS: u16 = 0x3;
-pub(crate) const SETTINGS_INITIAL_WINDOW_SIZE: u16 = 0x4;
-pub(crate) const SETTINGS_MAX_FRAME_SIZE: u16 = 0x5;
+pub const SETTINGS_HEADER_TABLE_SIZE: u16 = 0x1;
+pub const SETTINGS_ENABLE_PUSH: u16 = 0x2;
+pub const SETTINGS_MAX_CONCURRENT_STREAMS: u16 = 0x3;
+pub const SETTINGS_INITIAL_WINDOW_SIZE: u16 = 0x4;
+pub const SETTINGS_MAX_FRAME_SIZE: u16 = 0x5;
 
 /// The largest frame payload a peer may send before it learns otherwise, and the most the
 /// client ever accepts (it never announces more: responses come in 16 KiB frames at most).
-pub(crate) const DEFAULT_MAX_FRAME: usize = 16_384;
+pub const DEFAULT_MAX_FRAME: usize = 16_384;
 /// The largest flow-control window (RFC 9113 §6.9.1).
-pub(crate) const MAX_WINDOW: i64 = (1 << 31) - 1;
+pub const MAX_WINDOW: i64 = (1 << 31) - 1;
 
 /// RFC 9113 §7 error codes, by name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Reason(pub u32);
+pub struct Reason(pub u32);
 
 impl Reason {
     pub const NO_ERROR: Reason = Reason(0x0);
@@ -80,11 +80,11 @@ impl std::fmt::Display for Reason {
 }
 
 /// The length of a frame's header.
-pub(crate) const FRAME_HEAD: usize = 9;
+pub const FRAME_HEAD: usize = 9;
 
 /// A frame's 9-byte header.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Head {
+pub struct Head {
     pub len: usize,
     pub kind: u8,
     pub flags: u8,
@@ -92,7 +92,7 @@ pub(crate) struct Head {
 }
 
 /// Appends a frame header announcing `len` payload bytes.
-pub(crate) fn head(out: &mut Vec<u8>, len: usize, kind: u8, flags: u8, stream: u32) {
+pub fn head(out: &mut Vec<u8>, len: usize, kind: u8, flags: u8, stream: u32) {
     let len = len as u32;
     let s = stream.to_be_bytes();
     out.extend_from_slice(&[
@@ -108,7 +108,7 @@ pub(crate) fn head(out: &mut Vec<u8>, len: usize, kind: u8, flags: u8, stream: u
     ]);
 }
 
-pub(crate) fn settings(out: &mut Vec<u8>, values: &[(u16, u32)]) {
+pub fn settings(out: &mut Vec<u8>, values: &[(u16, u32)]) {
     head(out, values.len() * 6, SETTINGS, 0, 0);
     for (id, value) in values {
         out.extend_from_slice(&id.to_be_bytes());
@@ -116,26 +116,26 @@ pub(crate) fn settings(out: &mut Vec<u8>, values: &[(u16, u32)]) {
     }
 }
 
-pub(crate) fn settings_ack(out: &mut Vec<u8>) {
+pub fn settings_ack(out: &mut Vec<u8>) {
     head(out, 0, SETTINGS, ACK, 0);
 }
 
-pub(crate) fn window_update(out: &mut Vec<u8>, stream: u32, increment: u32) {
+pub fn window_update(out: &mut Vec<u8>, stream: u32, increment: u32) {
     head(out, 4, WINDOW_UPDATE, 0, stream);
     out.extend_from_slice(&(increment & 0x7fff_ffff).to_be_bytes());
 }
 
-pub(crate) fn ping_ack(out: &mut Vec<u8>, payload: &[u8]) {
+pub fn ping_ack(out: &mut Vec<u8>, payload: &[u8]) {
     head(out, 8, PING, ACK, 0);
     out.extend_from_slice(payload);
 }
 
-pub(crate) fn rst_stream(out: &mut Vec<u8>, stream: u32, reason: Reason) {
+pub fn rst_stream(out: &mut Vec<u8>, stream: u32, reason: Reason) {
     head(out, 4, RST_STREAM, 0, stream);
     out.extend_from_slice(&reason.0.to_be_bytes());
 }
 
-pub(crate) fn goaway(out: &mut Vec<u8>, last_stream: u32, reason: Reason) {
+pub fn goaway(out: &mut Vec<u8>, last_stream: u32, reason: Reason) {
     head(out, 8, GOAWAY, 0, 0);
     out.extend_from_slice(&(last_stream & 0x7fff_ffff).to_be_bytes());
     out.extend_from_slice(&reason.0.to_be_bytes());
@@ -143,13 +143,7 @@ pub(crate) fn goaway(out: &mut Vec<u8>, last_stream: u32, reason: Reason) {
 
 /// Appends a header block as one HEADERS frame and as many CONTINUATION frames as
 /// `max_frame` (the server's SETTINGS_MAX_FRAME_SIZE) requires.
-pub(crate) fn headers(
-    out: &mut Vec<u8>,
-    stream: u32,
-    block: &[u8],
-    end_stream: bool,
-    max_frame: usize,
-) {
+pub fn headers(out: &mut Vec<u8>, stream: u32, block: &[u8], end_stream: bool, max_frame: usize) {
     let end = if end_stream { END_STREAM } else { 0 };
     let mut chunks = block.chunks(max_frame.max(1));
     let first = chunks.next().unwrap_or(&[]);
@@ -171,7 +165,7 @@ pub(crate) fn headers(
     }
 }
 
-pub(crate) fn data(out: &mut Vec<u8>, stream: u32, chunk: &[u8], end_stream: bool) {
+pub fn data(out: &mut Vec<u8>, stream: u32, chunk: &[u8], end_stream: bool) {
     head(
         out,
         chunk.len(),
@@ -185,7 +179,7 @@ pub(crate) fn data(out: &mut Vec<u8>, stream: u32, chunk: &[u8], end_stream: boo
 /// A connection error the client found in what the server sent: the code it sends in its
 /// GOAWAY, and what was wrong.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct ConnError {
+pub struct ConnError {
     pub reason: Reason,
     pub what: String,
 }
@@ -214,7 +208,7 @@ impl ConnError {
 
 /// Whole frames out of a connection's read buffer: bytes land at [`FrameReader::space`],
 /// complete frames come out of [`FrameReader::next`], a partial one stays for the next read.
-pub(crate) struct FrameReader {
+pub struct FrameReader {
     buf: Vec<u8>,
     start: usize,
     end: usize,
@@ -259,6 +253,8 @@ impl FrameReader {
 
     /// The next whole frame, or `None` until more bytes are read. A frame larger than the
     /// client allows is a FRAME_SIZE_ERROR.
+    // Not an `Iterator`: the payload borrows the reader, and an error is not the end.
+    #[allow(clippy::should_implement_trait)]
     pub fn next(&mut self) -> Result<Option<(Head, &[u8])>, ConnError> {
         let avail = &self.buf[self.start..self.end];
         if avail.len() < 9 {
@@ -287,8 +283,14 @@ impl FrameReader {
     }
 }
 
+impl Default for FrameReader {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 /// A padded payload (DATA, HEADERS) without its padding: the pad length byte and the pad.
-pub(crate) fn unpad(flags: u8, payload: &[u8]) -> Result<&[u8], ConnError> {
+pub fn unpad(flags: u8, payload: &[u8]) -> Result<&[u8], ConnError> {
     if flags & PADDED == 0 {
         return Ok(payload);
     }
@@ -309,7 +311,7 @@ pub(crate) fn unpad(flags: u8, payload: &[u8]) -> Result<&[u8], ConnError> {
 }
 
 /// A u32 from the first four bytes of `b` (callers have checked the length).
-pub(crate) fn be32(b: &[u8]) -> u32 {
+pub fn be32(b: &[u8]) -> u32 {
     u32::from_be_bytes([b[0], b[1], b[2], b[3]])
 }
 

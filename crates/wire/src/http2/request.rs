@@ -11,7 +11,7 @@ use super::hpack::encode_field;
 /// One request, ready to be sent any number of times: its header block is encoded once
 /// (the client's HPACK never uses the dynamic table, so the same bytes serve every stream).
 #[derive(Debug, Clone)]
-pub(crate) struct Prepared {
+pub struct Prepared {
     pub block: Vec<u8>,
     pub body: Bytes,
 }
@@ -32,7 +32,7 @@ fn connection_specific(name: &str) -> bool {
 
 /// Parses `bytes` (as encoded by [`crate::http1::encode_request`] or a template) into a
 /// request for `scheme` ("http" or "https").
-pub(crate) fn prepare(bytes: &[u8], scheme: &str) -> Result<Prepared, String> {
+pub fn prepare(bytes: &[u8], scheme: &str) -> Result<Prepared, String> {
     let mut headers = [httparse::EMPTY_HEADER; 128];
     let mut parsed = httparse::Request::new(&mut headers);
     let head_len = match parsed.parse(bytes) {

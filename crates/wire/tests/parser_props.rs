@@ -9,7 +9,7 @@
 //!
 //! The fuzz targets in `fuzz/` run the first property for much longer.
 
-use loadmark_engine::http1::{Feed, Limits, ParseError, Response, ResponseParser};
+use loadmark_wire::http1::{Feed, Limits, ParseError, Response, ResponseParser};
 use proptest::prelude::*;
 use proptest::sample::Index;
 use proptest::test_runner::Config;

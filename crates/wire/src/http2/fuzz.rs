@@ -5,14 +5,13 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 
-use super::conn::Event;
+use super::event::Event;
 use super::frame::FrameReader;
 use super::state::State;
 
 /// Three streams open (the second uploading 100 bytes) on a connection that then reads
 /// `server` as what its server sent, in two reads split at `cut`, then the end of the bytes.
 /// Panics if any stream does not end exactly once, or the connection keeps one.
-#[doc(hidden)]
 pub fn fuzz_server_bytes(server: &[u8], cut: usize) {
     let mut state: State<usize> = State::new(Duration::from_secs(5));
     // Past the server's first SETTINGS, so every frame type is reached at once.

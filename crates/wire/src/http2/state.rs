@@ -1,5 +1,5 @@
 //! What each frame a server sends does to a connection's state (RFC 9113 §6), and the
-//! streams that end or fail because of it. [`super::conn`] owns the socket and calls
+//! streams that end or fail because of it. The engine's `H2Conn` owns the socket and calls
 //! [`State::frame`] for every whole frame it reads.
 
 use std::collections::HashMap;
@@ -10,17 +10,22 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use loadmark_metrics::ErrorKind;
 
-use super::conn::{Answer, Event, Failure, CONNECTION_WINDOW, DEFAULT_WINDOW, STREAM_WINDOW};
+use super::event::{Answer, Event, Failure};
 use super::frame::{self, ConnError, Head, Reason};
 use super::hpack::Decoder;
-use crate::transport::classify_io;
+
+/// Flow-control windows the client grants: large enough that a fast server is never held up
+/// on loopback by WINDOW_UPDATE round trips (RFC 9113's default is 64 KiB - 1).
+pub const STREAM_WINDOW: i64 = 1 << 20;
+pub const CONNECTION_WINDOW: i64 = 16 << 20;
+pub const DEFAULT_WINDOW: i64 = 65_535;
 
 /// The most a header block may grow over CONTINUATION frames before the client gives up.
 const MAX_HEADER_BLOCK: usize = 256 << 10;
 
-pub(super) struct Stream<T> {
+pub struct Stream<T> {
     pub(super) tag: T,
-    pub(super) deadline: Instant,
+    pub deadline: Instant,
     pub(super) send_window: i64,
     pub(super) recv_window: i64,
     /// The request body not yet sent, from `sent` on.
@@ -39,7 +44,7 @@ pub(super) struct Stream<T> {
 /// Stream ids are odd and dense: a multiply spreads them over the map (SipHash would cost
 /// more than the rest of a lookup).
 #[derive(Default)]
-pub(super) struct IdHasher(u64);
+pub struct IdHasher(u64);
 
 impl Hasher for IdHasher {
     fn write(&mut self, bytes: &[u8]) {
@@ -57,41 +62,41 @@ impl Hasher for IdHasher {
 
 /// Everything but the socket and the read buffer, so a frame borrowed from the reader can be
 /// handled while the state changes.
-pub(super) struct State<T> {
-    pub(super) out: Vec<u8>,
-    pub(super) out_pos: usize,
+pub struct State<T> {
+    pub out: Vec<u8>,
+    pub out_pos: usize,
     pub(super) decoder: Decoder,
     /// A header block continued over CONTINUATION frames: its stream and END_STREAM flag.
     pub(super) continuing: Option<(u32, bool)>,
     pub(super) block: Vec<u8>,
-    pub(super) streams: HashMap<u32, Stream<T>, BuildHasherDefault<IdHasher>>,
+    pub streams: HashMap<u32, Stream<T>, BuildHasherDefault<IdHasher>>,
     /// Streams with request body left to send.
     pub(super) uploads: Vec<u32>,
-    pub(super) next_id: u32,
-    pub(super) settings_seen: bool,
-    pub(super) max_streams: usize,
+    pub next_id: u32,
+    pub settings_seen: bool,
+    pub max_streams: usize,
     pub(super) initial_window: i64,
     pub(super) max_frame: usize,
     pub(super) send_window: i64,
     pub(super) recv_window: i64,
     /// The last stream id of the server's GOAWAY, and its code.
-    pub(super) goaway: Option<u32>,
-    pub(super) goaway_reason: Reason,
+    pub goaway: Option<u32>,
+    pub goaway_reason: Reason,
     /// Why nothing more can be read or written (streams have been failed with it).
-    pub(super) ended: Option<(ErrorKind, String)>,
-    pub(super) timeout: Duration,
+    pub ended: Option<(ErrorKind, String)>,
+    pub timeout: Duration,
     /// The wire bytes of the streams open now, and of those that ended in a response (they
     /// went out in its sample). What the connection moved beyond these (the preface,
     /// SETTINGS, PING, WINDOW_UPDATE, GOAWAY, frames of streams that failed or were already
-    /// ended) belongs to no response: [`super::conn::H2Conn::unattributed`] hands it over.
-    pub(super) open_read: u64,
-    pub(super) open_written: u64,
-    pub(super) sampled_read: u64,
-    pub(super) sampled_written: u64,
+    /// ended) belongs to no response: the engine's `H2Conn::unattributed` hands it over.
+    pub open_read: u64,
+    pub open_written: u64,
+    pub sampled_read: u64,
+    pub sampled_written: u64,
 }
 
 impl<T> State<T> {
-    pub(super) fn new(timeout: Duration) -> State<T> {
+    pub fn new(timeout: Duration) -> State<T> {
         State {
             out: Vec::with_capacity(16 << 10),
             out_pos: 0,
@@ -119,7 +124,7 @@ impl<T> State<T> {
     }
 
     /// Opens the next stream: its HEADERS (and what the windows allow of its body) queued.
-    pub(super) fn open(&mut self, block: &[u8], body: &Bytes, tag: T, deadline: Instant) {
+    pub fn open(&mut self, block: &[u8], body: &Bytes, tag: T, deadline: Instant) {
         let id = self.next_id;
         self.next_id += 2;
         let end = body.is_empty();
@@ -148,7 +153,7 @@ impl<T> State<T> {
         }
     }
 
-    pub(super) fn frame(
+    pub fn frame(
         &mut self,
         h: Head,
         p: &[u8],
@@ -523,7 +528,7 @@ impl<T> State<T> {
         });
     }
 
-    pub(super) fn fail(
+    pub fn fail(
         &mut self,
         id: u32,
         kind: ErrorKind,
@@ -593,19 +598,20 @@ impl<T> State<T> {
         self.ended = Some((kind, message));
     }
 
-    pub(super) fn end_io(&mut self, e: &io::Error, what: &str, events: &mut Vec<Event<T>>) {
-        let kind = classify_io(
-            e,
-            if what == "write" {
-                ErrorKind::Write
-            } else {
-                ErrorKind::Read
-            },
-        );
+    /// Ends the connection after the socket failed `what` ("read" or "write") with `e`, which
+    /// the caller classified as `kind` (the step, or a local resource running out): telling
+    /// those apart takes the OS's error codes, which are the caller's.
+    pub fn end_io(
+        &mut self,
+        e: &io::Error,
+        what: &str,
+        kind: ErrorKind,
+        events: &mut Vec<Event<T>>,
+    ) {
         self.end(kind, format!("{what}: {e}"), events);
     }
 
-    pub(super) fn end_eof(&mut self, events: &mut Vec<Event<T>>) {
+    pub fn end_eof(&mut self, events: &mut Vec<Event<T>>) {
         let message = match self.goaway {
             Some(_) => "the server closed the connection after its GOAWAY".to_string(),
             None => "the server closed the HTTP/2 connection without a GOAWAY".to_string(),
@@ -613,7 +619,7 @@ impl<T> State<T> {
         self.end(ErrorKind::Closed, message, events);
     }
 
-    pub(super) fn conn_error(&mut self, e: ConnError, events: &mut Vec<Event<T>>) {
+    pub fn conn_error(&mut self, e: ConnError, events: &mut Vec<Event<T>>) {
         frame::goaway(&mut self.out, 0, e.reason);
         let message = format!(
             "the server broke the HTTP/2 protocol ({}); loadmark sent GOAWAY {}",
