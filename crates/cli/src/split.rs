@@ -181,5 +181,10 @@ pub(crate) fn run_slurm(plan: &Plan, how: &SlurmRun) -> Result<(Report, bool)> {
     };
     let stop = crate::commands::stop_handle();
     let mut stderr = crate::events::Stderr { quiet: how.quiet };
-    Ok(loadmark_workflow::slurm::run(plan, &run, &stop, &mut stderr)?)
+    Ok(loadmark_workflow::slurm::run(
+        plan,
+        &run,
+        &stop,
+        &mut stderr,
+    )?)
 }

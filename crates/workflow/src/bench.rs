@@ -69,14 +69,14 @@ pub enum BenchError {
         step: usize,
         name: String,
         #[source]
-        source: LaunchError,
+        source: Box<LaunchError>,
     },
     /// A target could not be stopped cleanly.
     #[error("stopping target {name}")]
     StopTarget {
         name: String,
         #[source]
-        source: LaunchError,
+        source: Box<LaunchError>,
     },
     /// The server an `attach:` names was not found (`at` is the field, e.g.
     /// `targets.api.attach.process`): is it running, is the name or port right?
@@ -278,7 +278,7 @@ pub fn run_steps<H: Host>(
                 let server = launch(&spec).map_err(|source| BenchError::StartTarget {
                     step: step.number,
                     name: step.target.clone(),
-                    source,
+                    source: Box::new(source),
                 })?;
                 running = Some((step.target.clone(), server));
             }
@@ -305,7 +305,10 @@ pub fn run_steps<H: Host>(
 fn stop_target(name: String, server: Launched) -> Result<(), BenchError> {
     match server.stop() {
         Ok(_) => Ok(()),
-        Err(source) => Err(BenchError::StopTarget { name, source }),
+        Err(source) => Err(BenchError::StopTarget {
+            name,
+            source: Box::new(source),
+        }),
     }
 }
 
@@ -326,16 +329,17 @@ fn run_step<H: Host>(
         (None, Some(a)) => attached_pid(&step.target, a)?,
         _ => None,
     };
-    let monitor = match (pid, plan.monitor_interval) {
-        (Some(pid), Some(interval)) => Some(Monitor::start(pid, interval).map_err(|source| {
-            BenchError::MonitorTarget {
-                target: step.target.clone(),
-                pid,
-                source,
-            }
-        })?),
-        _ => None,
-    };
+    let monitor =
+        match (pid, plan.monitor_interval) {
+            (Some(pid), Some(interval)) => Some(Monitor::start(pid, interval).map_err(
+                |source| BenchError::MonitorTarget {
+                    target: step.target.clone(),
+                    pid,
+                    source,
+                },
+            )?),
+            _ => None,
+        };
     let service_monitors = services.monitor(index, plan.monitor_interval)?;
     let command = command_of(&step.plan, options.show_secrets, &file.thresholds);
     let total = plan.steps.len();
@@ -414,21 +418,15 @@ fn slurm_step<H: Host>(
     let how = SlurmRun {
         tasks: slurm.tasks,
         start_at: None,
-        run_id: Some(format!(
-            "bench-step-{}-{}",
-            step.number,
-            std::process::id()
-        )),
+        run_id: Some(format!("bench-step-{}-{}", step.number, std::process::id())),
         program: slurm.program.clone(),
         exe: slurm.exe.clone(),
         srun_args: slurm.srun_args.clone(),
     };
-    crate::slurm::run(&step.plan, &how, &options.stop, host).map_err(|source| {
-        BenchError::Slurm {
-            step: step.number,
-            tasks: slurm.tasks,
-            source,
-        }
+    crate::slurm::run(&step.plan, &how, &options.stop, host).map_err(|source| BenchError::Slurm {
+        step: step.number,
+        tasks: slurm.tasks,
+        source,
     })
 }
 

@@ -39,7 +39,10 @@ impl Observer for Recorder {
     fn event(&mut self, event: &Event<'_>) {
         self.events.push(match event {
             Event::StepDone { number, report } => {
-                format!("step {number} done: {} responses", report.summary.requests.responses)
+                format!(
+                    "step {number} done: {} responses",
+                    report.summary.requests.responses
+                )
             }
             Event::StepBegins { number, total, .. } => format!("step {number}/{total}"),
             Event::ServiceStarting { name, .. } => format!("start service {name}"),
@@ -204,15 +207,21 @@ fn every_step_of_a_sweep_runs_and_the_server_counts_each_request() {
             "step 2 done: 40 responses"
         ]
     );
-    assert_eq!(bundle.steps[1].params, [("connections".to_string(), "4".to_string())]);
+    assert_eq!(
+        bundle.steps[1].params,
+        [("connections".to_string(), "4".to_string())]
+    );
     target.shutdown();
 }
 
 #[test]
 fn a_stop_asked_before_the_first_step_runs_nothing() {
-    let loaded =
-        loadmark_plan::load_plan_text("targets:\n  api: {url: 'http://127.0.0.1:1/'}\nload: {requests: 1}\n", "p.yaml", 2)
-            .unwrap();
+    let loaded = loadmark_plan::load_plan_text(
+        "targets:\n  api: {url: 'http://127.0.0.1:1/'}\nload: {requests: 1}\n",
+        "p.yaml",
+        2,
+    )
+    .unwrap();
     let o = options("p.yaml", scratch("stopped"));
     o.stop.stop();
     let mut host = Recorder::default();

@@ -191,8 +191,7 @@ pub fn compare_files(request: &CompareRequest) -> Result<Comparison, CompareRuns
         .map(|t| FailIf::parse(t))
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| CompareRunsError::FailIf(e.to_string()))?;
-    let valid =
-        request.alpha > 0.0 && request.alpha < 1.0 && request.min_effect_percent >= 0.0;
+    let valid = request.alpha > 0.0 && request.alpha < 1.0 && request.min_effect_percent >= 0.0;
     if !valid {
         return Err(CompareRunsError::Settings);
     }
@@ -229,7 +228,8 @@ mod tests {
     use super::*;
 
     fn scratch(name: &str, text: &str) -> PathBuf {
-        let dir = std::env::temp_dir().join(format!("loadmark-workflow-gate-{}", std::process::id()));
+        let dir =
+            std::env::temp_dir().join(format!("loadmark-workflow-gate-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join(name);
         std::fs::write(&path, text).unwrap();
@@ -247,7 +247,9 @@ mod tests {
         let foreign = scratch("foreign.json", "{\"hello\": 1}");
         let e = read_report(&foreign).unwrap_err();
         assert!(matches!(e, ReadError::NotAResult { .. }), "{e}");
-        assert!(e.to_string().starts_with(&format!("{}: ", foreign.display())));
+        assert!(e
+            .to_string()
+            .starts_with(&format!("{}: ", foreign.display())));
     }
 
     #[test]
@@ -307,6 +309,8 @@ mod tests {
             "these runs do not measure the same thing: the URL; the method\n(pass --force to compare them anyway; the output will say so)"
         );
         let e = MergeRunsError::Mismatch("the runs differ in the URL".into());
-        assert!(e.to_string().ends_with("(pass --force to merge them anyway; the merged report will say so)"));
+        assert!(e
+            .to_string()
+            .ends_with("(pass --force to merge them anyway; the merged report will say so)"));
     }
 }

@@ -110,7 +110,8 @@ mod tests {
     }
 
     fn plan_file(text: &str) -> PathBuf {
-        let dir = std::env::temp_dir().join(format!("loadmark-workflow-k8s-{}", std::process::id()));
+        let dir =
+            std::env::temp_dir().join(format!("loadmark-workflow-k8s-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join(format!("{}.yaml", text.len()));
         std::fs::write(&path, text).unwrap();

@@ -217,11 +217,7 @@ mod tests {
         assert!(missing_programs("loadmark serve", None, path).is_empty());
         assert!(missing_programs("sh -c 'sleep 1'", None, path).is_empty());
         assert_eq!(
-            missing_programs(
-                "FOO=1 no-such-program-here --port 1 && sleep 1",
-                None,
-                path
-            ),
+            missing_programs("FOO=1 no-such-program-here --port 1 && sleep 1", None, path),
             ["no-such-program-here"]
         );
         assert_eq!(
@@ -256,14 +252,20 @@ mod tests {
         assert!(matches!(spec.ready, Readiness::Port(a) if a.port() == 8080));
         assert_eq!(spec.env, l.env);
         let spec = launch_spec("api", &l, Path::new("l"), None).unwrap();
-        assert_eq!(spec.command, "loadmark serve", "no binary given: as written");
+        assert_eq!(
+            spec.command, "loadmark serve",
+            "no binary given: as written"
+        );
     }
 
     #[test]
     fn a_ready_port_that_is_not_an_address_is_the_plans_error() {
         let l = launch("x", Ready::Port("no port here".into()));
         let e = launch_spec("api", &l, Path::new("l"), None).unwrap_err();
-        assert_eq!(e.to_string(), "api: ready.port: \"no port here\" is not host:port");
+        assert_eq!(
+            e.to_string(),
+            "api: ready.port: \"no port here\" is not host:port"
+        );
         assert!(crate::is_usage(&e));
     }
 }

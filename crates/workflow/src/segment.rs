@@ -212,7 +212,9 @@ mod tests {
     fn a_segment_the_environment_cannot_give_says_what_is_missing() {
         let none = env_of(&[]);
         let e = parse_segment("env/4", &none).unwrap_err();
-        assert!(e.to_string().contains("neither SLURM_PROCID nor JOB_COMPLETION_INDEX"));
+        assert!(e
+            .to_string()
+            .contains("neither SLURM_PROCID nor JOB_COMPLETION_INDEX"));
         let index_only = env_of(&[("SLURM_PROCID", "0")]);
         assert_eq!(
             parse_segment("env", &index_only).unwrap_err().to_string(),
@@ -230,7 +232,10 @@ mod tests {
     fn a_relative_start_is_rounded_up_to_whole_seconds() {
         let now = SystemTime::UNIX_EPOCH + Duration::from_millis(1_764_000_000_250);
         let (at, text) = parse_start_at("+5s", now).unwrap();
-        assert_eq!(at, SystemTime::UNIX_EPOCH + Duration::from_secs(1_764_000_006));
+        assert_eq!(
+            at,
+            SystemTime::UNIX_EPOCH + Duration::from_secs(1_764_000_006)
+        );
         assert_eq!(text, rfc3339(at));
         let (at, text) = parse_start_at(" 2026-12-01T10:00:00Z ", now).unwrap();
         assert_eq!(text, "2026-12-01T10:00:00Z");

@@ -29,7 +29,7 @@ pub enum ServiceError {
         step: usize,
         name: String,
         #[source]
-        source: LaunchError,
+        source: Box<LaunchError>,
     },
     /// The service's process could not be watched (it ended, or /proc is not readable).
     #[error("monitoring service {name} (pid {pid})")]
@@ -44,7 +44,7 @@ pub enum ServiceError {
     Stop {
         name: String,
         #[source]
-        source: LaunchError,
+        source: Box<LaunchError>,
     },
 }
 
@@ -102,7 +102,7 @@ impl<'a> Services<'a> {
             let launched = launch(&spec).map_err(|source| ServiceError::Start {
                 step: step_number,
                 name: service.name.clone(),
-                source,
+                source: Box::new(source),
             })?;
             self.running[s] = Some(launched);
         }
@@ -193,7 +193,7 @@ impl<'a> Services<'a> {
             observer.event(&Event::ServiceStopping { name });
             server.stop().map_err(|source| ServiceError::Stop {
                 name: name.clone(),
-                source,
+                source: Box::new(source),
             })?;
         }
         Ok(())
