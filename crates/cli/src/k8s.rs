@@ -6,9 +6,8 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 use clap::Args;
-use loadmark_cluster::k8s::{manifests, valid_name, JobSpec};
-
-use crate::UsageError;
+use loadmark_cluster::k8s::manifests;
+use loadmark_workflow::k8s::JobRequest;
 
 #[derive(Args, Debug)]
 pub struct K8sArgs {
@@ -33,40 +32,15 @@ pub struct K8sArgs {
 }
 
 pub fn k8s(args: &K8sArgs) -> Result<ExitCode> {
-    if args.workers == 0 {
-        return Err(UsageError("--workers: expected at least 1 pod".into()).into());
-    }
-    if !valid_name(&args.name) {
-        return Err(UsageError(format!(
-            "--name {}: expected at most 52 lowercase letters, digits and '-', not starting or ending with '-'",
-            args.name
-        ))
-        .into());
-    }
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let loaded =
-        loadmark_plan::load_plan_file(&args.plan, cores).map_err(|e| UsageError(e.to_string()))?;
-    let step = match (args.step, loaded.steps.len()) {
-        (None, 1) => &loaded.steps[0],
-        (None, n) => {
-            return Err(UsageError(format!(
-                "{}: the plan has {n} steps; a Job runs one: pick it with --step 1..{n}",
-                args.plan.display()
-            ))
-            .into())
-        }
-        (Some(i), n) => loaded
-            .steps
-            .get(i.wrapping_sub(1))
-            .ok_or_else(|| UsageError(format!("--step {i}: the plan has steps 1..{n}")))?,
-    };
-    let (_, start_at) = crate::split::parse_start(&args.start_at)?;
-    crate::output::print_out(manifests(&JobSpec {
-        name: args.name.clone(),
-        image: args.image.clone(),
+    let job = loadmark_workflow::k8s::job(&JobRequest {
+        plan: args.plan.clone(),
         workers: args.workers,
-        plan_json: serde_json::to_string(&step.plan)?,
-        start_at,
-    }))?;
+        image: args.image.clone(),
+        name: args.name.clone(),
+        start_at: args.start_at.clone(),
+        step: args.step,
+        cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
+    })?;
+    crate::output::print_out(manifests(&job))?;
     Ok(ExitCode::SUCCESS)
 }

@@ -9,13 +9,13 @@ mod args;
 mod bench;
 mod commands;
 mod dist;
+mod events;
 mod gate;
 mod k8s;
 mod live;
 mod output;
 mod progress;
 mod script;
-mod services;
 mod split;
 mod verdict;
 
@@ -64,6 +64,7 @@ fn main() -> ExitCode {
             eprintln!("loadmark: error: {}", error_text(&e));
             if e.downcast_ref::<UsageError>().is_some()
                 || e.downcast_ref::<loadmark_plan::PlanError>().is_some()
+                || e.chain().any(loadmark_workflow::is_usage)
             {
                 ExitCode::from(EXIT_USAGE)
             } else {

@@ -1,16 +1,13 @@
 //! One run over several machines: `--segment`, `--start-at`, `--tag-requests`, `--slurm N`
 //! on `run` and `ws`, and the hidden `worker` command that srun (or a Kubernetes pod) runs.
 
-use std::ffi::OsString;
 use std::process::ExitCode;
-use std::time::{Duration, SystemTime};
 
 use anyhow::Result;
 use clap::Args;
-use loadmark_cluster::frame::{frame, Collected};
-use loadmark_engine::Part;
-use loadmark_plan::{parse_duration, parse_rfc3339, Plan, Segment};
-use loadmark_report::{rfc3339, MergeOptions, Report, Split};
+use loadmark_cluster::frame::frame;
+use loadmark_plan::Plan;
+use loadmark_report::Report;
 
 use crate::args::ReportFlags;
 use crate::UsageError;
@@ -67,156 +64,27 @@ pub struct WorkerArgs {
     pub run_id: Option<String>,
 }
 
-/// A segment to run, resolved from flags and the environment.
-pub(crate) struct Resolved {
-    pub segment: Segment,
-    pub start_at: Option<SystemTime>,
-    pub start_text: Option<String>,
-    pub run_id: String,
-}
+// A segment to run, resolved from flags and the environment; the request tags.
+pub(crate) use loadmark_workflow::segment::{tagged, Resolved};
 
-fn env_u32(name: &str) -> Option<u32> {
-    std::env::var(name).ok()?.trim().parse().ok()
-}
-
-/// Parses `--segment`: `I/N`, `I/W:W`, `env`, `env/N`, `env/W:W`.
-pub(crate) fn parse_segment(spec: &str) -> Result<Segment> {
-    let Some(rest) = spec.strip_prefix("env") else {
-        return Ok(Segment::parse(spec, "--segment")?);
-    };
-    let index = env_u32("SLURM_PROCID")
-        .or_else(|| env_u32("JOB_COMPLETION_INDEX"))
-        .ok_or_else(|| {
-            UsageError(format!(
-                "--segment {spec}: neither SLURM_PROCID nor JOB_COMPLETION_INDEX is set (run it under srun or in an Indexed Job, or give INDEX/COUNT)"
-            ))
-        })?;
-    let shares = match rest.strip_prefix('/') {
-        Some(shares) => shares.to_string(),
-        None if rest.is_empty() => env_u32("SLURM_NTASKS")
-            .ok_or_else(|| {
-                UsageError(format!(
-                    "--segment {spec}: SLURM_NTASKS is not set: give the count, e.g. env/8"
-                ))
-            })?
-            .to_string(),
-        None => {
-            return Err(UsageError(format!(
-                "--segment {spec}: expected env, env/COUNT or env/W0:W1:..."
-            ))
-            .into())
-        }
-    };
-    Ok(Segment::parse(&format!("{index}/{shares}"), "--segment")?)
-}
-
-/// Parses `--start-at`: RFC 3339, or `+DURATION` from now (resolved to whole seconds, so
-/// the text every segment carries is exact).
-pub(crate) fn parse_start(text: &str) -> Result<(SystemTime, String)> {
-    if let Some(d) = text.strip_prefix('+') {
-        let d = parse_duration(d).map_err(|_| {
-            UsageError(format!(
-                "--start-at {text}: expected +DURATION such as +5s, or an RFC 3339 time"
-            ))
-        })?;
-        let at = SystemTime::now() + d;
-        let secs = at
-            .duration_since(SystemTime::UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs() + u64::from(d.subsec_nanos() > 0));
-        let at = SystemTime::UNIX_EPOCH + Duration::from_secs(secs);
-        return Ok((at, rfc3339(at)));
-    }
-    Ok((parse_rfc3339(text, "--start-at")?, text.trim().to_string()))
-}
-
-fn default_run_id(start: Option<&str>) -> String {
-    match (
-        std::env::var("SLURM_JOB_ID"),
-        std::env::var("SLURM_STEP_ID"),
-    ) {
-        (Ok(job), Ok(step)) => format!("slurm-{job}.{step}"),
-        _ => start.map_or_else(|| "run".to_string(), |s| format!("start-{s}")),
-    }
-}
-
-impl Resolved {
-    fn new(segment: &str, start_at: Option<&str>, run_id: Option<&str>) -> Result<Resolved> {
-        let segment = parse_segment(segment)?;
-        let (start_at, start_text) = match start_at {
-            Some(t) => {
-                let (at, text) = parse_start(t)?;
-                (Some(at), Some(text))
-            }
-            None => (None, None),
-        };
-        let run_id = run_id
-            .map(str::to_string)
-            .unwrap_or_else(|| default_run_id(start_text.as_deref()));
-        Ok(Resolved {
-            segment,
-            start_at,
-            start_text,
-            run_id,
-        })
-    }
-
-    pub(crate) fn part(&self) -> Part {
-        Part {
-            segment: self.segment.clone(),
-            start_at: self.start_at,
-            script: None,
-        }
-    }
-
-    /// Marks a segment's report with its place in the run.
-    pub(crate) fn mark(&self, report: &mut Report, skew: Option<f64>) {
-        report.split = Some(Split::of_segment(
-            report,
-            &self.run_id,
-            &self.segment,
-            self.start_text.as_deref(),
-            skew,
-            &hostname(),
-        ));
-    }
+/// The process's environment, as the workflow reads it.
+fn env(name: &str) -> Option<String> {
+    std::env::var(name).ok()
 }
 
 /// The segment flags of `run`/`ws`, when a segment was asked for.
 pub(crate) fn resolve(flags: &SplitFlags) -> Result<Option<Resolved>> {
-    match &flags.segment {
-        Some(spec) => Ok(Some(Resolved::new(
-            spec,
-            flags.start_at.as_deref(),
-            flags.run_id.as_deref(),
-        )?)),
-        None if flags.start_at.is_some() => Ok(Some(Resolved::new(
-            "0/1",
-            flags.start_at.as_deref(),
-            flags.run_id.as_deref(),
-        )?)),
-        None => Ok(None),
-    }
+    Ok(Resolved::from_flags(
+        flags.segment.as_deref(),
+        flags.start_at.as_deref(),
+        flags.run_id.as_deref(),
+        &env,
+    )?)
 }
 
-/// `--tag-requests`: the two headers, rendered per request by the template engine.
-pub(crate) fn tagged(plan: &Plan) -> Plan {
-    let mut plan = plan.clone();
-    let tags = [
-        ("X-Loadmark-Seq".to_string(), "{{seq}}".to_string()),
-        ("X-Loadmark-Segment".to_string(), "{{segment}}".to_string()),
-    ];
-    plan.request.headers.extend(tags.iter().cloned());
-    for (_, other) in &mut plan.mix.others {
-        other.headers.extend(tags.iter().cloned());
-    }
-    plan.mix.templated = true;
-    plan
-}
-
-fn hostname() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .map(|s| s.trim().to_string())
-        .unwrap_or_else(|_| "unknown".into())
+/// The srun program: `LOADMARK_SRUN` (a test's fake srun), else `srun` on PATH.
+pub(crate) fn srun_program() -> std::path::PathBuf {
+    std::env::var_os("LOADMARK_SRUN").map_or_else(|| "srun".into(), Into::into)
 }
 
 /// A launcher stops its workers with SIGUSR2: srun forwards it to every task as it is,
@@ -258,6 +126,7 @@ pub fn worker(args: &WorkerArgs) -> Result<ExitCode> {
         &args.segment,
         args.start_at.as_deref(),
         args.run_id.as_deref(),
+        &env,
     )?;
     let result = crate::commands::execute(
         &plan,
@@ -302,79 +171,20 @@ impl<'a> SlurmRun<'a> {
 
 /// `--slurm N`: runs the plan as N srun tasks and merges what they report.
 pub(crate) fn run_slurm(plan: &Plan, how: &SlurmRun) -> Result<(Report, bool)> {
-    let tasks = how.tasks;
-    if tasks == 0 {
-        return Err(UsageError("--slurm: expected a number of tasks, at least 1".into()).into());
-    }
-    // Starting a step takes a fraction of a second on an idle cluster, seconds on a busy one.
-    let (_, start) = parse_start(how.start_at.unwrap_or("+3s"))?;
-    let run_id = how
-        .run_id
-        .map_or_else(|| format!("slurm-{start}"), str::to_string);
-    let exe = std::env::current_exe()?;
-    let worker: Vec<OsString> = vec![
-        exe.into(),
-        "worker".into(),
-        "--plan-json".into(),
-        serde_json::to_string(plan)?.into(),
-        "--segment".into(),
-        format!("env/{tasks}").into(),
-        "--start-at".into(),
-        start.clone().into(),
-        "--run-id".into(),
-        run_id.into(),
-    ];
-    let srun = loadmark_cluster::slurm::Srun {
-        program: std::env::var_os("LOADMARK_SRUN").map_or_else(|| "srun".into(), Into::into),
-        tasks,
-        worker,
-        extra: how.srun_args.to_vec(),
+    let run = loadmark_workflow::slurm::SlurmRun {
+        tasks: how.tasks,
+        start_at: how.start_at.map(str::to_string),
+        run_id: how.run_id.map(str::to_string),
+        program: srun_program(),
+        exe: std::env::current_exe()?,
+        srun_args: how.srun_args.to_vec(),
     };
-    if !how.quiet {
-        eprintln!("loadmark: srun {tasks} tasks, starting together at {start}");
-    }
     let stop = crate::commands::stop_handle();
-    let outcome = loadmark_cluster::slurm::run(&srun, move || stop.is_stopped())?;
-    let mut reports = Vec::new();
-    let mut names = Vec::new();
-    let mut problems = Vec::new();
-    for (task, got) in &outcome.results {
-        match got {
-            Collected::Result(json) => {
-                reports.push(Report::from_json(json).map_err(|e| {
-                    anyhow::anyhow!("task {task} sent a result that is not a report: {e}")
-                })?);
-                names.push(format!("task {task}"));
-            }
-            Collected::Incomplete(why) => problems.push(why.clone()),
-        }
-    }
-    for p in problems {
-        eprintln!("loadmark: {p}");
-    }
-    if reports.is_empty() {
-        // Worded as merge words a partial result, so a user (and a script) reads the same.
-        let all: Vec<String> = (0..tasks).map(|t| t.to_string()).collect();
-        anyhow::bail!(
-            "no task reported a result: missing segments {} (srun {}); see srun's messages above",
-            all.join(", "),
-            outcome.status
-        );
-    }
-    let merged = loadmark_report::merge_with_options(
-        &reports,
-        &names,
-        MergeOptions {
-            force: false,
-            allow_partial: outcome.cancelled,
-        },
-    )
-    .map_err(|e| {
-        anyhow::anyhow!(
-            "{e} (srun {}{})",
-            outcome.status,
-            if outcome.cancelled { ", cancelled" } else { "" }
-        )
-    })?;
-    Ok((merged, outcome.cancelled))
+    let mut stderr = crate::events::Stderr { quiet: how.quiet };
+    Ok(loadmark_workflow::slurm::run(
+        plan,
+        &run,
+        &stop,
+        &mut stderr,
+    )?)
 }
