@@ -89,3 +89,52 @@ impl ProtocolSummary {
     }
 }
 
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan(http2: Option<usize>, pipeline: Option<usize>) -> Plan {
+        let request = loadmark_plan::RequestSpec {
+            method: "GET".into(),
+            url: loadmark_plan::Target::parse("http://127.0.0.1:1/").unwrap(),
+            headers: Vec::new(),
+            body: Vec::new(),
+            keep_alive: true,
+        };
+        let mut plan = loadmark_plan::Settings::default()
+            .to_plan(request, 2)
+            .unwrap();
+        plan.protocol.http2 = http2.map(|streams| loadmark_plan::Http2 {
+            streams,
+            fallback: true,
+        });
+        plan.protocol.pipeline = pipeline;
+        plan
+    }
+
+    #[test]
+    fn the_summary_says_what_was_spoken_from_the_plan_and_the_run() {
+        let facts = ProtocolFacts {
+            server_max_concurrent_streams: Some(4),
+            ..Default::default()
+        };
+        let h2 = ProtocolSummary::of(&plan(Some(8), None), facts).unwrap();
+        assert_eq!(h2.used, "HTTP/2");
+        assert_eq!(h2.streams_per_connection, Some(8));
+        assert_eq!(h2.server_max_concurrent_streams, Some(4));
+
+        // A fallback means the run spoke HTTP/1.1, whatever the plan asked.
+        let fell_back = ProtocolFacts {
+            http2_fallback: Some("the server chose http/1.1".into()),
+            ..Default::default()
+        };
+        let h1 = ProtocolSummary::of(&plan(Some(8), None), fell_back);
+        let h1 = h1.unwrap();
+        assert_eq!(h1.used, "HTTP/1.1");
+        assert_eq!(h1.streams_per_connection, None);
+        assert_eq!(h1.http2_fallback.as_deref(), Some("the server chose http/1.1"));
+
+        let piped = ProtocolSummary::of(&plan(None, Some(16)), Default::default());
+        assert_eq!(piped.unwrap().pipeline, Some(16));
+    }
+}

@@ -247,4 +247,15 @@ mod tests {
         assert_eq!(field("a,b"), "\"a,b\"");
         assert_eq!(field("say \"hi\""), "\"say \"\"hi\"\"\"");
     }
+
+    #[test]
+    fn the_series_leaves_out_the_partial_last_second() {
+        let mut r = Report::from_json(include_str!("../../testdata/run.json")).unwrap();
+        let seconds = r.series.len();
+        r.series[seconds - 1].partial_s = Some(0.004);
+        let csv = render_csv(&r);
+        assert_eq!(csv.lines().count(), 1 + seconds - 1, "{csv}");
+        let last = format!("{},", seconds - 1);
+        assert!(!csv.lines().any(|l| l.starts_with(&last)), "{csv}");
+    }
 }
