@@ -9,7 +9,8 @@
 //! out the fragment of a second after the run's end (`Report::chart_series`): its handful of
 //! responses is no rate; the summary row counts them.
 //!
-//! Imports `model` and `render::shared::table` (the chosen columns' raw values), never another format.
+//! Imports `model` and `render::shared::table` (the chosen columns' raw values), never
+//! another format.
 
 use std::fmt::Write as _;
 

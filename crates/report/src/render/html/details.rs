@@ -4,7 +4,8 @@
 //! and a plan's comparison tables. WebSocket runs are told in their own words (round trips,
 //! messages), never as requests.
 //!
-//! Imports `model`, `units`, `render::shared` and the HTML renderer's own modules, never another format.
+//! Imports `model`, `units`, `render::shared` and the HTML renderer's own modules, never
+//! another format.
 
 use std::fmt::Write as _;
 

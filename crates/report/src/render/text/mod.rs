@@ -1,6 +1,7 @@
 //! The terminal summary: what a wrk user reads at a glance, plus what wrk leaves out.
 //!
-//! Imports `model`, `units`, `render::shared` and its own section modules, never another format.
+//! Imports `model`, `units`, `render::shared` and its own section modules, never another
+//! format.
 
 mod compare;
 mod histogram;
