@@ -16,8 +16,8 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use crate::units::format_us;
 use super::report::Report;
+use crate::units::format_us;
 
 /// The metrics compared, in display order.
 pub const COMPARED: [Compared; 7] = [
@@ -170,7 +170,7 @@ impl MetricDelta {
     pub(crate) fn delta_text(&self) -> String {
         match (self.delta_percent, self.baseline, self.candidate) {
             (Some(d), _, _) => format!("{d:+.1}%"),
-            (None, Some(_), Some(c)) if c == 0.0 => "0".into(),
+            (None, Some(_), Some(0.0)) => "0".into(),
             (None, Some(_), Some(_)) => "new".into(),
             (None, _, _) => "n/a".into(),
         }

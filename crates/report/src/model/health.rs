@@ -7,9 +7,7 @@ use std::time::Duration;
 
 use loadmark_plan::{Load, Plan};
 
-use super::report::{
-    CpuContention, Health, RunFacts, Summary, LATE_LAG_P99_US, SATURATED_BUSY,
-};
+use super::report::{CpuContention, Health, RunFacts, Summary, LATE_LAG_P99_US, SATURATED_BUSY};
 
 /// Says, in plain words, whether the client or the schedule got in the way of the numbers.
 pub(crate) fn assess(plan: &Plan, facts: &RunFacts, summary: &Summary) -> Health {

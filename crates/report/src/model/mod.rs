@@ -21,14 +21,14 @@ mod threshold;
 mod websocket;
 
 pub use alike::{differences, Purpose};
+pub(crate) use bundle::COMMAND_LINE;
 pub use bundle::{
     equivalent_command, reproduce_command, Bundle, BundleService, BundleStep, BundleTarget,
     ServerUsage, ServiceUsage, UsageSample,
 };
-pub(crate) use bundle::COMMAND_LINE;
 pub use compare::{
-    compare, mann_whitney, CompareSettings, Compared, Comparison, FailIf, FailIfError,
-    GateResult, MetricDelta, Verdict, COMPARED, MIN_SECONDS,
+    compare, mann_whitney, CompareSettings, Compared, Comparison, FailIf, FailIfError, GateResult,
+    MetricDelta, Verdict, COMPARED, MIN_SECONDS,
 };
 pub use environment::{Build, Environment, HostState};
 pub use merge::{merge_reports, merge_reports_with, merge_with_options, MergeError, MergeOptions};

@@ -132,7 +132,10 @@ mod tests {
         let h1 = h1.unwrap();
         assert_eq!(h1.used, "HTTP/1.1");
         assert_eq!(h1.streams_per_connection, None);
-        assert_eq!(h1.http2_fallback.as_deref(), Some("the server chose http/1.1"));
+        assert_eq!(
+            h1.http2_fallback.as_deref(),
+            Some("the server chose http/1.1")
+        );
 
         let piped = ProtocolSummary::of(&plan(None, Some(16)), Default::default());
         assert_eq!(piped.unwrap().pipeline, Some(16));

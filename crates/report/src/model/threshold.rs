@@ -12,8 +12,8 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use crate::units::format_us;
 use super::report::Report;
+use crate::units::format_us;
 
 /// The metrics a threshold can name, listed in parse errors.
 pub const THRESHOLD_METRICS: &str = "p50, p75, p90, p95, p99, p99.9, p99.99, min, max, mean (latency; value with a unit: us, ms, s), rps (responses per second), errors (transport errors: a count, or N% of completed requests), failed (errors plus non-2xx/3xx responses: count or %), dropped (open loop: count or % of requests due), checks (% of check evaluations that passed, or a count of failures), check:NAME (the same for the check named NAME)";

@@ -14,8 +14,8 @@
 
 use std::fmt::Write as _;
 
-use crate::model::{Bundle, BundleStep};
 use crate::model::Report;
+use crate::model::{Bundle, BundleStep};
 
 const SERIES_HEADER: &str = "second,warmup,responses,errors,failed,bytes_read,connections_opened,latency_p50_us,latency_p99_us,latency_max_us,messages_sent,messages_received";
 const SUMMARY_HEADER: &str = "started_at,method,url,measured_s,completed,responses,errors,non_success_responses,failed,dropped,in_flight_at_end,rps,read_bytes_per_s,latency_min_us,latency_mean_us,latency_stdev_us,latency_p50_us,latency_p75_us,latency_p90_us,latency_p95_us,latency_p99_us,latency_p99_9_us,latency_p99_99_us,latency_max_us,messages_sent_per_s,messages_received_per_s,sessions_opened,checks_passed,checks_failed,checks_failed_responses,iterations,iterations_aborted,iterations_dropped,retries";

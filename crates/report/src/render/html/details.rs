@@ -12,10 +12,10 @@ use std::fmt::Write as _;
 use loadmark_metrics::Distribution;
 use loadmark_plan::Load;
 
-use crate::model::{Bundle, BundleStep};
-use crate::units::{format_bytes, format_of, format_pct};
 use super::esc;
 use crate::model::Report;
+use crate::model::{Bundle, BundleStep};
+use crate::units::{format_bytes, format_of, format_pct};
 
 /// How a page names what it counted: HTTP requests, or WebSocket messages and round trips.
 pub(crate) struct Words {
@@ -182,7 +182,11 @@ fn step_details(o: &mut String, r: &Report) {
         &s.connections_opened.to_string(),
     );
     if s.retries > 0 && w.unit != "message" {
-        row(o, "Retries", &crate::render::shared::retries_line(s.retries));
+        row(
+            o,
+            "Retries",
+            &crate::render::shared::retries_line(s.retries),
+        );
     }
     let cpu = &r.run.client_cpu;
     row(

@@ -4,8 +4,8 @@
 
 use std::fmt::Write as _;
 
-use crate::model::Bundle;
 use super::esc;
+use crate::model::Bundle;
 
 /// The summary with the plan's columns, after the step and its command.
 pub(crate) fn summary(o: &mut String, b: &Bundle) {
@@ -21,7 +21,12 @@ pub(crate) fn summary(o: &mut String, b: &Bundle) {
     for s in &b.steps {
         let cells: String = columns
             .iter()
-            .map(|c| format!("<td>{}</td>", esc(&crate::render::shared::table::cell(c, s).text)))
+            .map(|c| {
+                format!(
+                    "<td>{}</td>",
+                    esc(&crate::render::shared::table::cell(c, s).text)
+                )
+            })
             .collect();
         let _ = writeln!(
             o,

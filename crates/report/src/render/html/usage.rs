@@ -3,9 +3,9 @@
 //!
 //! Imports `model` and the HTML renderer's own modules, never another format.
 
-use crate::model::{Bundle, ServerUsage, UsageSample};
 use super::chart::{per_step_chart, Line};
 use super::step_label;
+use crate::model::{Bundle, ServerUsage, UsageSample};
 
 pub(crate) fn server_usage(o: &mut String, b: &Bundle) {
     let has = |u: &ServerUsage| !u.samples.is_empty();

@@ -20,10 +20,7 @@ pub(crate) fn websocket_section(o: &mut String, b: &Bundle) {
     if rows.is_empty() {
         return;
     }
-    let heads: String = WS_HEADS
-        .iter()
-        .map(|h| format!("<th>{h}</th>"))
-        .collect();
+    let heads: String = WS_HEADS.iter().map(|h| format!("<th>{h}</th>")).collect();
     let _ = writeln!(
         o,
         "<section><h2>WebSocket</h2><table class=\"num\"><tr>{heads}</tr>"

@@ -105,7 +105,10 @@ pub fn render_markdown(b: &Bundle) -> String {
         "Latency is measured as each step's report states (closed loop: first byte written to last byte received; open loop: from the intended send time). Percentiles come from HDR histograms; failed = transport errors + non-2xx/3xx responses.\n"
     );
     let columns = crate::render::shared::table::columns(b);
-    let headers: Vec<String> = columns.iter().map(crate::render::shared::table::header).collect();
+    let headers: Vec<String> = columns
+        .iter()
+        .map(crate::render::shared::table::header)
+        .collect();
     let _ = writeln!(o, "| # | step | {} |", headers.join(" | "));
     let align: Vec<&str> = columns
         .iter()

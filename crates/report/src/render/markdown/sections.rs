@@ -39,12 +39,7 @@ pub(crate) fn protocol_section(o: &mut String, named: &[(String, &Report)]) {
 pub(crate) fn websocket_section(o: &mut String, steps: &[(String, &Report)]) {
     let rows: Vec<[String; 10]> = steps
         .iter()
-        .filter_map(|(name, r)| {
-            r.summary
-                .websocket
-                .as_ref()
-                .map(|ws| ws_row(name, r, ws))
-        })
+        .filter_map(|(name, r)| r.summary.websocket.as_ref().map(|ws| ws_row(name, r, ws)))
         .collect();
     if rows.is_empty() {
         return;

@@ -186,4 +186,3 @@ pub fn cell(c: &Column, step: &BundleStep) -> Cell {
         }
     }
 }
-

@@ -77,11 +77,7 @@ pub fn render_steps_text(b: &Bundle) -> String {
         .collect()];
     for step in &b.steps {
         let name = match &step.report.plan.scenario {
-            Some(_) => format!(
-                "{}: {}",
-                params(step),
-                headline(&step.report, None)
-            ),
+            Some(_) => format!("{}: {}", params(step), headline(&step.report, None)),
             None => params(step),
         };
         table.push(

@@ -117,7 +117,6 @@ fn part_latency(p: &Part, us: u64) -> String {
     }
 }
 
-
 /// The text section listing threshold results (empty when there are none).
 pub fn render_thresholds_text(results: &[ThresholdResult]) -> String {
     let mut o = String::new();
