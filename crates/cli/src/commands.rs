@@ -8,7 +8,9 @@ use std::sync::OnceLock;
 use anyhow::{Context, Result};
 use loadmark_engine::{EngineError, Part, RunResult, StopHandle};
 use loadmark_plan::{Load, Plan, RequestSpec, Stop, Target, Timeouts, TlsPolicy};
-use loadmark_report::{CpuContention, Environment, ProtocolSummary, Report, RunFacts};
+use loadmark_report::{
+    CpuContention, Environment, ProtocolFacts, ProtocolSummary, Report, RunFacts,
+};
 
 use crate::args::{
     Command, Format, QuickstartArgs, ReportArgs, ReportFlags, RunArgs, SchemaKind, ServeArgs,
@@ -254,36 +256,20 @@ pub(crate) fn build_report(plan: &Plan, result: RunResult) -> Report {
             usable_cpus: loadmark_engine::usable_cpus(),
         }),
     };
-    let protocol = protocol_summary(plan, &result);
+    let protocol = ProtocolSummary::of(
+        plan,
+        ProtocolFacts {
+            http2_fallback: result.http2_fallback.clone(),
+            server_max_concurrent_streams: result.http2_server_streams,
+            requests_per_connection: result.requests_per_connection.clone(),
+        },
+    );
     let mut report = Report::new(plan, &facts, result.totals, environment());
     report.summary.protocol = protocol;
     report
 }
 
 /// What carried the requests, from the engine's result (issue 16); none for WebSocket runs.
-fn protocol_summary(plan: &Plan, result: &RunResult) -> Option<ProtocolSummary> {
-    if plan.websocket.is_some() {
-        return None;
-    }
-    let http2 = plan
-        .protocol
-        .http2
-        .filter(|_| result.http2_fallback.is_none());
-    Some(ProtocolSummary {
-        used: if http2.is_some() {
-            "HTTP/2"
-        } else {
-            "HTTP/1.1"
-        }
-        .into(),
-        http2_fallback: result.http2_fallback.clone(),
-        streams_per_connection: http2.map(|h| h.streams),
-        server_max_concurrent_streams: result.http2_server_streams,
-        pipeline: plan.protocol.pipeline,
-        requests_per_connection: result.requests_per_connection.clone(),
-    })
-}
-
 fn ws(args: &WsArgs) -> Result<ExitCode> {
     let plan = args.to_plan()?;
     run_plan(&plan, &args.report, None)

@@ -24,81 +24,48 @@
 //!   against the histograms; their results ride in `Report::thresholds` (absent when none).
 //! - Comparisons judge noise on the per-second series (Mann-Whitney U), not on single figures.
 //! - HTML is inline SVG drawn here: no JavaScript, nothing fetched, printable.
+//!
+//! Layout: two layers. `model` holds the types (a run's [`Report`], a plan's [`Bundle`], a
+//! [`Comparison`]) and every pure computation and finding on them; it imports no renderer.
+//! `render` holds one module per format (text, Markdown, HTML, CSV, JUnit), each rendering
+//! every section for its format; a format imports `model`, `units` (number formatting) and
+//! `render::shared` (what several formats show alike), never another format. The names
+//! below are re-exported flat, so callers need not know where a type lives.
 
-mod alike;
-mod bundle;
-mod checks;
-mod protocol;
-pub use protocol::ProtocolSummary;
-mod html_checks;
-mod scenario;
-pub use scenario::{ScenarioSummary, StepSummary};
-mod compare;
-mod compare_table;
-mod csv;
-mod environment;
-mod format;
-mod histogram;
-mod html;
-mod html_compare;
-mod html_details;
-mod html_table;
-mod html_usage;
-mod junit;
-mod markdown;
-mod merge;
 mod model;
-mod schema;
-mod split;
-mod stream;
-mod styles;
-mod table;
-mod text;
-mod threshold;
-mod websocket;
+mod render;
+mod units;
 
-pub use alike::{differences, Purpose};
-pub use bundle::{
-    equivalent_command, reproduce_command, Bundle, BundleService, BundleStep, BundleTarget,
-    ServerUsage, ServiceUsage, UsageSample,
+pub use model::{
+    bundle_schema, check_thresholds, compare, differences, equivalent_command, is_stream,
+    mann_whitney, merge_reports, merge_reports_with, merge_with_options, parse_thresholds,
+    plan_hash, read_result, reproduce_command, result_schema, rfc3339, stream_schema, Build,
+    Bundle, BundleService, BundleStep, BundleTarget, ClientCpu, CompareSettings, Compared,
+    Comparison, CpuContention, Environment, FailIf, FailIfError, GateResult, Health, HostState,
+    MergeError, MergeOptions, Metric, MetricDelta, Op, Part, ProtocolFacts, ProtocolSummary,
+    Purpose, ReadError, Report, RequestCounts, ResultError, RpsStats, RunFacts, RunInfo,
+    ScenarioSummary, ServerUsage, ServiceUsage, Split, SplitProblem, StepSummary, Stream,
+    StreamError, StreamLine, StreamSecond, StreamStart, Summary, Threshold, ThresholdError,
+    ThresholdResult, Unit, UsageSample, Verdict, WsSummary, COMPARED, HELD_RATE,
+    LATENCY_DEFINITION, LATE_LAG_P99_US, MIN_SECONDS, OPEN_LATENCY_DEFINITION, SATURATED_BUSY,
+    SCHEMA_VERSION, SKEW_TRUST_S, THRESHOLD_METRICS,
 };
-pub use compare::{
-    compare, mann_whitney, render_comparison_markdown, render_comparison_text, CompareSettings,
-    Compared, Comparison, FailIf, FailIfError, GateResult, MetricDelta, Verdict, COMPARED,
-    MIN_SECONDS,
-};
-pub use csv::{
+pub use render::csv::{
     render_bundle_csv, render_bundle_csv_steps, render_bundle_csv_summary, render_csv,
     render_csv_steps, render_csv_summary,
 };
-pub use environment::{Build, Environment, HostState};
-pub use format::{format_bytes, format_pct, format_us};
-pub use html::{render_html, render_html_bundle};
-pub use html_compare::render_comparison_html;
-pub use junit::{render_junit, render_junit_with_checks};
-pub use markdown::render_markdown;
-pub use merge::{merge_reports, merge_reports_with, merge_with_options, MergeError, MergeOptions};
-pub use model::{
-    rfc3339, ClientCpu, CpuContention, Health, ReadError, Report, RequestCounts, RpsStats,
-    RunFacts, RunInfo, Summary, LATENCY_DEFINITION, LATE_LAG_P99_US, OPEN_LATENCY_DEFINITION,
-    SATURATED_BUSY, SCHEMA_VERSION,
+pub use render::html::{render_comparison_html, render_html, render_html_bundle};
+pub use render::junit::{render_junit, render_junit_with_checks};
+pub use render::markdown::{render_comparison_markdown, render_markdown};
+pub use render::shared::styles::{style_blocks, StyleBlock};
+pub use render::shared::table::{
+    cell as table_cell, columns as table_columns, header as table_header, Cell,
 };
-pub use schema::{bundle_schema, result_schema};
-pub use split::{plan_hash, Part, Split, SplitProblem, SKEW_TRUST_S};
-pub use stream::{
-    is_stream, read_result, stream_schema, ResultError, Stream, StreamError, StreamLine,
-    StreamSecond, StreamStart,
+pub use render::text::{
+    render_comparison_text, render_steps_text, render_text, render_text_titled,
+    render_thresholds_text,
 };
-pub use styles::{style_blocks, StyleBlock};
-pub use table::{
-    cell as table_cell, columns as table_columns, header as table_header, render_steps_text, Cell,
-};
-pub use text::{render_text, render_text_titled};
-pub use threshold::{
-    check_thresholds, parse_thresholds, render_thresholds_text, Metric, Op, Threshold,
-    ThresholdError, ThresholdResult, Unit, THRESHOLD_METRICS,
-};
-pub use websocket::{WsSummary, HELD_RATE};
+pub use units::{format_bytes, format_pct, format_us};
 
 /// The report as pretty JSON (its complete form).
 pub fn render_json(report: &Report) -> String {
