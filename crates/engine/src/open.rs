@@ -5,8 +5,9 @@
 //! intended send time ([`Profile::due`]); worker `i` of `n` owns requests `i, i+n, i+2n, ...`,
 //! so workers (and later machines) split one schedule exactly. A request is sent on a free
 //! connection of the worker's pool ([`crate::pool`]), which grows while the server is slow,
-//! up to a cap, and shrinks back; when none is free and the cap is reached, the request is
-//! dropped and counted, never silently skipped. Latency is
+//! up to a cap, and shrinks back; when none is free a request waits its turn for the next
+//! one, and is dropped and counted, never silently skipped, when the cap is reached, when it
+//! waited longer than the request timeout, or when the run ends with it still waiting. Latency is
 //! measured from the intended time, so a stalled server shows up in every request that had to
 //! wait (no coordinated omission).
 

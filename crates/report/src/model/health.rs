@@ -30,7 +30,7 @@ pub(crate) fn assess(plan: &Plan, facts: &RunFacts, summary: &Summary) -> Health
         if summary.dropped > 0 {
             health.overloaded = true;
             health.findings.push(format!(
-                "{} requests were dropped: they were due while all {max_connections} connections (--max-connections) were busy; the target did not keep up with the rate, or the cap is too low",
+                "{} requests were dropped: they were due while every connection was busy and none came free in time (up to {max_connections} connections, --max-connections; a request waits for one up to --timeout, and those still waiting when the run ends are dropped too); the target did not keep up with the rate, or the cap is too low",
                 summary.dropped
             ));
         }

@@ -150,7 +150,7 @@ fn step_details(o: &mut String, r: &Report) {
             "Dropped",
             &if s.dropped > 0 {
                 format!(
-                    "{} requests were due with every connection busy and the cap reached",
+                    "{} requests were due with every connection busy and none came free in time",
                     s.dropped
                 )
             } else {

@@ -232,7 +232,7 @@ fn http_blocks(o: &mut String, r: &Report) {
             "  Dropped       {}{}",
             s.dropped,
             if s.dropped > 0 {
-                " requests were due with every connection busy and the cap reached"
+                " requests were due with every connection busy and none came free in time"
             } else {
                 ""
             }
