@@ -502,7 +502,7 @@ mod tests {
         let dropped = Report::new(&open_plan(), &facts(0.2), totals_with(200, 40), env());
         assert!(dropped.run.health.overloaded && !dropped.run.health.client_saturated);
         assert!(dropped.run.health.findings[0].contains("40 requests were dropped"));
-        assert!(dropped.run.health.findings[0].contains("all 3 connections"));
+        assert!(dropped.run.health.findings[0].contains("up to 3 connections"));
 
         // Lag within bounds but a visible share of latency: named, and still clean.
         let mut t = totals_with(400, 0);
