@@ -33,6 +33,17 @@ fn shop() -> RunningServer {
     .unwrap()
 }
 
+/// The built-in target serving HTTP/2 (h2c with prior knowledge) beside HTTP/1.1.
+fn shop_h2() -> RunningServer {
+    start(ServerConfig {
+        addr: ([127, 0, 0, 1], 0).into(),
+        threads: 2,
+        http2: true,
+        ..Default::default()
+    })
+    .unwrap()
+}
+
 /// Runs `plan` with `loadmark bench` in `dir`; the bundle when one was written.
 fn bench(dir: &Path, plan: &str) -> (Output, Option<Bundle>) {
     std::fs::write(dir.join("plan.yaml"), plan).unwrap();
@@ -274,6 +285,100 @@ fn open_model_starts_iterations_on_schedule() {
     );
 }
 
+/// `JOURNEY` with its later steps over HTTP/2: login on the user's HTTP/1.1 connection, the
+/// list and the item on its HTTP/2 one, with the token, extractions and JSON checks.
+fn mixed_journey() -> String {
+    JOURNEY
+        .replace("url: /items,", "url: /items, protocol: h2,")
+        .replace(
+            "url: '/items/{{item}}',",
+            "url: '/items/{{item}}', protocol: h2,",
+        )
+}
+
+#[test]
+fn a_journey_mixing_http1_and_http2_steps_counts_each_protocol_exactly() {
+    let server = shop_h2();
+    let dir = temp_dir("scenarios", "mixed");
+    let plan = format!(
+        "targets:\n  shop: {{url: 'http://{}'}}\n{}load: {{users: 50, iterations: 600, threads: 2}}\nthresholds: [checks>=100%]\n",
+        server.local_addr(),
+        mixed_journey()
+    );
+    assert_eq!(plan.matches("protocol: h2").count(), 2, "{plan}");
+    let (out, bundle) = bench(&dir, &plan);
+    assert!(out.status.success(), "{}", text(&out));
+    // The server's counts: every login over HTTP/1.1, both later requests over HTTP/2 with
+    // the token the login returned; one connection of each protocol per user.
+    assert_eq!(server.auth_failures(), 0, "a request without its token");
+    assert_eq!(server.logins(), 600);
+    assert_eq!(server.requests_served(), 1800);
+    assert_eq!(server.http2_requests(), 1200);
+    assert_eq!(server.connections_accepted(), 100);
+    let r = &bundle.unwrap().steps[0].report;
+    let s = scenario(r);
+    assert_eq!((s.iterations, s.aborted, s.dropped), (600, 0, 0), "{s:?}");
+    for name in ["login", "list", "open"] {
+        let st = step(s, name);
+        assert_eq!((st.requests, st.status.class(2)), (600, 600), "{st:?}");
+        assert_eq!((st.checks_failed, st.extraction_failures), (0, 0), "{st:?}");
+    }
+    // The JSON checks read the HTTP/2 bodies.
+    assert_eq!(step(s, "list").checks_passed, 1200);
+    assert_eq!(step(s, "open").checks_passed, 600);
+    assert_eq!(r.summary.requests.completed, 1800);
+    assert_eq!(r.summary.errors.total(), 0, "{:?}", r.summary.errors);
+}
+
+#[test]
+fn http2_journeys_run_under_every_load_model_and_count_what_the_server_counted() {
+    let server = shop_h2();
+    let dir = temp_dir("scenarios", "h2-models");
+    let models = [
+        ("closed", "users: 20, iterations: 300"),
+        ("ramp", "stages: '1s:8,1s:0'"),
+        (
+            "open",
+            "iterations_per_second: 150, users: 30, duration: 2s",
+        ),
+    ];
+    for (model, load) in models {
+        let before = (server.requests_served(), server.http2_requests());
+        let plan = format!(
+            "targets:\n  shop: {{url: 'http://{}'}}\n{JOURNEY}load: {{http2: true, threads: 2, {load}}}\n",
+            server.local_addr()
+        );
+        let (out, bundle) = bench(&dir, &plan);
+        assert!(out.status.success(), "{model}: {}", text(&out));
+        let served = server.requests_served() - before.0;
+        assert_eq!(
+            server.http2_requests() - before.1,
+            served,
+            "{model}: all HTTP/2"
+        );
+        assert_eq!(server.auth_failures(), 0, "{model}");
+        let r = &bundle.unwrap().steps[0].report;
+        let s = scenario(r);
+        let counts = (s.iterations, s.aborted, s.dropped);
+        assert_eq!(s.aborted, 0, "{model}: {counts:?}");
+        // A request the end of the run cut off counts in flight, as over HTTP/1.1.
+        let q = &r.summary.requests;
+        assert_eq!(q.completed + q.in_flight_at_end, served, "{model}: {q:?}");
+        let (login, open) = (step(s, "login").requests, step(s, "open").requests);
+        assert_eq!(open, s.iterations, "{model}: {counts:?}");
+        match model {
+            "closed" => assert_eq!((s.iterations, login), (300, 300)),
+            "open" => assert_eq!((s.iterations + s.dropped, login), (300, s.iterations)),
+            // A ramp's end may cut iterations short (at most one per user): their first
+            // steps count, the iteration does not.
+            _ => assert!(
+                s.iterations > 8 && login - s.iterations <= 8,
+                "{counts:?} {login}"
+            ),
+        }
+    }
+}
+
 #[test]
 fn scenario_errors_name_file_line_column_and_the_schema_has_it() {
     let dir = temp_dir("scenarios", "errors");
@@ -298,6 +403,17 @@ fn scenario_errors_name_file_line_column_and_the_schema_has_it() {
             "targets:\n  a: {url: 'http://127.0.0.1:1'}\nload: {users: 3}\n",
             "plan.yaml:3:",
             "load.users is a scenario's word",
+        ),
+        (
+            // Over TLS the server picks one protocol per connection from what is offered.
+            "targets:\n  a: {url: 'https://127.0.0.1:1'}\nscenario:\n  - name: one\n    request: {url: /x}\n  - name: two\n    request: {url: /y, protocol: h2}\n",
+            "plan.yaml:6:5",
+            "over https:// the server chooses the protocol per connection",
+        ),
+        (
+            "targets:\n  a: {url: 'http://127.0.0.1:1'}\nscenario:\n  - request: {url: /x, protocol: h3}\n",
+            "plan.yaml:4:",
+            "h3",
         ),
     ];
     for (plan, place, says) in cases {

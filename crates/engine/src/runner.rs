@@ -433,9 +433,9 @@ where
             checks: plan.checks.clone(), // issue 17
             scenario: crate::scenario::ScenarioShared::new(
                 plan,
-                index as u64,
-                threads as u64,
+                (index as u64, threads as u64),
                 &segment,
+                h2run.clone(),
             ),
             timeout: plan.timeouts.request,
             connect_timeout: plan.timeouts.connect,

@@ -741,10 +741,10 @@ fn scenario_of(
             "load.iterations: with `stages` the users ramp for the stages' time; give one or the other".into(),
         ));
     }
-    if load.http2 == Some(true) || load.pipeline.is_some() {
+    if load.pipeline.is_some() {
         return refuse(
-            &["load"],
-            "HTTP/2 or pipelining yet (scenarios speak HTTP/1.1)",
+            &["load", "pipeline"],
+            "pipelining yet (a user's steps go one at a time; use `load.http2` or a step's `protocol: h2`)",
         );
     }
     crate::scenario::Scenario::compile(steps, columns).map_err(|e| {
@@ -756,6 +756,31 @@ fn scenario_of(
             message: e.message,
         }
     })?;
+    // Over TLS the server chooses the protocol per connection (ALPN), from what the run
+    // offers: a journey there speaks the plan's protocol throughout.
+    let plan_h2 = load.http2 == Some(true);
+    let tls = file.targets.values().any(|t| t.url.starts_with("https://"));
+    let other = steps.iter().position(|s| {
+        s.request
+            .as_ref()
+            .and_then(|r| r.protocol)
+            .is_some_and(|p| (p == crate::scenario::StepProtocol::H2) != plan_h2)
+    });
+    if let (true, Some(i)) = (tls, other) {
+        let (line, column) = crate::scenario::locate_step(text, i);
+        let plan = if plan_h2 { "h2" } else { "h1" };
+        return Err(PlanFileError {
+            file: path.display().to_string(),
+            line,
+            column,
+            message: format!(
+                "scenario step {}: `protocol` differs from the plan's ({plan}); over https:// the \
+                 server chooses the protocol per connection (ALPN), so a journey speaks one: \
+                 set `load.http2` and drop the step's `protocol` (steps may mix over http://)",
+                i + 1
+            ),
+        });
+    }
     Ok(Some(steps.clone()))
 }
 

@@ -55,7 +55,7 @@ pub use plan::{
 pub use proxy::{no_proxy_matches, Proxy, ProxyKind, DEFAULT_PROXY_PORT};
 pub use scenario::{
     Extract, RequestStep, Scenario, ScenarioError, ScenarioStepFile, Step as ScenarioStep,
-    StepRequestFile, Think, EXTRACT_FORMS,
+    StepProtocol, StepRequestFile, Think, EXTRACT_FORMS,
 };
 pub use schedule::{Pace, Profile, Stage};
 pub use segment::{Segment, MAX_WEIGHT_SUM};

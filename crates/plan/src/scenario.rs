@@ -66,6 +66,22 @@ pub struct StepRequestFile {
     pub headers: IndexMap<String, String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub body: Option<String>,
+    /// The protocol this step speaks: `h1` (HTTP/1.1) or `h2` (HTTP/2, one connection per
+    /// user) [default: the plan's, `h2` with `load.http2`]. Steps of one journey may mix
+    /// them over `http://` (HTTP/2 with prior knowledge); over `https://` ALPN decides, so
+    /// every step speaks the plan's protocol.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub protocol: Option<StepProtocol>,
+}
+
+/// The protocol of a scenario step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum StepProtocol {
+    /// HTTP/1.1 on the user's keep-alive connection.
+    H1,
+    /// HTTP/2 on the user's HTTP/2 connection.
+    H2,
 }
 
 /// Where an extracted value comes from.
@@ -239,6 +255,8 @@ pub struct RequestStep {
     /// Variable index and where its value comes from (a JSON pointer may be templated).
     pub extract: Vec<(usize, Extract, Option<Template>)>,
     pub checks: Vec<Check>,
+    /// The step's own protocol (`None`: the plan's).
+    pub protocol: Option<StepProtocol>,
 }
 
 /// A scenario that does not compile: which step (0-based among all steps) and why.
@@ -365,6 +383,7 @@ impl Scenario {
                 body,
                 extract,
                 checks: f.check.clone(),
+                protocol: r.protocol,
             })));
         }
         Ok(Scenario { steps, vars, names })

@@ -245,6 +245,23 @@ where
     /// next poll's write. Callers check [`H2Conn::can_open`] first.
     pub(crate) fn open(&mut self, block: &[u8], body: &Bytes, tag: T, deadline: Instant) {
         self.state.open(block, body, tag, deadline);
+        self.arm(deadline);
+    }
+
+    /// [`H2Conn::open`], keeping the response (up to `limit` bytes) for checks and
+    /// extractions: it comes back in the answer's `captured`.
+    pub(crate) fn open_capturing(
+        &mut self,
+        (block, body): (&[u8], &Bytes),
+        tag: T,
+        deadline: Instant,
+        limit: usize,
+    ) {
+        self.state.open_capturing(block, body, tag, deadline, limit);
+        self.arm(deadline);
+    }
+
+    fn arm(&mut self, deadline: Instant) {
         if self.timer_at.is_none_or(|at| deadline < at) {
             self.timer.as_mut().reset(deadline.into());
             self.timer_at = Some(deadline);

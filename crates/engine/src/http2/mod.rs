@@ -9,8 +9,8 @@
 //! mixes, templates): their HTTP/1.1 bytes are turned into an HTTP/2 header block once per
 //! fixed request, or per request when templated (`loadmark_wire::http2::request`). The same `Sample` goes out.
 
-mod client;
-mod conn;
+pub(crate) mod client;
+pub(crate) mod conn;
 #[cfg(test)]
 mod conn_tests;
 mod open;

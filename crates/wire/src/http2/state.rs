@@ -39,6 +39,9 @@ pub struct Stream<T> {
     /// included (see [`State::open_read`]).
     pub(super) wire_read: u64,
     pub(super) wire_written: u64,
+    /// The response kept for checks and extractions, when the caller asked
+    /// ([`State::open_capturing`]); boxed so streams that keep nothing stay small.
+    pub(super) capture: Option<Box<Capture>>,
 }
 
 /// Stream ids are odd and dense: a multiply spreads them over the map (SipHash would cost
@@ -125,6 +128,35 @@ impl<T> State<T> {
 
     /// Opens the next stream: its HEADERS (and what the windows allow of its body) queued.
     pub fn open(&mut self, block: &[u8], body: &Bytes, tag: T, deadline: Instant) {
+        self.open_with(block, body, tag, deadline, None);
+    }
+
+    /// [`State::open`], keeping the response's head and body (up to `limit` bytes) in the
+    /// answer's [`Answer::captured`], for checks and extractions that read them.
+    pub fn open_capturing(
+        &mut self,
+        block: &[u8],
+        body: &Bytes,
+        tag: T,
+        deadline: Instant,
+        limit: usize,
+    ) {
+        let capture = Capture {
+            bytes: Vec::new(),
+            overflow: false,
+            limit,
+        };
+        self.open_with(block, body, tag, deadline, Some(Box::new(capture)));
+    }
+
+    fn open_with(
+        &mut self,
+        block: &[u8],
+        body: &Bytes,
+        tag: T,
+        deadline: Instant,
+        capture: Option<Box<Capture>>,
+    ) {
         let id = self.next_id;
         self.next_id += 2;
         let end = body.is_empty();
@@ -145,6 +177,7 @@ impl<T> State<T> {
                 body: 0,
                 wire_read: 0,
                 wire_written: written,
+                capture,
             },
         );
         if !end {
@@ -392,10 +425,20 @@ impl<T> State<T> {
     ) -> Result<(), ConnError> {
         // Decoded whatever the stream: the table is the connection's.
         let mut status: Option<Option<u16>> = None;
+        let capturing = self
+            .streams
+            .get(&id)
+            .is_some_and(|s| s.capture.is_some() && s.status == 0);
+        let mut head = Vec::new();
         self.decoder
             .decode(block, |name, value| {
                 if name == b":status" && status.is_none() {
                     status = Some(parse_status(value));
+                } else if capturing && !name.starts_with(b":") {
+                    head.extend_from_slice(name);
+                    head.extend_from_slice(b": ");
+                    head.extend_from_slice(value);
+                    head.extend_from_slice(b"\r\n");
                 }
             })
             .map_err(|e| {
@@ -416,6 +459,9 @@ impl<T> State<T> {
                 Some(code) if code >= 200 => {
                     s.status = code;
                     s.first_byte = Some(at);
+                    if let Some(capture) = s.capture.as_mut() {
+                        capture.head(code, &head);
+                    }
                 }
                 _ => {
                     frame::rst_stream(&mut self.out, id, Reason::PROTOCOL_ERROR);
@@ -488,6 +534,9 @@ impl<T> State<T> {
             return Ok(());
         }
         s.body += body.len() as u64;
+        if let Some(capture) = s.capture.as_mut() {
+            capture.push(body);
+        }
         if h.flags & frame::END_STREAM != 0 {
             self.complete(h.stream, at, events);
         } else if s.recv_window <= STREAM_WINDOW / 2 {
@@ -524,6 +573,7 @@ impl<T> State<T> {
                 body: s.body,
                 read: s.wire_read,
                 written: s.wire_written,
+                captured: s.capture,
             },
         });
     }
@@ -662,6 +712,32 @@ impl<T> State<T> {
     }
 }
 
+/// A response kept whole for the checks: its head in HTTP/1.1's form (`HTTP/1.1 200`, then
+/// each regular header as `name: value`), then its body, so the one parser the checks and
+/// extractions use reads a response of either protocol. Bytes past `limit` are not kept.
+#[derive(Debug, Default)]
+pub struct Capture {
+    pub bytes: Vec<u8>,
+    /// The response was longer than the limit.
+    pub overflow: bool,
+    limit: usize,
+}
+
+impl Capture {
+    fn head(&mut self, status: u16, headers: &[u8]) {
+        self.push(format!("HTTP/1.1 {status} \r\n").as_bytes());
+        self.push(headers);
+        self.push(b"\r\n");
+    }
+
+    fn push(&mut self, bytes: &[u8]) {
+        let room = self.limit.saturating_sub(self.bytes.len());
+        self.overflow |= bytes.len() > room;
+        self.bytes
+            .extend_from_slice(&bytes[..bytes.len().min(room)]);
+    }
+}
+
 /// `:status` as a number, if it is three digits.
 fn parse_status(v: &[u8]) -> Option<u16> {
     match v {
@@ -671,3 +747,7 @@ fn parse_status(v: &[u8]) -> Option<u16> {
         _ => None,
     }
 }
+
+#[cfg(test)]
+#[path = "state_tests.rs"]
+mod tests;

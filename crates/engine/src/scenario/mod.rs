@@ -1,14 +1,16 @@
 //! Scenario executors (issue 17): virtual users running a plan's `scenario:` steps.
 //!
-//! A virtual user is one task with one HTTP/1.1 connection (kept alive across its steps)
-//! and its own variables; every request goes through [`crate::connection::perform_bytes`],
-//! the same exchange `loadmark run` uses, so classification, retries and timeouts are the
-//! same. A response is recorded twice: into the run's figures (as any response) and into
+//! A virtual user is one task with its own variables and a connection per protocol its
+//! steps speak, each kept alive across its steps: HTTP/1.1 requests go through
+//! [`crate::connection::perform_bytes`], the exchange `loadmark run` uses, HTTP/2 ones
+//! through the user's [`h2::Link`] on the HTTP/2 executors' connection, so classification,
+//! retries and timeouts are the same as in `loadmark run`. A response is recorded twice: into the run's figures (as any response) and into
 //! its step's ([`loadmark_metrics::StepStats`]). The response is kept only when the step
 //! has an extraction or a check that reads it (up to [`crate::checks::CAPTURE_LIMIT`]).
 //!
 //! Closed model: N users loop the scenario until the duration ends or the iteration count
-//! is spent; with `stages`, the number of users follows the profile ([`ramp_users`]). Open model: iterations start on the schedule (`Profile::due(k)`, iteration k of
+//! is spent; with `stages`, the number of users follows the profile ([`ramp_users`]).
+//! Open model: iterations start on the schedule (`Profile::due(k)`, iteration k of
 //! the whole run) on a free user, up to a cap; an iteration due when every user is busy is
 //! dropped and counted. Its first request's latency, and its duration, run from its intended
 //! start.
@@ -21,20 +23,27 @@ use std::rc::Rc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use loadmark_metrics::{Sample, StepOutcome};
+use loadmark_metrics::StepOutcome;
 use loadmark_plan::{
     next_random, parse_csv, DataPer, Extract, Plan, Profile, RenderContext, RequestStep, Scenario,
-    ScenarioStep, Segment,
+    ScenarioStep, Segment, StepProtocol,
 };
 use tokio::task::JoinSet;
 
-use crate::checks::{Checks, Parsed, View, CAPTURE_LIMIT};
+use crate::checks::Checks;
 use crate::closed::Budget;
 use crate::connection::{perform_bytes, Connection, Shared};
 use crate::cookies::Jar;
+use crate::http2::client::H2Run;
+use crate::http2::Negotiated;
 use crate::open::{Schedule, Share};
 use crate::source::Meta;
 use crate::transport::Transport;
+
+mod h2;
+mod settle;
+
+use settle::{cut, settle};
 
 /// A request step, ready to run.
 struct StepRun {
@@ -49,6 +58,10 @@ struct StepRun {
     /// The request's bytes, when nothing in them changes (no template, no cookie jar):
     /// rendered once, so such a step costs what `loadmark run`'s fixed request does.
     fixed: Option<Vec<u8>>,
+    /// The step speaks HTTP/2 (its `protocol`, else the plan's).
+    http2: bool,
+    /// `fixed`, prepared for HTTP/2 once.
+    prepared: Option<Arc<loadmark_wire::http2::request::Prepared>>,
 }
 
 /// What every user of a worker shares: the compiled scenario.
@@ -74,11 +87,20 @@ pub(crate) struct ScenarioShared {
     cookies: bool,
     /// Through a forwarding HTTP proxy: each request rewritten for it (`crate::proxy`).
     forward: Option<crate::proxy::Forward>,
+    /// What the run's HTTP/2 connections share (a server that does not speak it at all).
+    h2run: Arc<H2Run>,
+    /// `:scheme` of HTTP/2 requests.
+    scheme: &'static str,
 }
 
 impl ScenarioShared {
     /// Compiles `plan.scenario` (checked when the plan was loaded, so it compiles).
-    pub(crate) fn new(plan: &Plan, worker: u64, workers: u64, segment: &Segment) -> Option<Self> {
+    pub(crate) fn new(
+        plan: &Plan,
+        (worker, workers): (u64, u64),
+        segment: &Segment,
+        h2run: Arc<H2Run>,
+    ) -> Option<Self> {
         let files = plan.scenario.as_ref()?;
         // Read and checked when the plan was loaded; the source read it again already.
         let (columns, rows) = match &plan.mix.data {
@@ -136,6 +158,11 @@ impl ScenarioShared {
                         regexes,
                         capture,
                         fixed: None,
+                        http2: match r.protocol {
+                            Some(protocol) => protocol == StepProtocol::H2,
+                            None => plan.protocol.http2.is_some(),
+                        },
+                        prepared: None,
                     }));
                     thinks.push(None);
                 }
@@ -160,8 +187,14 @@ impl ScenarioShared {
             per: plan.mix.per,
             cookies: plan.cookies,
             forward: crate::proxy::Forward::for_plan(plan),
+            h2run,
+            scheme: if plan.request.url.scheme().is_tls() {
+                "https"
+            } else {
+                "http"
+            },
         };
-        let mut scratch: User<()> = User::new(shared.vars, 1, 0);
+        let mut scratch = Me::new(shared.vars, 1, 0);
         for i in 0..shared.steps.len() {
             let Some(run) = &shared.steps[i] else {
                 continue;
@@ -173,7 +206,11 @@ impl ScenarioShared {
             if literal && !shared.cookies {
                 render(&shared, run, &mut scratch, 0);
                 let bytes = std::mem::take(&mut scratch.request);
-                shared.steps[i].as_mut().expect("a request step").fixed = Some(bytes);
+                let run = shared.steps[i].as_mut().expect("a request step");
+                if run.http2 {
+                    run.prepared = h2::prepare_fixed(&bytes, shared.scheme);
+                }
+                run.fixed = Some(bytes);
             }
         }
         Some(shared)
@@ -207,9 +244,16 @@ impl ScenarioShared {
     }
 }
 
-/// One virtual user: its connection, variables, random state and cookies.
+/// One virtual user: a link per protocol its steps speak (each opened at its first step and
+/// kept across iterations, as a browser keeps its connections), and its own state.
 pub(crate) struct User<S> {
-    conn: Connection<S>,
+    h1: Connection<S>,
+    h2: Option<h2::Link<S>>,
+    me: Me,
+}
+
+/// A user's own state: variables, random state, request buffer, data row and cookies.
+pub(crate) struct Me {
     vars: Vec<String>,
     rng: u64,
     request: Vec<u8>,
@@ -220,16 +264,33 @@ pub(crate) struct User<S> {
     jar: Jar,
 }
 
-impl<S> User<S> {
+impl Me {
     fn new(vars: usize, seed: u64, id: u64) -> Self {
-        User {
-            conn: Connection::new(),
+        Me {
             vars: vec![String::new(); vars],
             rng: seed | 1,
             request: Vec::new(),
             id,
             row: 0,
             jar: Jar::default(),
+        }
+    }
+}
+
+impl<S> User<S> {
+    fn new(vars: usize, seed: u64, id: u64) -> Self {
+        User {
+            h1: Connection::new(),
+            h2: None,
+            me: Me::new(vars, seed, id),
+        }
+    }
+
+    /// The user leaves the run: its HTTP/2 connection's last bytes and request count go to
+    /// the totals (its HTTP/1.1 connection counts its own as it drops).
+    fn leave<T: Transport>(self, shared: &Shared<T>) {
+        if let Some(link) = self.h2 {
+            link.close(shared);
         }
     }
 }
@@ -248,9 +309,12 @@ async fn iteration<T: Transport>(
     user: &mut User<T::Stream>,
     seq: u64,
     scheduled: Option<Instant>,
-) -> Ended {
+) -> Ended
+where
+    T::Stream: Negotiated,
+{
     let started = scheduled.unwrap_or_else(Instant::now);
-    user.row = sc.row(user.id, seq);
+    user.me.row = sc.row(user.me.id, seq);
     // The iteration's intended start: latency of its first request runs from it.
     let mut due = scheduled;
     for (i, run) in sc.steps.iter().enumerate() {
@@ -260,29 +324,35 @@ async fn iteration<T: Transport>(
             let extra = if span == 0 {
                 0
             } else {
-                next_random(&mut user.rng) % (span + 1)
+                next_random(&mut user.me.rng) % (span + 1)
             };
             tokio::time::sleep(min + Duration::from_micros(extra)).await;
             continue;
         };
-        let bytes = match &run.fixed {
-            Some(bytes) => bytes,
-            None => {
-                render(sc, run, user, seq);
-                &user.request
-            }
-        };
-        let result = perform_bytes(
-            shared,
-            &mut user.conn,
-            due.take(),
-            bytes,
-            run.meta,
-            run.capture,
-        )
-        .await;
-        shared.activity.request_ended(user.conn.stamped());
         let index = run.step.index;
+        let (result, stamped) = if run.http2 {
+            let result = h2::perform(shared, sc, run, user, due.take(), seq).await;
+            (result, user.h2.as_ref().is_some_and(h2::Link::stamped))
+        } else {
+            let bytes = match &run.fixed {
+                Some(bytes) => bytes,
+                None => {
+                    render(sc, run, &mut user.me, seq);
+                    &user.me.request
+                }
+            };
+            let result = perform_bytes(
+                shared,
+                &mut user.h1,
+                due.take(),
+                bytes,
+                run.meta,
+                run.capture,
+            )
+            .await;
+            (result, user.h1.stamped())
+        };
+        shared.activity.request_ended(stamped);
         let sample = match result {
             Ok(sample) => sample,
             Err((kind, message)) => {
@@ -295,7 +365,30 @@ async fn iteration<T: Transport>(
                 return Ended::Aborted;
             }
         };
-        if let Err(message) = settle(shared, sc, run, user, &sample, seq) {
+        let settled = if run.http2 {
+            let captured = user.h2.as_mut().and_then(h2::Link::take_capture);
+            let (raw, overflow) = captured
+                .as_deref()
+                .map_or((&[][..], false), |c| (&c.bytes[..], c.overflow));
+            settle(
+                shared,
+                (sc, run),
+                &mut user.me,
+                &sample,
+                seq,
+                (raw, overflow),
+            )
+        } else {
+            let response = if run.capture {
+                user.h1.response()
+            } else {
+                (&[][..], false)
+            };
+            let settled = settle(shared, (sc, run), &mut user.me, &sample, seq, response);
+            user.h1.release_capture();
+            settled
+        };
+        if let Err(message) = settled {
             let mut rec = shared.recorder.borrow_mut();
             let stats = rec.scenario(sample.ended);
             let step = stats.step(index, &sc.names);
@@ -303,187 +396,15 @@ async fn iteration<T: Transport>(
             step.first_extraction_failure
                 .get_or_insert_with(|| cut(&message));
             stats.aborted += 1;
-            user.conn.release_capture();
             return Ended::Aborted;
         }
-        user.conn.release_capture();
     }
     Ended::Complete(started)
 }
 
-/// Records a response (the run's figures, the step's, its checks) and extracts the step's
-/// variables; an error says which extraction failed and what the response held.
-fn settle<T: Transport>(
-    shared: &Shared<T>,
-    sc: &ScenarioShared,
-    run: &StepRun,
-    user: &mut User<T::Stream>,
-    sample: &Sample,
-    seq: u64,
-) -> Result<(), String> {
-    let mut rec = shared.recorder.borrow_mut();
-    rec.record(sample);
-    let latency = sample
-        .ended
-        .saturating_duration_since(sample.scheduled.unwrap_or(sample.started));
-    rec.scenario(sample.ended).record_step(
-        run.step.index,
-        &sc.names,
-        StepOutcome::Response {
-            status: sample.status,
-            latency_us: u64::try_from(latency.as_micros()).unwrap_or(u64::MAX),
-        },
-    );
-    if run.checks.is_none() && run.step.extract.is_empty() && !sc.cookies {
-        return Ok(());
-    }
-    // Status and latency checks read no bytes: nothing was kept, nothing is parsed.
-    let (raw, overflow) = if run.capture {
-        user.conn.response()
-    } else {
-        (&[][..], false)
-    };
-    let view = View {
-        status: sample.status,
-        latency,
-        raw,
-        overflow,
-        message: false,
-    };
-    let parsed = if run.capture {
-        Parsed::of(&view)
-    } else {
-        Parsed::default()
-    };
-    if sc.cookies {
-        let now = std::time::SystemTime::now();
-        for (_, value) in parsed
-            .headers
-            .iter()
-            .filter(|(n, _)| n.eq_ignore_ascii_case("set-cookie"))
-        {
-            user.jar.store(value, now);
-        }
-    }
-    if let Some(checks) = &run.checks {
-        checks.record_step(
-            &view,
-            &parsed,
-            sample.ended,
-            &mut rec,
-            (run.step.index, &sc.names),
-            &run.global_names,
-        );
-    }
-    drop(rec);
-    if run.step.extract.is_empty() {
-        return Ok(());
-    }
-    if overflow {
-        return Err(format!(
-            "status {}; the response is longer than the {} KiB extraction buffer",
-            sample.status,
-            CAPTURE_LIMIT / 1024
-        ));
-    }
-    let mut json: Option<Option<serde_json::Value>> = None;
-    for (k, (var, how, pointer)) in run.step.extract.iter().enumerate() {
-        let value = extract(
-            how,
-            pointer.as_ref(),
-            &run.regexes[k],
-            &parsed,
-            &mut json,
-            (&mut user.rng, &user.vars, sc.rows.get(user.row)),
-            seq,
-        );
-        match value {
-            Some(v) if !v.bytes().any(|b| b < 0x20 || b == 0x7f) => user.vars[*var] = v,
-            found => {
-                let body = parsed.body.as_deref().unwrap_or(&[]);
-                let why = if found.is_some() {
-                    "holds a control character (not sent in a request)"
-                } else {
-                    "found nothing"
-                };
-                return Err(format!(
-                    "{how} {why}; status {}, body: {}",
-                    sample.status,
-                    String::from_utf8_lossy(&body[..body.len().min(120)])
-                ));
-            }
-        }
-    }
-    Ok(())
-}
-
-fn extract(
-    how: &Extract,
-    pointer: Option<&loadmark_plan::Template>,
-    regex: &Option<regex::Regex>,
-    parsed: &Parsed<'_>,
-    json: &mut Option<Option<serde_json::Value>>,
-    (rng, vars, row): (&mut u64, &[String], Option<&Vec<String>>),
-    seq: u64,
-) -> Option<String> {
-    let body = parsed.body.as_deref()?;
-    match how {
-        Extract::Json(_) => {
-            let mut path = Vec::new();
-            let template = pointer?;
-            template.render_with_vars(
-                &mut RenderContext {
-                    rng,
-                    seq,
-                    row: row.map_or(&[], Vec::as_slice),
-                    segment: 0,
-                },
-                vars,
-                &mut path,
-            );
-            let doc = json
-                .get_or_insert_with(|| serde_json::from_slice(body).ok())
-                .as_ref()?;
-            match doc.pointer(std::str::from_utf8(&path).ok()?)? {
-                serde_json::Value::String(s) => Some(s.clone()),
-                serde_json::Value::Null => None,
-                other => Some(other.to_string()),
-            }
-        }
-        Extract::Regex(_) => {
-            let text = std::str::from_utf8(body).ok()?;
-            let caps = regex.as_ref()?.captures(text)?;
-            caps.get(1)
-                .or_else(|| caps.get(0))
-                .map(|m| m.as_str().to_string())
-        }
-        Extract::Header(name) => parsed
-            .header(name)
-            .and_then(|v| std::str::from_utf8(v).ok())
-            .map(|v| v.trim().to_string()),
-        Extract::Cookie(name) => parsed
-            .headers
-            .iter()
-            .filter(|(n, _)| n.eq_ignore_ascii_case("set-cookie"))
-            .filter_map(|(_, v)| std::str::from_utf8(v).ok())
-            .find_map(|v| {
-                let pair = v.split(';').next()?;
-                let (k, val) = pair.split_once('=')?;
-                (k.trim() == name).then(|| val.trim().to_string())
-            }),
-    }
-}
-
-fn cut(s: &str) -> String {
-    match s.char_indices().nth(loadmark_metrics::CHECK_EXAMPLE_CHARS) {
-        Some((i, _)) => format!("{}…", &s[..i]),
-        None => s.to_string(),
-    }
-}
-
 /// Renders a step's request into the user's buffer: body first (its length goes in the
 /// head), then the head, as `source.rs` renders a templated request.
-fn render<S>(sc: &ScenarioShared, run: &StepRun, user: &mut User<S>, seq: u64) {
+fn render(sc: &ScenarioShared, run: &StepRun, user: &mut Me, seq: u64) {
     let step = &run.step;
     let mut ctx = RenderContext {
         rng: &mut user.rng,
@@ -562,7 +483,9 @@ pub(crate) async fn user_loop<T: Transport>(
     budget: Arc<Budget>,
     deadline: Option<Instant>,
     seed: u64,
-) {
+) where
+    T::Stream: Negotiated,
+{
     let mut user = sc.new_user(seed);
     while deadline.is_none_or(|d| Instant::now() < d) {
         let Some(seq) = next_iteration(&sc, &budget) else {
@@ -572,6 +495,7 @@ pub(crate) async fn user_loop<T: Transport>(
             finished(&shared, started);
         }
     }
+    user.leave(&shared);
 }
 
 /// Claims the next iteration (closed model): its number in the whole run, dense on one
@@ -593,7 +517,9 @@ pub(crate) async fn ramp_users<T: Transport>(
     profile: Arc<Profile>,
     origin: Instant,
     share: Share,
-) {
+) where
+    T::Stream: Negotiated,
+{
     crate::closed::ramp_slots(profile, origin, share, move |retire, end| {
         let (shared, sc, budget) = (shared.clone(), sc.clone(), budget.clone());
         async move {
@@ -608,6 +534,7 @@ pub(crate) async fn ramp_users<T: Transport>(
                     finished(&shared, started);
                 }
             }
+            user.leave(&shared);
         }
     })
     .await
@@ -622,7 +549,9 @@ pub(crate) async fn schedule_users<T: Transport>(
     origin: Instant,
     share: Share,
     max_users: usize,
-) {
+) where
+    T::Stream: Negotiated,
+{
     let created = Cell::new(0usize);
     let idle: Rc<RefCell<Vec<User<T::Stream>>>> = Rc::new(RefCell::new(Vec::new()));
     let mut running = JoinSet::new();
@@ -654,4 +583,7 @@ pub(crate) async fn schedule_users<T: Transport>(
         }
     }
     while running.join_next().await.is_some() {}
+    for user in idle.borrow_mut().drain(..) {
+        user.leave(&shared);
+    }
 }
