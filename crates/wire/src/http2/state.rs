@@ -96,6 +96,9 @@ pub struct State<T> {
     pub open_written: u64,
     pub sampled_read: u64,
     pub sampled_written: u64,
+    /// Some stream was opened to keep its response: only then are header blocks looked at
+    /// beyond `:status` (the load loops never keep one and pay nothing for it).
+    captures: bool,
 }
 
 impl<T> State<T> {
@@ -123,6 +126,7 @@ impl<T> State<T> {
             open_written: 0,
             sampled_read: 0,
             sampled_written: 0,
+            captures: false,
         }
     }
 
@@ -159,6 +163,7 @@ impl<T> State<T> {
     ) {
         let id = self.next_id;
         self.next_id += 2;
+        self.captures |= capture.is_some();
         let end = body.is_empty();
         let before = self.out.len();
         frame::headers(&mut self.out, id, block, end, self.max_frame);
@@ -425,10 +430,11 @@ impl<T> State<T> {
     ) -> Result<(), ConnError> {
         // Decoded whatever the stream: the table is the connection's.
         let mut status: Option<Option<u16>> = None;
-        let capturing = self
-            .streams
-            .get(&id)
-            .is_some_and(|s| s.capture.is_some() && s.status == 0);
+        let capturing = self.captures
+            && self
+                .streams
+                .get(&id)
+                .is_some_and(|s| s.capture.is_some() && s.status == 0);
         let mut head = Vec::new();
         self.decoder
             .decode(block, |name, value| {
