@@ -285,19 +285,28 @@ fn open_model_starts_iterations_on_schedule() {
     );
 }
 
-/// `JOURNEY` with its later steps over HTTP/2: login on the user's HTTP/1.1 connection, the
-/// list and the item on its HTTP/2 one, with the token, extractions and JSON checks.
+/// A WebSocket step: the item extracted before goes out in a message on the user's session
+/// to `/ws/json`, whose reply is checked and extracted from.
+const CHAT: &str = r#"  - name: chat
+    request: {url: /ws/json, protocol: ws, body: '{"id":"{{item}}"}', headers: {Authorization: 'Bearer {{token}}'}}
+    check: ['json /ok == true']
+    extract: {echoed: json /id}
+"#;
+
+/// `JOURNEY` mixing its protocols: login on the user's HTTP/1.1 connection, the list on its
+/// HTTP/2 one, a WebSocket exchange carrying the extracted item, then the item over HTTP/1.1
+/// with the value the WebSocket reply gave back.
 fn mixed_journey() -> String {
-    JOURNEY
-        .replace("url: /items,", "url: /items, protocol: h2,")
-        .replace(
-            "url: '/items/{{item}}',",
-            "url: '/items/{{item}}', protocol: h2,",
-        )
+    let (head, open) = JOURNEY.split_at(JOURNEY.find("  - name: open").unwrap());
+    format!(
+        "{}{CHAT}{}",
+        head.replace("url: /items,", "url: /items, protocol: h2,"),
+        open.replace("/items/{{item}}", "/items/{{echoed}}")
+    )
 }
 
 #[test]
-fn a_journey_mixing_http1_and_http2_steps_counts_each_protocol_exactly() {
+fn a_journey_mixing_http1_http2_and_websocket_steps_counts_each_protocol_exactly() {
     let server = shop_h2();
     let dir = temp_dir("scenarios", "mixed");
     let plan = format!(
@@ -305,33 +314,84 @@ fn a_journey_mixing_http1_and_http2_steps_counts_each_protocol_exactly() {
         server.local_addr(),
         mixed_journey()
     );
-    assert_eq!(plan.matches("protocol: h2").count(), 2, "{plan}");
+    assert!(
+        plan.contains("protocol: h2") && plan.contains("{{echoed}}"),
+        "{plan}"
+    );
     let (out, bundle) = bench(&dir, &plan);
     assert!(out.status.success(), "{}", text(&out));
-    // The server's counts: every login over HTTP/1.1, both later requests over HTTP/2 with
-    // the token the login returned; one connection of each protocol per user.
+    // The server's counts: every login and item over HTTP/1.1, every list over HTTP/2 with
+    // the token the login returned, every chat message on a session each user kept open
+    // across its iterations; one connection per protocol per user.
     assert_eq!(server.auth_failures(), 0, "a request without its token");
     assert_eq!(server.logins(), 600);
-    assert_eq!(server.requests_served(), 1800);
-    assert_eq!(server.http2_requests(), 1200);
-    assert_eq!(server.connections_accepted(), 100);
+    assert_eq!(server.http2_requests(), 600);
+    assert_eq!(server.ws_messages_received(), 600);
+    let sessions = server.ws_sessions();
+    assert!(
+        (1..=50).contains(&sessions),
+        "{sessions} sessions for 50 users"
+    );
+    // Login, list and item, plus one upgrade per session.
+    assert_eq!(server.requests_served(), 1800 + sessions);
+    assert_eq!(server.connections_accepted(), 50 + 50 + sessions);
     let r = &bundle.unwrap().steps[0].report;
     let s = scenario(r);
-    assert_eq!((s.iterations, s.aborted, s.dropped), (600, 0, 0), "{s:?}");
-    for name in ["login", "list", "open"] {
+    assert_eq!((s.iterations, s.aborted, s.dropped), (600, 0, 0));
+    for name in ["login", "list", "chat", "open"] {
         let st = step(s, name);
-        assert_eq!((st.requests, st.status.class(2)), (600, 600), "{st:?}");
-        assert_eq!((st.checks_failed, st.extraction_failures), (0, 0), "{st:?}");
+        assert_eq!((st.requests, st.status.class(2)), (600, 600), "{name}");
+        assert_eq!((st.checks_failed, st.extraction_failures), (0, 0), "{name}");
     }
-    // The JSON checks read the HTTP/2 bodies.
+    // The JSON checks read the HTTP/2 bodies and the WebSocket replies.
     assert_eq!(step(s, "list").checks_passed, 1200);
+    assert_eq!(step(s, "chat").checks_passed, 600);
     assert_eq!(step(s, "open").checks_passed, 600);
-    assert_eq!(r.summary.requests.completed, 1800);
+    assert_eq!(r.summary.requests.completed, 2400);
     assert_eq!(r.summary.errors.total(), 0, "{:?}", r.summary.errors);
 }
 
 #[test]
-fn http2_journeys_run_under_every_load_model_and_count_what_the_server_counted() {
+fn a_websocket_step_the_server_closes_or_refuses_fails_with_its_kind_and_the_next_reopens() {
+    let server = shop();
+    let dir = temp_dir("scenarios", "ws-hostile");
+    // /ws/close-after/2 answers two messages, then closes: each third iteration fails
+    // (closed), and the next one opens a new session.
+    let plan = format!(
+        "targets:\n  shop: {{url: 'http://{}'}}\nscenario:\n  - name: chat\n    request: {{url: /ws/close-after/2, protocol: ws, body: hi}}\nload: {{users: 1, iterations: 9, threads: 1}}\n",
+        server.local_addr()
+    );
+    let (out, bundle) = bench(&dir, &plan);
+    assert!(out.status.success(), "{}", text(&out));
+    let s = scenario(&bundle.as_ref().unwrap().steps[0].report).clone();
+    assert_eq!((s.iterations, s.aborted), (6, 3));
+    let chat = step(&s, "chat");
+    assert_eq!((chat.responses, chat.errors.total()), (6, 3));
+    let closed = chat.errors.get(loadmark_metrics::ErrorKind::Closed);
+    assert_eq!(closed.count, 3);
+    let example = closed.first_example.as_deref().unwrap();
+    assert!(
+        example.contains("1001 closing after 2 messages"),
+        "{example}"
+    );
+    assert_eq!(
+        (server.ws_sessions(), server.ws_messages_received()),
+        (3, 6)
+    );
+    // A path that is no WebSocket endpoint: the upgrade is refused, every iteration fails.
+    let refused = plan.replace("/ws/close-after/2", "/ws/nope");
+    let (out, bundle) = bench(&dir, &refused);
+    // Nothing succeeded: the bench fails, and its report says why.
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let s = scenario(&bundle.as_ref().unwrap().steps[0].report).clone();
+    assert_eq!((s.iterations, s.aborted), (0, 9));
+    let chat = step(&s, "chat");
+    let handshake = chat.errors.get(loadmark_metrics::ErrorKind::Handshake);
+    assert_eq!(handshake.count, 9, "{:?}", chat.errors);
+}
+
+#[test]
+fn http2_and_websocket_journeys_run_under_every_load_model_and_count_what_the_server_counted() {
     let server = shop_h2();
     let dir = temp_dir("scenarios", "h2-models");
     let models = [
@@ -343,14 +403,21 @@ fn http2_journeys_run_under_every_load_model_and_count_what_the_server_counted()
         ),
     ];
     for (model, load) in models {
-        let before = (server.requests_served(), server.http2_requests());
+        let before = (
+            server.requests_served(),
+            server.http2_requests(),
+            server.ws_sessions(),
+            server.ws_messages_received(),
+        );
         let plan = format!(
-            "targets:\n  shop: {{url: 'http://{}'}}\n{JOURNEY}load: {{http2: true, threads: 2, {load}}}\n",
+            "targets:\n  shop: {{url: 'http://{}'}}\n{JOURNEY}{CHAT}load: {{http2: true, threads: 2, {load}}}\n",
             server.local_addr()
         );
         let (out, bundle) = bench(&dir, &plan);
         assert!(out.status.success(), "{model}: {}", text(&out));
-        let served = server.requests_served() - before.0;
+        // HTTP requests, then one upgrade per WebSocket session (a user keeps its own).
+        let sessions = server.ws_sessions() - before.2;
+        let served = server.requests_served() - before.0 - sessions;
         assert_eq!(
             server.http2_requests() - before.1,
             served,
@@ -363,9 +430,19 @@ fn http2_journeys_run_under_every_load_model_and_count_what_the_server_counted()
         assert_eq!(s.aborted, 0, "{model}: {counts:?}");
         // A request the end of the run cut off counts in flight, as over HTTP/1.1.
         let q = &r.summary.requests;
-        assert_eq!(q.completed + q.in_flight_at_end, served, "{model}: {q:?}");
-        let (login, open) = (step(s, "login").requests, step(s, "open").requests);
-        assert_eq!(open, s.iterations, "{model}: {counts:?}");
+        let messages = server.ws_messages_received() - before.3;
+        let chats = step(s, "chat").requests;
+        assert_eq!(
+            q.completed + q.in_flight_at_end,
+            served + messages,
+            "{model}: {q:?}"
+        );
+        assert!(
+            messages >= chats && messages <= chats + q.in_flight_at_end,
+            "{model}"
+        );
+        let login = step(s, "login").requests;
+        assert_eq!(chats, s.iterations, "{model}: {counts:?}");
         match model {
             "closed" => assert_eq!((s.iterations, login), (300, 300)),
             "open" => assert_eq!((s.iterations + s.dropped, login), (300, s.iterations)),
@@ -414,6 +491,11 @@ fn scenario_errors_name_file_line_column_and_the_schema_has_it() {
             "targets:\n  a: {url: 'http://127.0.0.1:1'}\nscenario:\n  - request: {url: /x, protocol: h3}\n",
             "plan.yaml:4:",
             "h3",
+        ),
+        (
+            "targets:\n  a: {url: 'http://127.0.0.1:1'}\nscenario:\n  - request: {url: /ws, protocol: ws, method: POST}\n",
+            "plan.yaml:4:5",
+            "a WebSocket step opens its session with GET",
         ),
     ];
     for (plan, place, says) in cases {

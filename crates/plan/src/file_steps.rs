@@ -764,7 +764,12 @@ fn scenario_of(
         s.request
             .as_ref()
             .and_then(|r| r.protocol)
-            .is_some_and(|p| (p == crate::scenario::StepProtocol::H2) != plan_h2)
+            .is_some_and(|p| match p {
+                crate::scenario::StepProtocol::H2 => !plan_h2,
+                crate::scenario::StepProtocol::H1 => plan_h2,
+                // A WebSocket upgrade is HTTP/1.1: it needs the server to choose that.
+                crate::scenario::StepProtocol::Ws => plan_h2,
+            })
     });
     if let (true, Some(i)) = (tls, other) {
         let (line, column) = crate::scenario::locate_step(text, i);
@@ -776,7 +781,8 @@ fn scenario_of(
             message: format!(
                 "scenario step {}: `protocol` differs from the plan's ({plan}); over https:// the \
                  server chooses the protocol per connection (ALPN), so a journey speaks one: \
-                 set `load.http2` and drop the step's `protocol` (steps may mix over http://)",
+                 set `load.http2` and drop the step's `protocol` (steps may mix over http://; \
+                 `ws` steps need the plan's h1)",
                 i + 1
             ),
         });

@@ -66,10 +66,12 @@ pub struct StepRequestFile {
     pub headers: IndexMap<String, String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub body: Option<String>,
-    /// The protocol this step speaks: `h1` (HTTP/1.1) or `h2` (HTTP/2, one connection per
-    /// user) [default: the plan's, `h2` with `load.http2`]. Steps of one journey may mix
-    /// them over `http://` (HTTP/2 with prior knowledge); over `https://` ALPN decides, so
-    /// every step speaks the plan's protocol.
+    /// The protocol this step speaks: `h1` (HTTP/1.1), `h2` (HTTP/2, one connection per
+    /// user) or `ws` (a WebSocket session to `url`: `body` is one text message, the step
+    /// waits for one reply; checks and extractions read the reply) [default: the plan's,
+    /// `h2` with `load.http2`]. Steps of one journey may mix them over `http://` (HTTP/2
+    /// with prior knowledge); over `https://` ALPN decides, so HTTP steps speak the plan's
+    /// protocol.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub protocol: Option<StepProtocol>,
 }
@@ -82,6 +84,8 @@ pub enum StepProtocol {
     H1,
     /// HTTP/2 on the user's HTTP/2 connection.
     H2,
+    /// A message and its reply on the user's WebSocket session to the step's URL.
+    Ws,
 }
 
 /// Where an extracted value comes from.
@@ -315,10 +319,19 @@ impl Scenario {
                     r.url
                 )));
             }
-            let name = f
-                .name
-                .clone()
-                .unwrap_or_else(|| format!("{method} {}", r.url));
+            let websocket = r.protocol == Some(StepProtocol::Ws);
+            if websocket && method != "GET" {
+                return Err(fail(format!(
+                    "scenario step {label}: a WebSocket step opens its session with GET; its `body` is the message (drop `method: {method}`)"
+                )));
+            }
+            let name = f.name.clone().unwrap_or_else(|| {
+                if websocket {
+                    format!("WS {}", r.url)
+                } else {
+                    format!("{method} {}", r.url)
+                }
+            });
             if names.contains(&name) {
                 return Err(fail(format!(
                     "scenario step {name:?}: two steps have this name; each step's figures need their own"

@@ -42,6 +42,7 @@ use crate::transport::Transport;
 
 mod h2;
 mod settle;
+mod ws;
 
 use settle::{cut, settle};
 
@@ -58,8 +59,8 @@ struct StepRun {
     /// The request's bytes, when nothing in them changes (no template, no cookie jar):
     /// rendered once, so such a step costs what `loadmark run`'s fixed request does.
     fixed: Option<Vec<u8>>,
-    /// The step speaks HTTP/2 (its `protocol`, else the plan's).
-    http2: bool,
+    /// What the step speaks (its `protocol`, else the plan's).
+    protocol: StepProtocol,
     /// `fixed`, prepared for HTTP/2 once.
     prepared: Option<Arc<loadmark_wire::http2::request::Prepared>>,
 }
@@ -158,9 +159,10 @@ impl ScenarioShared {
                         regexes,
                         capture,
                         fixed: None,
-                        http2: match r.protocol {
-                            Some(protocol) => protocol == StepProtocol::H2,
-                            None => plan.protocol.http2.is_some(),
+                        protocol: match (r.protocol, plan.protocol.http2) {
+                            (Some(protocol), _) => protocol,
+                            (None, Some(_)) => StepProtocol::H2,
+                            (None, None) => StepProtocol::H1,
                         },
                         prepared: None,
                     }));
@@ -207,7 +209,7 @@ impl ScenarioShared {
                 render(&shared, run, &mut scratch, 0);
                 let bytes = std::mem::take(&mut scratch.request);
                 let run = shared.steps[i].as_mut().expect("a request step");
-                if run.http2 {
+                if run.protocol == StepProtocol::H2 {
                     run.prepared = h2::prepare_fixed(&bytes, shared.scheme);
                 }
                 run.fixed = Some(bytes);
@@ -249,6 +251,7 @@ impl ScenarioShared {
 pub(crate) struct User<S> {
     h1: Connection<S>,
     h2: Option<h2::Link<S>>,
+    ws: Option<ws::Session<S>>,
     me: Me,
 }
 
@@ -282,15 +285,23 @@ impl<S> User<S> {
         User {
             h1: Connection::new(),
             h2: None,
+            ws: None,
             me: Me::new(vars, seed, id),
         }
     }
 
     /// The user leaves the run: its HTTP/2 connection's last bytes and request count go to
-    /// the totals (its HTTP/1.1 connection counts its own as it drops).
-    fn leave<T: Transport>(self, shared: &Shared<T>) {
+    /// the totals, its WebSocket session is closed (its HTTP/1.1 connection counts its own
+    /// as it drops).
+    async fn leave<T: Transport<Stream = S>>(self, shared: &Shared<T>)
+    where
+        S: tokio::io::AsyncWrite + Unpin,
+    {
         if let Some(link) = self.h2 {
             link.close(shared);
+        }
+        if let Some(session) = self.ws {
+            session.close(&shared.recorder).await;
         }
     }
 }
@@ -330,27 +341,25 @@ where
             continue;
         };
         let index = run.step.index;
-        let (result, stamped) = if run.http2 {
-            let result = h2::perform(shared, sc, run, user, due.take(), seq).await;
-            (result, user.h2.as_ref().is_some_and(h2::Link::stamped))
-        } else {
-            let bytes = match &run.fixed {
-                Some(bytes) => bytes,
-                None => {
-                    render(sc, run, &mut user.me, seq);
-                    &user.me.request
-                }
-            };
-            let result = perform_bytes(
-                shared,
-                &mut user.h1,
-                due.take(),
-                bytes,
-                run.meta,
-                run.capture,
-            )
-            .await;
-            (result, user.h1.stamped())
+        let result = match run.protocol {
+            StepProtocol::H2 => h2::perform(shared, sc, run, user, due.take(), seq).await,
+            StepProtocol::Ws => ws::perform(shared, sc, run, user, due.take(), seq).await,
+            StepProtocol::H1 => {
+                let bytes = match &run.fixed {
+                    Some(bytes) => bytes,
+                    None => {
+                        render(sc, run, &mut user.me, seq);
+                        &user.me.request
+                    }
+                };
+                let meta = run.meta;
+                perform_bytes(shared, &mut user.h1, due.take(), bytes, meta, run.capture).await
+            }
+        };
+        let stamped = match run.protocol {
+            StepProtocol::H1 => user.h1.stamped(),
+            StepProtocol::H2 => user.h2.as_ref().is_some_and(h2::Link::stamped),
+            StepProtocol::Ws => false,
         };
         shared.activity.request_ended(stamped);
         let sample = match result {
@@ -365,28 +374,38 @@ where
                 return Ended::Aborted;
             }
         };
-        let settled = if run.http2 {
-            let captured = user.h2.as_mut().and_then(h2::Link::take_capture);
-            let (raw, overflow) = captured
-                .as_deref()
-                .map_or((&[][..], false), |c| (&c.bytes[..], c.overflow));
-            settle(
-                shared,
-                (sc, run),
-                &mut user.me,
-                &sample,
-                seq,
-                (raw, overflow),
-            )
-        } else {
-            let response = if run.capture {
-                user.h1.response()
-            } else {
-                (&[][..], false)
-            };
-            let settled = settle(shared, (sc, run), &mut user.me, &sample, seq, response);
-            user.h1.release_capture();
-            settled
+        let settled = match run.protocol {
+            StepProtocol::H2 => {
+                let captured = user.h2.as_mut().and_then(h2::Link::take_capture);
+                let (raw, overflow) = captured
+                    .as_deref()
+                    .map_or((&[][..], false), |c| (&c.bytes[..], c.overflow));
+                settle(
+                    shared,
+                    (sc, run),
+                    &mut user.me,
+                    &sample,
+                    seq,
+                    (raw, overflow),
+                )
+            }
+            StepProtocol::Ws => {
+                let reply = user
+                    .ws
+                    .as_ref()
+                    .map_or((&[][..], false), ws::Session::reply);
+                settle(shared, (sc, run), &mut user.me, &sample, seq, reply)
+            }
+            StepProtocol::H1 => {
+                let response = if run.capture {
+                    user.h1.response()
+                } else {
+                    (&[][..], false)
+                };
+                let settled = settle(shared, (sc, run), &mut user.me, &sample, seq, response);
+                user.h1.release_capture();
+                settled
+            }
         };
         if let Err(message) = settled {
             let mut rec = shared.recorder.borrow_mut();
@@ -495,7 +514,7 @@ pub(crate) async fn user_loop<T: Transport>(
             finished(&shared, started);
         }
     }
-    user.leave(&shared);
+    user.leave(&shared).await;
 }
 
 /// Claims the next iteration (closed model): its number in the whole run, dense on one
@@ -534,7 +553,7 @@ pub(crate) async fn ramp_users<T: Transport>(
                     finished(&shared, started);
                 }
             }
-            user.leave(&shared);
+            user.leave(&shared).await;
         }
     })
     .await
@@ -583,7 +602,8 @@ pub(crate) async fn schedule_users<T: Transport>(
         }
     }
     while running.join_next().await.is_some() {}
-    for user in idle.borrow_mut().drain(..) {
-        user.leave(&shared);
+    let left: Vec<_> = idle.borrow_mut().drain(..).collect();
+    for user in left {
+        user.leave(&shared).await;
     }
 }

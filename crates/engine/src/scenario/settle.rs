@@ -43,7 +43,8 @@ pub(super) fn settle<T: Transport>(
         latency,
         raw,
         overflow,
-        message: false,
+        // A WebSocket reply is all body: no status line, no headers.
+        message: run.protocol == loadmark_plan::StepProtocol::Ws,
     };
     let parsed = if run.capture {
         Parsed::of(&view)

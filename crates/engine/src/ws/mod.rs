@@ -16,5 +16,6 @@
 
 mod messages;
 mod session;
+pub(crate) mod upgrade;
 
 pub(crate) use session::{session_loop, WsShared};

@@ -35,17 +35,15 @@ use std::time::{Duration, Instant};
 use loadmark_metrics::{ErrorKind, Recorder};
 use loadmark_plan::{next_random, Target, Template, WsMode, WsPayload, WsSpec};
 use loadmark_wire::ws::frame::OP_CLOSE;
-use loadmark_wire::ws::handshake::{self, Answer};
+use loadmark_wire::ws::handshake;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::time::Sleep;
 
+pub(super) use super::upgrade::Failure;
+use super::upgrade::{upgrade, Opened};
 use crate::closed::Budget;
 use crate::connection::Shared;
 use crate::transport::{classify_io, Transport};
-
-/// The read buffer of a handshake (a 101 head is ~150 bytes); it grows for a longer one.
-/// Every session of a run may be in its handshake at once, so this is a peak of memory.
-const HANDSHAKE_BUFFER_BYTES: usize = 1024;
 
 /// Where every read of a worker's sessions lands, borrowed only inside one poll. A session
 /// keeps only the bytes it has not parsed yet (a frame cut across reads), so an idle session
@@ -187,12 +185,6 @@ impl Owed {
     }
 }
 
-/// Why a session ended early, as the error its unanswered messages are counted under.
-pub(super) struct Failure {
-    pub kind: ErrorKind,
-    pub message: String,
-}
-
 /// What woke the session's loop.
 enum Io {
     Read,
@@ -297,112 +289,19 @@ async fn session<T: Transport>(
     Outcome::Ended
 }
 
-struct Opened<S> {
-    stream: S,
-    /// Bytes after the 101's head, already in the read buffer.
-    leftover: usize,
-}
-
-/// Connects and upgrades. The whole handshake runs within the connect timeout. Every byte
-/// read and written counts in the run's totals, whatever the outcome: the upgrade request,
-/// the answer, and frames that came in the same read as the 101 (they are parsed later but
-/// never read again).
+/// Connects and upgrades with a fresh key; the buffers start empty, so nothing of the last
+/// session reaches this one (bytes it could not write would be read as broken frames).
 async fn open<T: Transport>(
     shared: &Shared<T>,
     ws: &WsShared,
     rng: &mut u64,
     bufs: &mut Buffers,
 ) -> Result<Opened<T::Stream>, Failure> {
-    let mut moved = (0u64, 0u64);
-    let connect = async {
-        let moved = &mut moved;
-        let mut stream = shared.transport.connect().await.map_err(|e| Failure {
-            kind: e.kind,
-            message: e.message,
-        })?;
-        let key = handshake::key([next_random(rng), next_random(rng)]);
-        let request = handshake::request(&ws.url, &key, &ws.headers);
-        tokio::io::AsyncWriteExt::write_all(&mut stream, &request)
-            .await
-            .map_err(|e| Failure {
-                kind: classify_io(&e, ErrorKind::Write),
-                message: format!("writing the upgrade request: {e}"),
-            })?;
-        // (A write that failed part way is not counted: how much went is unknown.)
-        moved.1 = request.len() as u64;
-        // Nothing of the last session may reach this one: bytes it could not write
-        // would be read by the server as broken frames.
-        bufs.write.clear();
-        bufs.fragments.clear();
-        bufs.read.clear();
-        bufs.read.resize(HANDSHAKE_BUFFER_BYTES, 0);
-        let mut filled = 0;
-        loop {
-            if filled == bufs.read.len() {
-                bufs.read.resize(filled * 2, 0);
-            }
-            let n = tokio::io::AsyncReadExt::read(&mut stream, &mut bufs.read[filled..])
-                .await
-                .map_err(|e| Failure {
-                    kind: classify_io(&e, ErrorKind::Read),
-                    message: format!("reading the upgrade response: {e}"),
-                })?;
-            if n == 0 {
-                return Err(Failure {
-                    kind: ErrorKind::Read,
-                    message: "the server closed the connection before answering the upgrade"
-                        .to_string(),
-                });
-            }
-            filled += n;
-            moved.0 = filled as u64;
-            match handshake::answer(&bufs.read[..filled], &key) {
-                Answer::Partial => continue,
-                Answer::Upgraded { head_len } => {
-                    bufs.read.copy_within(head_len..filled, 0);
-                    // From here on the buffer holds exactly the unparsed bytes.
-                    bufs.read.truncate(filled - head_len);
-                    bufs.read.shrink_to(KEPT_READ_CAPACITY);
-                    return Ok(Opened {
-                        stream,
-                        leftover: filled - head_len,
-                    });
-                }
-                Answer::Refused { status, why } => {
-                    let now = Instant::now();
-                    let mut rec = shared.recorder.borrow_mut();
-                    *rec.websocket(now).upgrade_status.entry(status).or_default() += 1;
-                    return Err(Failure {
-                        kind: ErrorKind::Handshake,
-                        message: why,
-                    });
-                }
-                Answer::Malformed(why) => {
-                    return Err(Failure {
-                        kind: ErrorKind::Protocol,
-                        message: why,
-                    })
-                }
-            }
-        }
-    };
-    let result = tokio::time::timeout(ws.connect_timeout, connect).await;
-    if moved != (0, 0) {
-        shared
-            .recorder
-            .borrow_mut()
-            .record_bytes(Instant::now(), moved.0, moved.1);
-    }
-    match result {
-        Ok(result) => result,
-        Err(_) => Err(Failure {
-            kind: ErrorKind::Timeout,
-            message: format!(
-                "no WebSocket handshake within {:?} (--connect-timeout)",
-                ws.connect_timeout
-            ),
-        }),
-    }
+    let key = handshake::key([next_random(rng), next_random(rng)]);
+    let request = handshake::request(&ws.url, &key, &ws.headers);
+    bufs.write.clear();
+    bufs.fragments.clear();
+    upgrade(shared, (&request, &key), ws.connect_timeout, &mut bufs.read).await
 }
 
 /// An open session.

@@ -30,10 +30,13 @@ pub fn accept_for(key: &str) -> String {
 
 /// The upgrade request; `headers` are the user's (`-H`), written after loadmark's own.
 pub fn request(url: &Target, key: &str, headers: &[(String, String)]) -> Vec<u8> {
+    request_to(url.path_and_query(), url.host_header(), key, headers)
+}
+
+/// The upgrade request for `path` (and query) on `host`.
+pub fn request_to(path: &str, host: &str, key: &str, headers: &[(String, String)]) -> Vec<u8> {
     let mut out = format!(
-        "GET {} HTTP/1.1\r\nHost: {}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n",
-        url.path_and_query(),
-        url.host_header()
+        "GET {path} HTTP/1.1\r\nHost: {host}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n"
     );
     for (name, value) in headers {
         out.push_str(name);
