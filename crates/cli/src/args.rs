@@ -581,6 +581,12 @@ pub struct WsArgs {
     #[arg(long = "check", help_heading = "Checks", value_name = "EXPR", value_parser = check_arg)]
     pub checks: Vec<loadmark_plan::Check>,
 
+    /// Session counts over time instead of a fixed -c: DURATION:COUNT stages, ramping from
+    /// -c (or 0), e.g. --stages '10s:100,30s:100,5s:0'. New sessions open every 100 ms as
+    /// the count grows; surplus ones close politely (Close 1000) as it falls
+    #[arg(long = "stages", help_heading = "Load", conflicts_with_all = ["duration", "requests"])]
+    pub stages: Option<String>,
+
     /// End each session after this long and open a new one in its place (k6's VU loop)
     /// [default: sessions last the whole run]
     #[arg(long = "session-duration", help_heading = "Load", value_parser = duration_arg)]

@@ -100,6 +100,53 @@ fn ws_request_mode_counts_exactly() {
     assert_eq!(server.ws_messages_received(), 300);
 }
 
+/// Sessions ramp with `--stages` as `run`'s connections do: up to 6 sessions, held, then
+/// down to 0, each surplus session closed politely (Close 1000) as the count falls; every
+/// message the report counts, the server counted, and the series shows the ramp.
+#[test]
+fn ws_sessions_ramp_with_stages_and_close_politely_on_the_way_down() {
+    let server = target();
+    let url = format!("ws://{}/ws/echo", server.local_addr());
+    let run = loadmark()
+        .args(["ws", &url, "--stages", "1s:6,1s:6,1s:0", "-t", "2"])
+        .args(["-i", "5ms", "-q", "--format", "json"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(run.status.success(), "{stderr}");
+    let report = report_json(&String::from_utf8_lossy(&run.stdout)).unwrap();
+    let ws = report.summary.websocket.as_ref().unwrap();
+    // Six slots, each one session for its life: opened while ramping up, ended by loadmark
+    // (retired on the way down, or at the end), none by the server, no error.
+    assert_eq!(
+        (ws.sessions_opened, ws.sessions_completed),
+        (6, 6),
+        "{ws:?}"
+    );
+    assert_eq!(server.ws_sessions(), 6);
+    assert_eq!(
+        report.summary.requests.errors, 0,
+        "{:?}",
+        report.summary.errors
+    );
+    assert_eq!(server.ws_messages_received(), ws.messages_sent);
+    assert_eq!(ws.messages_received, ws.messages_sent);
+    let opened: Vec<u64> = report.series.iter().map(|p| p.connections_opened).collect();
+    assert_eq!(opened.iter().sum::<u64>(), 6, "{opened:?}");
+    assert!(opened.iter().skip(2).all(|&n| n == 0), "{opened:?}");
+    // Messages go out every 5 ms per session: the hold second carries the most.
+    let sent: Vec<u64> = report.series.iter().map(|p| p.responses).collect();
+    assert!(
+        sent.len() >= 3 && sent[1] > sent[2] && sent[1] > sent[0] / 2,
+        "{sent:?}"
+    );
+    assert!(
+        matches!(report.plan.load, loadmark_plan::Load::Ramp { .. }),
+        "{:?}",
+        report.plan.load
+    );
+}
+
 /// Issue 20: replies that carry an error status are counted by `--check`, shown in the
 /// report with the first failing reply, and a threshold on checks fails the run (exit 3).
 #[test]

@@ -16,7 +16,7 @@ use crate::open::Share;
 use crate::transport::Transport;
 
 /// How often a ramp adjusts its connection count.
-const RAMP_STEP: Duration = Duration::from_millis(100);
+pub(crate) const RAMP_STEP: Duration = Duration::from_millis(100);
 
 /// How many requests may still start: unlimited (a duration run) or a count shared by every
 /// connection of every thread, so `-n N` sends exactly N.

@@ -319,6 +319,15 @@ where
                 },
                 load_end.map(|end| end + plan.timeouts.request + Duration::from_secs(2)),
             ),
+            Load::Ramp { connections, .. } if plan.websocket.is_some() => (
+                Executor::WebSocketRamp {
+                    profile: Arc::new(connections.clone()),
+                    share: share(),
+                    budget: budget.clone(),
+                    spec: plan.websocket.clone().expect("checked"),
+                },
+                load_end.map(|end| end + plan.timeouts.request + Duration::from_secs(2)),
+            ),
             // ---- HTTP/2 (crate::http2): its own executors; HTTP/1.1 takes the arms below.
             Load::Closed { connections, .. } if plan.protocol.http2.is_some() => (
                 Executor::Http2 {

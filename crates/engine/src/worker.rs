@@ -116,6 +116,13 @@ pub(crate) enum Executor {
         budget: Arc<Budget>,
         spec: WsSpec,
     },
+    /// WebSocket sessions whose number follows a profile (`--stages` with `-c`).
+    WebSocketRamp {
+        profile: Arc<Profile>,
+        share: Share,
+        budget: Arc<Budget>,
+        spec: WsSpec,
+    },
 }
 
 pub(crate) struct Worker<T: Transport> {
@@ -353,10 +360,32 @@ where
                             ctx.clone(),
                             ws.clone(),
                             budget.clone(),
-                            self.load_end,
+                            (self.load_end, None),
                             user_seed(self.index, user),
                         ));
                     }
+                }
+                Executor::WebSocketRamp {
+                    profile,
+                    share,
+                    budget,
+                    spec,
+                } => {
+                    let ws = Rc::new(WsShared::new(
+                        spec.clone(),
+                        self.url.clone(),
+                        self.headers.clone(),
+                        self.connect_timeout,
+                        self.index as u64 + 1,
+                    ));
+                    tasks.spawn_local(crate::ws::ramp_sessions(
+                        ctx.clone(),
+                        ws,
+                        budget.clone(),
+                        profile.clone(),
+                        (origin, share.clone()),
+                        user_seed(self.index, 0),
+                    ));
                 }
                 Executor::Pipeline {
                     connections,

@@ -398,11 +398,11 @@ impl Plan {
                         "a ws:// or wss:// URL for a WebSocket run",
                     ));
                 }
-                if !matches!(self.load, Load::Closed { .. }) {
+                if matches!(self.load, Load::Open { .. }) {
                     return Err(PlanError::Conflict {
                         first: "--sessions",
-                        second: "--rate/--stages",
-                        why: "WebSocket sessions send on their own --interval; a request rate belongs to `loadmark run`",
+                        second: "--rate",
+                        why: "WebSocket sessions send on their own --interval; a request rate belongs to `loadmark run` (--stages with -c ramps the sessions)",
                     });
                 }
                 spec.validate()?;

@@ -89,11 +89,12 @@ impl Settings {
         spec: WsSpec,
         cores: usize,
     ) -> Result<Plan, PlanError> {
-        if self.rate.is_some() || self.stages.is_some() || self.max_connections.is_some() {
+        let open = self.rate.is_some() || (self.stages.is_some() && self.connections.is_none());
+        if open || self.max_connections.is_some() {
             return Err(conflict(
-                "--rate/--stages/--max-connections",
+                "--rate/--max-connections",
                 "loadmark ws",
-                "each WebSocket session sends on its own --interval; set the session count with --sessions",
+                "each WebSocket session sends on its own --interval; set the session count with --sessions, or ramp it with --stages",
             ));
         }
         if spec.mode == WsMode::Receive && self.requests.is_some() {

@@ -136,7 +136,9 @@ impl WsArgs {
             keep_alive: true,
         };
         let settings = Settings {
-            connections: self.sessions,
+            // Stages ramp the sessions, from -c or none.
+            connections: self.sessions.or(self.stages.as_ref().map(|_| 0)),
+            stages: self.stages.clone(),
             threads: self.threads,
             duration: self.duration,
             requests: self.requests,

@@ -33,7 +33,7 @@ use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use loadmark_metrics::{ErrorKind, Recorder};
-use loadmark_plan::{next_random, Target, Template, WsMode, WsPayload, WsSpec};
+use loadmark_plan::{next_random, Profile, Target, Template, WsMode, WsPayload, WsSpec};
 use loadmark_wire::ws::frame::OP_CLOSE;
 use loadmark_wire::ws::handshake;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
@@ -41,8 +41,9 @@ use tokio::time::Sleep;
 
 pub(super) use super::upgrade::Failure;
 use super::upgrade::{upgrade, Opened};
-use crate::closed::Budget;
+use crate::closed::{Budget, Retire};
 use crate::connection::Shared;
+use crate::open::Share;
 use crate::transport::{classify_io, Transport};
 
 /// Where every read of a worker's sessions lands, borrowed only inside one poll. A session
@@ -128,27 +129,51 @@ impl WsShared {
     }
 }
 
-/// Runs sessions one after another until the run's end or the count is spent.
+/// Runs sessions one after another until the run's end or the count is spent, or (in a
+/// ramp) until the slot is retired: then the session ends as at the run's end, politely.
 pub(crate) async fn session_loop<T: Transport>(
     shared: Rc<Shared<T>>,
     ws: Rc<WsShared>,
     budget: Arc<Budget>,
-    load_end: Option<Instant>,
+    (load_end, retire): (Option<Instant>, Option<Retire>),
     seed: u64,
 ) {
     let mut rng = seed | 1;
     let mut bufs = Buffers::default();
-    while load_end.is_none_or(|end| Instant::now() < end) {
+    let retired = || retire.as_ref().is_some_and(Retire::now);
+    while load_end.is_none_or(|end| Instant::now() < end) && !retired() {
         // A sending session claims its first message before connecting, so with `-n` a
         // server that refuses every upgrade still ends the run after N attempts.
         if ws.sends() && !budget.claim() {
             break;
         }
-        let outcome = session(&shared, &ws, &budget, load_end, &mut rng, &mut bufs).await;
+        let ends = (load_end, retire.as_ref());
+        let outcome = session(&shared, &ws, &budget, ends, &mut rng, &mut bufs).await;
         if outcome == Outcome::CountSpent {
             break;
         }
     }
+}
+
+/// Sessions following a session-count profile (`--stages` with `-c`): the connection ramp
+/// of HTTP/1.1 ([`crate::closed::ramp_slots`]), each slot a virtual user running sessions;
+/// a retired slot's session closes as at the run's end.
+pub(crate) async fn ramp_sessions<T: Transport>(
+    shared: Rc<Shared<T>>,
+    ws: Rc<WsShared>,
+    budget: Arc<Budget>,
+    profile: Arc<Profile>,
+    (origin, share): (Instant, Share),
+    seed: u64,
+) {
+    let started = std::cell::Cell::new(0u64);
+    crate::closed::ramp_slots(profile, origin, share, move |retire, end| {
+        started.set(started.get() + 1);
+        let user_seed = seed ^ started.get().wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        let ends = (Some(end), Some(retire));
+        session_loop(shared.clone(), ws.clone(), budget.clone(), ends, user_seed)
+    })
+    .await
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -201,7 +226,7 @@ async fn session<T: Transport>(
     shared: &Shared<T>,
     ws: &WsShared,
     budget: &Budget,
-    load_end: Option<Instant>,
+    ends: (Option<Instant>, Option<&Retire>),
     rng: &mut u64,
     bufs: &mut Buffers,
 ) -> Outcome {
@@ -259,7 +284,7 @@ async fn session<T: Transport>(
         ws,
         checks: shared.checks.as_ref(),
     };
-    let outcome = live.run(start, load_end, budget, shared.timeout).await;
+    let outcome = live.run(start, ends, budget, shared.timeout).await;
     let end = Instant::now();
     let mut rec = shared.recorder.borrow_mut();
     rec.record_bytes(end, live.read_bytes, live.written_bytes);
@@ -343,12 +368,12 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Live<'_, S> {
     async fn run(
         &mut self,
         start: Instant,
-        load_end: Option<Instant>,
+        (load_end, retire): (Option<Instant>, Option<&Retire>),
         budget: &Budget,
         timeout: Duration,
     ) -> Result<bool, Failure> {
         let spec = &self.ws.spec;
-        let stop_at = match (spec.session_duration.map(|d| start + d), load_end) {
+        let mut stop_at = match (spec.session_duration.map(|d| start + d), load_end) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };
@@ -372,6 +397,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Live<'_, S> {
         }
         loop {
             let now = Instant::now();
+            if retire.is_some_and(Retire::now) && stop_at.is_none_or(|t| t > now) {
+                // A ramp retired this session's slot: it ends now, as at the run's end.
+                stop_at = Some(now);
+            }
             if closing.is_none() {
                 if sending && stop_at.is_some_and(|t| now >= t) {
                     sending = false;
@@ -512,6 +541,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Live<'_, S> {
                 }
                 if let Some(p) = next_ping {
                     wake = wake.min(p);
+                }
+                // A retired slot says so without a wake-up: look at the ramp's pace.
+                if retire.is_some() {
+                    wake = wake.min(now + crate::closed::RAMP_STEP);
                 }
             }
             if let Some(owed) = self.owed.front() {

@@ -42,9 +42,14 @@ pub(crate) fn describe_load(plan: &Plan, spec: &WsSpec) -> String {
         Some(p) => format!(", ping every {}", format_duration(p)),
         None => String::new(),
     };
+    let sessions = match &plan.load {
+        loadmark_plan::Load::Ramp { connections, .. } => {
+            format!("sessions ramping {}", connections.to_text())
+        }
+        _ => format!("{sessions} session{}", if sessions == 1 { "" } else { "s" }),
+    };
     format!(
-        "WebSocket {what}, {payload} {kind}; {sessions} session{} on {threads} thread{}{sessions_last}{ping}, {stop}",
-        if sessions == 1 { "" } else { "s" },
+        "WebSocket {what}, {payload} {kind}; {sessions} on {threads} thread{}{sessions_last}{ping}, {stop}",
         if threads == 1 { "" } else { "s" },
     )
 }
