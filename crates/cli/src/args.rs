@@ -551,6 +551,12 @@ pub struct WsArgs {
     #[arg(short = 'i', long = "interval", help_heading = "Messages", value_parser = duration_arg)]
     pub interval: Option<Duration>,
 
+    /// Messages per second over all sessions, on a fixed schedule (an open loop: messages go
+    /// out whether or not earlier ones were answered): each of the -c sessions sends every
+    /// c/RATE, e.g. -c 20 -R 2000 is a message every 10 ms per session (echo, send)
+    #[arg(short = 'R', long = "rate", value_name = "RATE", help_heading = "Messages", value_parser = rate_arg, conflicts_with = "interval")]
+    pub rate: Option<f64>,
+
     /// Size of each message in bytes, or a range drawn uniformly per message: 1024,
     /// 128..4096, 1k..4k [default: 128]. The first 16 bytes carry the message's number
     #[arg(

@@ -5,6 +5,7 @@ mod common;
 use common::*;
 
 use std::process::Stdio;
+use std::time::Duration;
 
 #[test]
 fn ws_echo_reports_messages_both_ways_and_the_server_agrees() {
@@ -145,6 +146,43 @@ fn ws_sessions_ramp_with_stages_and_close_politely_on_the_way_down() {
         "{:?}",
         report.plan.load
     );
+}
+
+/// `-R` is an open loop of messages: the rate split over the sessions, each message due on
+/// its schedule whether or not earlier ones were answered, its round trip from that time.
+#[test]
+fn ws_rate_sends_on_schedule_split_over_the_sessions() {
+    let server = target();
+    let url = format!("ws://{}/ws/echo", server.local_addr());
+    let run = loadmark()
+        .args([
+            "ws", &url, "-c", "10", "-R", "1000", "-d", "1s", "-q", "--format", "json",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let report = report_json(&String::from_utf8_lossy(&run.stdout)).unwrap();
+    let ws = report.summary.websocket.as_ref().unwrap();
+    // A message every 10 ms on each of 10 sessions: 1000 in the second (a session that
+    // opened late owes none from before it opened), each answered and counted by both ends.
+    assert!((950..=1000).contains(&ws.messages_sent), "{ws:?}");
+    assert_eq!(server.ws_messages_received(), ws.messages_sent);
+    assert_eq!(ws.messages_received, ws.messages_sent);
+    assert_eq!(
+        report.plan.websocket.as_ref().unwrap().interval,
+        Some(Duration::from_millis(10))
+    );
+    assert!(report.run.latency_definition.contains("intended send time"));
+    let refused = loadmark()
+        .args(["ws", &url, "-R", "100", "--mode", "request"])
+        .output()
+        .unwrap();
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("request mode waits for each reply"));
 }
 
 /// Issue 20: replies that carry an error status are counted by `--check`, shown in the

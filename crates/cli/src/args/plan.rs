@@ -114,16 +114,38 @@ impl WsArgs {
             (None, Some(range)) => WsPayload::parse_range(range)?,
             (None, None) => WsPayload::Random { min: 128, max: 128 },
         };
-        let mode = self.mode.unwrap_or(if self.interval.is_some() {
+        // A message rate is an interval per session: the sessions share it evenly.
+        let sessions = self.sessions.unwrap_or(loadmark_plan::DEFAULT_CONNECTIONS);
+        let interval = match self.rate {
+            Some(rate) => {
+                if self.stages.is_some() {
+                    return Err(PlanError::Conflict {
+                        first: "--rate",
+                        second: "--stages",
+                        why: "a message rate is split over a fixed number of sessions (-c)",
+                    });
+                }
+                Some(std::time::Duration::from_secs_f64(sessions as f64 / rate))
+            }
+            None => self.interval,
+        };
+        let mode = self.mode.unwrap_or(if interval.is_some() {
             WsMode::Echo
         } else {
             WsMode::Request
         });
+        if self.rate.is_some() && matches!(mode, WsMode::Request | WsMode::Receive) {
+            return Err(PlanError::Conflict {
+                first: "--rate",
+                second: "--mode request/receive",
+                why: "a rate sends on a schedule (echo or send mode); request mode waits for each reply",
+            });
+        }
         let spec = WsSpec {
             mode,
             payload,
             binary: self.binary,
-            interval: self.interval,
+            interval,
             session_duration: self.session_duration,
             ping: self.ping,
             reply_match: self.reply_match.clone(),
