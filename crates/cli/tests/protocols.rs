@@ -513,3 +513,64 @@ fn pipelined_batches_broken_off_count_every_byte_the_kernel_moved() {
         );
     }
 }
+
+/// Every load model under every driver (issue 35's matrix; the scenario models are in
+/// `scenarios.rs`): closed (a count), a connection or session ramp, and an open loop, each
+/// over HTTP/1.1, pipelined HTTP/1.1, HTTP/2 and WebSocket, against the built-in target in
+/// this process. What the report counts is what the server counted, request for request.
+#[test]
+fn every_load_model_runs_under_every_driver_and_counts_what_the_server_counted() {
+    let server = loadmark_target::start(loadmark_target::ServerConfig {
+        addr: ([127, 0, 0, 1], 0).into(),
+        threads: 2,
+        http2: true,
+        ..Default::default()
+    })
+    .unwrap();
+    let http = format!("http://{}/json", server.local_addr());
+    let ws = format!("ws://{}/ws/echo", server.local_addr());
+    let models: [(&str, &[&str]); 3] = [
+        ("closed", &["-c", "4", "-n", "600"]),
+        ("ramp", &["-c", "1", "--stages", "500ms:4,500ms:4"]),
+        ("open", &["-R", "400", "-d", "1s"]),
+    ];
+    let drivers: [(&str, &str, &[&str]); 4] = [
+        ("http/1.1", "run", &[]),
+        ("pipelined", "run", &["--pipeline", "4"]),
+        ("http/2", "run", &["--http2", "--streams", "4"]),
+        ("websocket", "ws", &[]),
+    ];
+    for (model, load) in models {
+        for (driver, command, flags) in drivers {
+            let cell = format!("{model} × {driver}");
+            let url = if command == "ws" { &ws } else { &http };
+            let before = (server.requests_served(), server.ws_messages_received());
+            let mut args = vec![command, url.as_str(), "-t", "2", "-q", "--format", "json"];
+            args.extend_from_slice(flags);
+            args.extend_from_slice(load);
+            let (ok, code, stdout, stderr) = loadmark(&args);
+            assert!(ok, "{cell}: exit {code:?}\n{stderr}");
+            let r = common::report_json(&stdout).unwrap();
+            let q = &r.summary.requests;
+            assert_eq!(q.errors, 0, "{cell}: {:?}", r.summary.errors);
+            match model {
+                "closed" => assert_eq!(q.responses, 600, "{cell}"),
+                "open" => assert!(q.responses >= 380, "{cell}: {q:?}"),
+                _ => assert!(q.responses > 0, "{cell}"),
+            }
+            if command == "ws" {
+                let w = r.summary.websocket.as_ref().unwrap();
+                let received = server.ws_messages_received() - before.1;
+                assert_eq!(
+                    (received, w.messages_received),
+                    (w.messages_sent, w.messages_sent),
+                    "{cell}"
+                );
+                assert_eq!(q.responses, w.messages_sent, "{cell}");
+            } else {
+                let served = server.requests_served() - before.0;
+                assert_eq!(served, q.responses + q.in_flight_at_end, "{cell}: {q:?}");
+            }
+        }
+    }
+}
