@@ -68,12 +68,14 @@ def served_count(text):
     return int(m.group(1)) if m else None
 
 
-def start_target(binary, cpu, wait=20):
-    """Starts loadmark's built-in target (`binary serve --port 0 --threads 1`) pinned to CPU
-    `cpu`; returns (process, port) once it has said its port and accepted a connection. Exits
-    the script when it says none within `wait` s. Stop it by its PID: terminate(), wait()."""
+def start_target(binary, cpu, wait=20, extra=()):
+    """Starts loadmark's built-in target (`binary serve --port 0 --threads 1 EXTRA...`) pinned
+    to CPU `cpu`; returns (process, port) once it has said its port and accepted a connection.
+    Exits the script when it says none within `wait` s. Stop it by its PID: terminate(),
+    wait()."""
     proc = subprocess.Popen(
-        pinned_command(cpu, [binary, "serve", "--port", "0", "--threads", "1"], None),
+        pinned_command(cpu, [binary, "serve", "--port", "0", "--threads", "1"] + list(extra),
+                       None),
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     deadline = time.time() + wait
     while time.time() < deadline:
@@ -86,13 +88,13 @@ def start_target(binary, cpu, wait=20):
     sys.exit("the built-in target did not say its port")
 
 
-def counted_run(binary, url, cpu, conns, requests, out, extra=(), rss=True):
-    """One `binary run URL -c CONNS -t 1 -n REQUESTS -q -o OUT EXTRA...` pinned to CPU `cpu`
-    under GNU time, bounded to 120 s; exits the script when it fails. Returns its req/s, client
-    CPU (user + system, the whole process) µs per response, responses and, when `rss`, peak
-    RSS MiB."""
+def counted_run(binary, url, cpu, conns, requests, out, extra=(), rss=True, command="run"):
+    """One `binary run URL -c CONNS -t 1 -n REQUESTS -q -o OUT EXTRA...` (or `ws`: sessions
+    and messages) pinned to CPU `cpu` under GNU time, bounded to 120 s; exits the script when
+    it fails. Returns its req/s, client CPU (user + system, the whole process) µs per
+    response, responses and, when `rss`, peak RSS MiB."""
     cmd = ["timeout", "120", "/usr/bin/time", "-f", "%U %S %M" if rss else "%U %S", "taskset",
-           "-c", str(cpu), binary, "run", url, "-c", str(conns), "-t", "1", "-n",
+           "-c", str(cpu), binary, command, url, "-c", str(conns), "-t", "1", "-n",
            str(requests), "-q", "-o", out] + list(extra)
     done = subprocess.run(cmd, capture_output=True, text=True)
     if done.returncode != 0:

@@ -21,6 +21,7 @@
 mod check;
 mod clock;
 mod file;
+mod file_scenario;
 mod file_steps;
 mod plan;
 mod proxy;
