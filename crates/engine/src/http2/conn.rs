@@ -249,7 +249,7 @@ where
     }
 
     /// [`H2Conn::open`], keeping the response (up to `limit` bytes) for checks and
-    /// extractions: it comes back in the answer's `captured`.
+    /// extractions: [`H2Conn::take_captured`] hands it over after its event.
     pub(crate) fn open_capturing(
         &mut self,
         (block, body): (&[u8], &Bytes),
@@ -259,6 +259,11 @@ where
     ) {
         self.state.open_capturing(block, body, tag, deadline, limit);
         self.arm(deadline);
+    }
+
+    /// The response the last [`H2Conn::open_capturing`] stream kept, once it came whole.
+    pub(crate) fn take_captured(&mut self) -> Option<Box<loadmark_wire::http2::state::Capture>> {
+        self.state.take_captured()
     }
 
     fn arm(&mut self, deadline: Instant) {

@@ -115,9 +115,9 @@ where
                 .open(&prepared.block, &prepared.body, (), deadline);
         }
         match answer(&mut link.conn, shared).await {
-            Event::Response { mut answer, .. } => {
+            Event::Response { answer, .. } => {
                 link.answered += 1;
-                link.captured = answer.captured.take();
+                link.captured = link.conn.take_captured();
                 return Ok(answer.sample(due, started));
             }
             Event::Failed { failure, .. } => {

@@ -30,8 +30,6 @@ pub struct Answer {
     /// own frames are counted apart (the engine's `H2Conn::unattributed`).
     pub read: u64,
     pub written: u64,
-    /// The response's head and body, when the stream was opened to keep them.
-    pub captured: Option<Box<super::state::Capture>>,
 }
 
 impl Answer {

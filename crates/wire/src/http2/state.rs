@@ -39,9 +39,6 @@ pub struct Stream<T> {
     /// included (see [`State::open_read`]).
     pub(super) wire_read: u64,
     pub(super) wire_written: u64,
-    /// The response kept for checks and extractions, when the caller asked
-    /// ([`State::open_capturing`]); boxed so streams that keep nothing stay small.
-    pub(super) capture: Option<Box<Capture>>,
 }
 
 /// Stream ids are odd and dense: a multiply spreads them over the map (SipHash would cost
@@ -96,9 +93,9 @@ pub struct State<T> {
     pub open_written: u64,
     pub sampled_read: u64,
     pub sampled_written: u64,
-    /// Some stream was opened to keep its response: only then are header blocks looked at
-    /// beyond `:status` (the load loops never keep one and pay nothing for it).
-    captures: bool,
+    /// The one stream whose response is kept ([`State::open_capturing`]), apart from the
+    /// streams so that connections that keep none carry nothing more per stream.
+    capture: Option<Box<Capture>>,
 }
 
 impl<T> State<T> {
@@ -126,44 +123,14 @@ impl<T> State<T> {
             open_written: 0,
             sampled_read: 0,
             sampled_written: 0,
-            captures: false,
+            capture: None,
         }
     }
 
     /// Opens the next stream: its HEADERS (and what the windows allow of its body) queued.
     pub fn open(&mut self, block: &[u8], body: &Bytes, tag: T, deadline: Instant) {
-        self.open_with(block, body, tag, deadline, None);
-    }
-
-    /// [`State::open`], keeping the response's head and body (up to `limit` bytes) in the
-    /// answer's [`Answer::captured`], for checks and extractions that read them.
-    pub fn open_capturing(
-        &mut self,
-        block: &[u8],
-        body: &Bytes,
-        tag: T,
-        deadline: Instant,
-        limit: usize,
-    ) {
-        let capture = Capture {
-            bytes: Vec::new(),
-            overflow: false,
-            limit,
-        };
-        self.open_with(block, body, tag, deadline, Some(Box::new(capture)));
-    }
-
-    fn open_with(
-        &mut self,
-        block: &[u8],
-        body: &Bytes,
-        tag: T,
-        deadline: Instant,
-        capture: Option<Box<Capture>>,
-    ) {
         let id = self.next_id;
         self.next_id += 2;
-        self.captures |= capture.is_some();
         let end = body.is_empty();
         let before = self.out.len();
         frame::headers(&mut self.out, id, block, end, self.max_frame);
@@ -182,13 +149,37 @@ impl<T> State<T> {
                 body: 0,
                 wire_read: 0,
                 wire_written: written,
-                capture,
             },
         );
         if !end {
             self.uploads.push(id);
             self.send_uploads();
         }
+    }
+
+    /// [`State::open`], keeping the response's head and body (up to `limit` bytes) for the
+    /// checks and extractions that read them: [`State::take_captured`] hands it over once the
+    /// stream's response came. One stream at a time is kept (a scenario user's: its steps go
+    /// one by one); opening another drops what the last one kept.
+    pub fn open_capturing(
+        &mut self,
+        block: &[u8],
+        body: &Bytes,
+        tag: T,
+        deadline: Instant,
+        limit: usize,
+    ) {
+        self.capture = Some(Box::new(Capture {
+            id: self.next_id,
+            limit,
+            ..Capture::default()
+        }));
+        self.open(block, body, tag, deadline);
+    }
+
+    /// The response the capturing stream kept, once it came whole.
+    pub fn take_captured(&mut self) -> Option<Box<Capture>> {
+        self.capture.take_if(|c| c.done)
     }
 
     pub fn frame(
@@ -430,29 +421,40 @@ impl<T> State<T> {
     ) -> Result<(), ConnError> {
         // Decoded whatever the stream: the table is the connection's.
         let mut status: Option<Option<u16>> = None;
-        let capturing = self.captures
-            && self
-                .streams
-                .get(&id)
-                .is_some_and(|s| s.capture.is_some() && s.status == 0);
-        let mut head = Vec::new();
-        self.decoder
-            .decode(block, |name, value| {
+        let keep = self
+            .capture
+            .as_deref_mut()
+            .filter(|c| c.id == id && !c.head);
+        let decoded = match keep {
+            None => self.decoder.decode(block, |name, value| {
                 if name == b":status" && status.is_none() {
                     status = Some(parse_status(value));
-                } else if capturing && !name.starts_with(b":") {
-                    head.extend_from_slice(name);
-                    head.extend_from_slice(b": ");
-                    head.extend_from_slice(value);
-                    head.extend_from_slice(b"\r\n");
                 }
-            })
-            .map_err(|e| {
-                ConnError::new(
-                    Reason::COMPRESSION_ERROR,
-                    format!("a header block HPACK cannot decode ({e})"),
-                )
-            })?;
+            }),
+            // The capturing stream's headers are kept as they are decoded; a 1xx head or
+            // trailers are dropped below.
+            Some(capture) => {
+                let start = capture.bytes.len();
+                let decoded = self.decoder.decode(block, |name, value| {
+                    if name == b":status" && status.is_none() {
+                        status = Some(parse_status(value));
+                    } else if !name.starts_with(b":") {
+                        capture.push(&[name, b": ", value, b"\r\n"].concat());
+                    }
+                });
+                match status.flatten() {
+                    Some(code) if code >= 200 => capture.head(start, code),
+                    _ => capture.truncate(start),
+                }
+                decoded
+            }
+        };
+        decoded.map_err(|e| {
+            ConnError::new(
+                Reason::COMPRESSION_ERROR,
+                format!("a header block HPACK cannot decode ({e})"),
+            )
+        })?;
         self.idle(id, "HEADERS")?;
         let Some(s) = self.streams.get_mut(&id) else {
             // A stream the client already ended (a timeout): nothing to count.
@@ -465,9 +467,6 @@ impl<T> State<T> {
                 Some(code) if code >= 200 => {
                     s.status = code;
                     s.first_byte = Some(at);
-                    if let Some(capture) = s.capture.as_mut() {
-                        capture.head(code, &head);
-                    }
                 }
                 _ => {
                     frame::rst_stream(&mut self.out, id, Reason::PROTOCOL_ERROR);
@@ -540,7 +539,7 @@ impl<T> State<T> {
             return Ok(());
         }
         s.body += body.len() as u64;
-        if let Some(capture) = s.capture.as_mut() {
+        if let Some(capture) = self.capture.as_deref_mut().filter(|c| c.id == h.stream) {
             capture.push(body);
         }
         if h.flags & frame::END_STREAM != 0 {
@@ -565,6 +564,9 @@ impl<T> State<T> {
         self.open_written -= s.wire_written;
         self.sampled_read += s.wire_read;
         self.sampled_written += s.wire_written;
+        if let Some(capture) = self.capture.as_deref_mut().filter(|c| c.id == id) {
+            capture.done = true;
+        }
         if s.upload.is_some() {
             // Answered before the whole body was sent (a 413, say): the rest is not wanted.
             self.uploads.retain(|u| *u != id);
@@ -579,7 +581,6 @@ impl<T> State<T> {
                 body: s.body,
                 read: s.wire_read,
                 written: s.wire_written,
-                captured: s.capture,
             },
         });
     }
@@ -727,13 +728,25 @@ pub struct Capture {
     /// The response was longer than the limit.
     pub overflow: bool,
     limit: usize,
+    /// The stream it belongs to.
+    id: u32,
+    /// The final head is in; the stream's end came.
+    head: bool,
+    done: bool,
 }
 
 impl Capture {
-    fn head(&mut self, status: u16, headers: &[u8]) {
+    /// The headers pushed from `start` on were the final head's: its status line goes first.
+    fn head(&mut self, start: usize, status: u16) {
+        let headers = self.bytes.split_off(start);
         self.push(format!("HTTP/1.1 {status} \r\n").as_bytes());
-        self.push(headers);
+        self.push(&headers);
         self.push(b"\r\n");
+        self.head = true;
+    }
+
+    fn truncate(&mut self, len: usize) {
+        self.bytes.truncate(len);
     }
 
     fn push(&mut self, bytes: &[u8]) {

@@ -9,8 +9,8 @@ use crate::http2::frame::FrameReader;
 use crate::http2::hpack::encode_field;
 
 /// Opens one stream (capturing up to `limit` when given), feeds it `server`'s frames, and
-/// returns its one event.
-fn end(server: &[u8], limit: Option<usize>) -> Event<()> {
+/// returns its one event and what was kept.
+fn end(server: &[u8], limit: Option<usize>) -> (Event<()>, Option<Box<Capture>>) {
     let mut state: State<()> = State::new(Duration::from_secs(5));
     state.settings_seen = true;
     let deadline = Instant::now() + Duration::from_secs(5);
@@ -30,7 +30,7 @@ fn end(server: &[u8], limit: Option<usize>) -> Event<()> {
             .unwrap();
     }
     assert_eq!(events.len(), 1);
-    events.pop().unwrap()
+    (events.pop().unwrap(), state.take_captured())
 }
 
 /// A 201 with two headers and a body in two DATA frames, after a 103 Early Hints.
@@ -52,11 +52,11 @@ fn response() -> Vec<u8> {
 
 #[test]
 fn a_captured_response_reads_as_http1_head_and_body() {
-    let Event::Response { answer, .. } = end(&response(), Some(1 << 20)) else {
+    let (Event::Response { answer, .. }, captured) = end(&response(), Some(1 << 20)) else {
         panic!("no response");
     };
     assert_eq!((answer.status, answer.body), (201, 8));
-    let captured = answer.captured.expect("kept");
+    let captured = captured.expect("kept");
     assert!(!captured.overflow);
     assert_eq!(
         String::from_utf8(captured.bytes).unwrap(),
@@ -66,15 +66,15 @@ fn a_captured_response_reads_as_http1_head_and_body() {
 
 #[test]
 fn a_response_past_the_limit_is_cut_and_says_so_and_one_not_asked_for_is_not_kept() {
-    let Event::Response { answer, .. } = end(&response(), Some(20)) else {
+    let (Event::Response { .. }, captured) = end(&response(), Some(20)) else {
         panic!("no response");
     };
-    let captured = answer.captured.expect("kept");
+    let captured = captured.expect("kept");
     assert!(captured.overflow);
     assert_eq!(captured.bytes, b"HTTP/1.1 201 \r\nconte");
-    let Event::Response { answer, .. } = end(&response(), None) else {
+    let (Event::Response { answer, .. }, captured) = end(&response(), None) else {
         panic!("no response");
     };
-    assert!(answer.captured.is_none());
+    assert!(captured.is_none());
     assert_eq!(answer.body, 8, "counted all the same");
 }
