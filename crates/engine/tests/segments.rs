@@ -69,6 +69,7 @@ fn mixed_plan(port: u16, data: &std::path::Path) -> Plan {
         script: None,
         checks: Vec::new(),
         scenario: None,
+        scenarios: Vec::new(),
         cookies: false,
     }
 }
@@ -174,6 +175,7 @@ fn closed_loop_counts_and_connections_split_by_weight() {
         script: None,
         checks: Vec::new(),
         scenario: None,
+        scenarios: Vec::new(),
         cookies: false,
     };
     let weights = vec![3, 1];
