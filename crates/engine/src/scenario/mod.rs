@@ -454,12 +454,26 @@ fn render(sc: &ScenarioShared, run: &StepRun, user: &mut Me, seq: u64) {
     out.push(b' ');
     out.extend_from_slice(sc.prefix.as_bytes());
     step.path.render_with_vars(&mut ctx, &user.vars, out);
-    out.extend_from_slice(b" HTTP/1.1\r\nHost: ");
-    out.extend_from_slice(sc.host.as_bytes());
-    out.extend_from_slice(b"\r\n");
-    out.extend_from_slice(
-        concat!("User-Agent: loadmark/", env!("CARGO_PKG_VERSION"), "\r\n").as_bytes(),
-    );
+    out.extend_from_slice(b" HTTP/1.1\r\n");
+    // The user's own Host or User-Agent (the target's or the step's) replaces ours: a
+    // header sent twice is a different request.
+    let given = |name: &str| {
+        sc.headers.iter().any(|(n, _)| n.eq_ignore_ascii_case(name))
+            || step
+                .headers
+                .iter()
+                .any(|(n, _)| n.eq_ignore_ascii_case(name))
+    };
+    if !given("host") {
+        out.extend_from_slice(b"Host: ");
+        out.extend_from_slice(sc.host.as_bytes());
+        out.extend_from_slice(b"\r\n");
+    }
+    if !given("user-agent") {
+        out.extend_from_slice(
+            concat!("User-Agent: loadmark/", env!("CARGO_PKG_VERSION"), "\r\n").as_bytes(),
+        );
+    }
     for (name, value) in &sc.headers {
         if !step
             .headers
