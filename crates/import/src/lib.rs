@@ -23,6 +23,7 @@
 //!   into the plan: they become `{{csv NAME}}` columns of a data file the CLI writes with
 //!   placeholders ([`Imported::secrets`]), unless [`Options::keep_secrets`] says otherwise.
 
+mod correlate;
 pub mod curl;
 pub mod har;
 pub mod openapi;
