@@ -24,7 +24,7 @@ fn data_implies_post_and_a_form_type_and_pieces_join_with_ampersands() {
         Some("application/x-www-form-urlencoded")
     );
     let body = r.body_bytes(&no_files).unwrap().unwrap();
-    assert_eq!(String::from_utf8(body).unwrap(), "a=1&@b&c=d%20e%26f");
+    assert_eq!(String::from_utf8(body).unwrap(), "a=1&@b&c=d+e%26f");
 }
 
 #[test]

@@ -1,0 +1,389 @@
+//! `loadmark import` and `run --curl` (issue 41) with real inputs: HAR files recorded here by
+//! Debian's Chromium (through Playwright's recorder) and by mitmproxy (a reverse proxy in
+//! front of the built-in target) while the browser runs the login → list → open journey;
+//! the imported plans pass `bench --check` and run with exact per-step counts and no wrong
+//! token. A curl corpus: each command sent by real curl and by `loadmark run --curl` to a
+//! capturing server on loopback, the two requests compared byte for byte.
+//!
+//! Tools (installed by .ci/run): curl, chromium, node, target/ci-node's playwright-core,
+//! target/ci-mitm's mitmdump.
+
+mod common;
+
+use common::*;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// A tool the tests need, or a panic saying how .ci/run installs it.
+fn tool(path: PathBuf, how: &str) -> PathBuf {
+    assert!(
+        path.exists(),
+        "{} is missing: {how} (.ci/run does)",
+        path.display()
+    );
+    path
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "{}\n--- stderr ---\n{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+/// Records the journey in Chromium against `base`, into `har`.
+fn record_with_chromium(base: &str, har: &Path) {
+    let node_modules = tool(
+        workspace().join("target/ci-node/node_modules/playwright-core"),
+        "npm install playwright-core in target/ci-node",
+    );
+    tool(
+        PathBuf::from("/usr/bin/chromium"),
+        "apt-get install chromium",
+    );
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/import_support/record-har.js");
+    let out = Command::new("node")
+        .arg(script)
+        .args([base, har.to_str().unwrap()])
+        .env("NODE_PATH", node_modules.parent().unwrap())
+        .output()
+        .expect("node runs");
+    assert!(out.status.success(), "recording failed: {}", text(&out));
+}
+
+/// mitmdump as a reverse proxy on loopback in front of `upstream`, dumping HAR on exit.
+struct Mitm {
+    child: Child,
+    port: u16,
+}
+
+impl Mitm {
+    fn start(upstream: &str, har: &Path, confdir: &Path) -> Mitm {
+        let mitmdump = tool(
+            workspace().join("target/ci-mitm/bin/mitmdump"),
+            "pip install mitmproxy into target/ci-mitm",
+        );
+        let port = port();
+        let child = Command::new(mitmdump)
+            .args(["--mode", &format!("reverse:{upstream}")])
+            .args(["--listen-host", "127.0.0.1", "-p", &port.to_string(), "-q"])
+            .args(["--set", &format!("hardump={}", har.display())])
+            .args(["--set", &format!("confdir={}", confdir.display())])
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("mitmdump starts");
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                Instant::now() < deadline,
+                "mitmdump did not listen on {port}"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        Mitm { child, port }
+    }
+
+    /// Stops it (SIGINT: it writes the HAR as it exits) and waits.
+    fn stop(mut self) {
+        // SAFETY: kill(2) on the PID of a child this test started and has not reaped.
+        unsafe { libc::kill(self.child.id() as i32, libc::SIGINT) };
+        let status = self.child.wait().unwrap();
+        assert!(
+            status.success() || status.code().is_none(),
+            "mitmdump: {status}"
+        );
+    }
+}
+
+/// Imports `har`, checks the plan, runs it, and asserts exact per-step counts.
+fn import_and_run(dir: &Path, har: &str, iterations: u64, server: &loadmark_target::RunningServer) {
+    let plan = format!("{har}.yaml");
+    let out = loadmark()
+        .current_dir(dir)
+        .args(["import", "har", har, "-o", &plan, "--users", "4"])
+        .args(["--iterations", &iterations.to_string(), "--think", "0.01"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let yaml = std::fs::read_to_string(dir.join(&plan)).unwrap();
+    assert!(yaml.contains("token: json /token"), "{yaml}");
+    assert!(yaml.contains("Bearer {{token}}"), "{yaml}");
+    assert!(
+        !yaml.contains("616c696365."),
+        "the recorded token stays out:\n{yaml}"
+    );
+    let check = loadmark()
+        .current_dir(dir)
+        .args(["bench", &plan, "--check"])
+        .output()
+        .unwrap();
+    assert!(check.status.success(), "{}", text(&check));
+    let (auth_before, logins_before) = (server.auth_failures(), server.logins());
+    let run = loadmark()
+        .current_dir(dir)
+        .args(["bench", &plan, "-o", &format!("out-{har}"), "-q"])
+        .output()
+        .unwrap();
+    assert!(run.status.success(), "{}\n{yaml}", text(&run));
+    let bundle = std::fs::read_to_string(dir.join(format!("out-{har}/bundle.json"))).unwrap();
+    let bundle = bundle_json(&bundle).unwrap();
+    let report = &bundle.steps[0].report;
+    let scenario = report
+        .summary
+        .scenario
+        .as_ref()
+        .expect("a scenario summary");
+    let names: Vec<&str> = scenario.steps.iter().map(|s| s.name.as_str()).collect();
+    for step in &scenario.steps {
+        assert_eq!(
+            step.requests, iterations,
+            "{har}: step {} of {names:?}",
+            step.name
+        );
+        assert_eq!(step.responses, iterations, "{har}: step {}", step.name);
+        assert_eq!(step.checks_failed, 0, "{har}: step {}", step.name);
+    }
+    assert!(
+        names.contains(&"POST /login") && names.contains(&"GET /items"),
+        "{names:?}"
+    );
+    assert_eq!(
+        server.auth_failures(),
+        auth_before,
+        "{har}: a request carried a wrong token"
+    );
+    assert_eq!(server.logins(), logins_before + iterations, "{har}");
+}
+
+#[test]
+fn journeys_recorded_by_chromium_and_mitmproxy_run_with_exact_counts_and_no_wrong_token() {
+    let dir = temp_dir("import", "har");
+    let server = loadmark_target::start(loadmark_target::ServerConfig {
+        addr: ([127, 0, 0, 1], 0).into(),
+        threads: 2,
+        ..Default::default()
+    })
+    .unwrap();
+    let base = format!("http://{}", server.local_addr());
+    record_with_chromium(&base, &dir.path().join("chromium.har"));
+    let mitm = Mitm::start(
+        &base,
+        &dir.path().join("mitm.har"),
+        &dir.path().join("mitm-conf"),
+    );
+    record_with_chromium(
+        &format!("http://127.0.0.1:{}", mitm.port),
+        &dir.path().join("via-mitm.har"),
+    );
+    mitm.stop();
+    import_and_run(dir.path(), "chromium.har", 40, &server);
+    import_and_run(dir.path(), "mitm.har", 40, &server);
+}
+
+/// One HTTP/1.1 request as it arrived.
+#[derive(Debug, Clone, PartialEq)]
+struct Captured {
+    request_line: String,
+    /// (lowercase name, value), sorted.
+    headers: Vec<(String, String)>,
+    body: Vec<u8>,
+}
+
+/// A raw TCP server on loopback that records every request and answers 200, empty.
+fn capture_server() -> (u16, Arc<Mutex<Vec<Captured>>>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let log = seen.clone();
+    std::thread::spawn(move || {
+        for conn in listener.incoming() {
+            let Ok(conn) = conn else { return };
+            let log = log.clone();
+            std::thread::spawn(move || serve_captured(conn, &log));
+        }
+    });
+    (port, seen)
+}
+
+fn serve_captured(conn: std::net::TcpStream, log: &Mutex<Vec<Captured>>) {
+    let mut writer = conn.try_clone().unwrap();
+    let mut reader = BufReader::new(conn);
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line).unwrap_or(0) == 0 {
+            return;
+        }
+        let mut headers = Vec::new();
+        loop {
+            let mut h = String::new();
+            reader.read_line(&mut h).unwrap();
+            let h = h.trim_end_matches(['\r', '\n']);
+            if h.is_empty() {
+                break;
+            }
+            let (n, v) = h.split_once(':').unwrap();
+            headers.push((n.to_ascii_lowercase(), v.trim().to_string()));
+        }
+        let len = headers
+            .iter()
+            .find(|(n, _)| n == "content-length")
+            .map_or(0, |(_, v)| v.parse().unwrap());
+        let mut body = vec![0; len];
+        reader.read_exact(&mut body).unwrap();
+        headers.sort();
+        log.lock().unwrap().push(Captured {
+            request_line: line.trim_end().to_string(),
+            headers,
+            body,
+        });
+        let _ = writer.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n");
+    }
+}
+
+/// Waits for the `n`th captured request and takes the list.
+fn take(seen: &Mutex<Vec<Captured>>) -> Captured {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        if let Some(c) = seen.lock().unwrap().pop() {
+            return c;
+        }
+        assert!(Instant::now() < deadline, "nothing captured");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// The commands browsers' "Copy as cURL" and people write ({URL} is the capturing server).
+const CORPUS: &[&str] = &[
+    "curl '{URL}/plain?a=1&b=x%20y'",
+    "curl -X POST {URL}/json -H 'Content-Type: application/json' --data-raw '{\"a\":1}'",
+    "curl {URL}/form -d a=1 -d 'b=two words'",
+    "curl {URL}/file --data-binary @body.txt",
+    "curl {URL}/file -d @body.txt",
+    "curl {URL}/enc --data-urlencode 'q=a b&c' --data-urlencode plain",
+    "curl {URL}/j --json '{\"k\":[1,2]}'",
+    "curl -u alice:s3cret {URL}/auth",
+    "curl -b 'sid=1; theme=dark' {URL}/cookie",
+    "curl -F name=value -F 'upload=@note.txt' {URL}/upload",
+    "curl --compressed {URL}/z",
+    "curl -G {URL}/search -d q=1 -d r=2",
+    "curl -I {URL}/head",
+    "curl -X PUT {URL}/put -H 'X-Trace: abc' -H 'Accept: text/plain' -d x",
+    "curl -A 'agent/1.0' -e http://ref.test/ {URL}/ua",
+    "curl -sSkL {URL}/flags",
+    "curl -X DELETE {URL}/items/7",
+    "curl '{URL}/api' -H 'accept: application/json' -H 'content-type: application/json' --data-raw $'{\"msg\":\"it\\'s\\nfine\"}' --compressed",
+    "curl {URL}/h -H 'X-Empty;' -H 'X-A: 1' -H 'X-A: 2'",
+];
+
+/// Headers curl adds on its own that `--curl` leaves to loadmark (its own User-Agent).
+fn without_defaults(c: &Captured, agent: &str) -> Captured {
+    let mut c = c.clone();
+    c.headers.retain(|(n, v)| {
+        !(n == "user-agent" && v.starts_with(agent)) && !(n == "accept" && v == "*/*")
+    });
+    c
+}
+
+#[test]
+fn a_curl_corpus_sends_byte_for_byte_what_curl_sends() {
+    let dir = temp_dir("import", "curl");
+    std::fs::write(dir.path().join("body.txt"), "line one\r\nline two\n").unwrap();
+    std::fs::write(dir.path().join("note.txt"), "a note\n").unwrap();
+    let (port, seen) = capture_server();
+    let url = format!("http://127.0.0.1:{port}");
+    for template in CORPUS {
+        let cmd = template.replace("{URL}", &url);
+        let out = Command::new("bash")
+            .current_dir(dir.path())
+            .args(["-c", &format!("{cmd} -s -o /dev/null")])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{cmd}: {}", text(&out));
+        let mut by_curl = take(&seen);
+        let out = loadmark()
+            .current_dir(dir.path())
+            .args(["run", "--curl", &cmd, "-n", "1", "-c", "1", "-q"])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{cmd}: {}", text(&out));
+        let by_loadmark = take(&seen);
+        // curl draws a multipart boundary per run; loadmark's is fixed.
+        if let Some((_, ct)) = by_curl.headers.iter().find(|(n, _)| n == "content-type") {
+            if let Some(b) = ct.strip_prefix("multipart/form-data; boundary=") {
+                let b = b.to_string();
+                let body = String::from_utf8(by_curl.body.clone()).unwrap();
+                by_curl.body = body
+                    .replace(&b, loadmark_import::curl::BOUNDARY)
+                    .into_bytes();
+                for (_, v) in by_curl.headers.iter_mut() {
+                    *v = v.replace(&b, loadmark_import::curl::BOUNDARY);
+                }
+            }
+        }
+        assert_eq!(
+            without_defaults(&by_loadmark, "loadmark/"),
+            without_defaults(&by_curl, "curl/"),
+            "{cmd}"
+        );
+    }
+    // The plan `import curl` writes sends the same request again.
+    let cmd = CORPUS[1].replace("{URL}", &url);
+    let out = loadmark()
+        .current_dir(dir.path())
+        .args(["import", "curl", "-o", "p.yaml", "--", &cmd])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let run = loadmark()
+        .current_dir(dir.path())
+        .args(["bench", "p.yaml", "-o", "out", "-q"])
+        .output()
+        .unwrap();
+    assert!(run.status.success(), "{}", text(&run));
+    let sent = take(&seen);
+    assert_eq!(sent.request_line, "POST /json HTTP/1.1");
+    assert_eq!(sent.body, b"{\"a\":1}");
+}
+
+#[test]
+fn bad_input_is_refused_with_its_location_or_its_name() {
+    let dir = temp_dir("import", "errors");
+    std::fs::write(
+        dir.path().join("bad.har"),
+        "{\"log\": {\n  \"entries\": [,]}}",
+    )
+    .unwrap();
+    let out = loadmark()
+        .current_dir(dir.path())
+        .args(["import", "har", "bad.har"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(text(&out).contains("bad.har:2:"), "{}", text(&out));
+    let out = loadmark()
+        .args([
+            "run",
+            "--curl",
+            "curl --proxy http://p:1 http://127.0.0.1:1/",
+            "-n",
+            "1",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        text(&out).contains("unknown option --proxy"),
+        "{}",
+        text(&out)
+    );
+}
