@@ -288,9 +288,10 @@ const CORPUS: &[&str] = &[
 /// Headers curl adds on its own that `--curl` leaves to loadmark (its own User-Agent).
 fn without_defaults(c: &Captured, agent: &str) -> Captured {
     let mut c = c.clone();
-    c.headers.retain(|(n, v)| {
-        !(n == "user-agent" && v.starts_with(agent)) && !(n == "accept" && v == "*/*")
-    });
+    let default = |n: &str, v: &str| {
+        (n == "user-agent" && v.starts_with(agent)) || (n == "accept" && v == "*/*")
+    };
+    c.headers.retain(|(n, v)| !default(n, v));
     c
 }
 

@@ -123,7 +123,7 @@ impl Correlator {
         let mut best: Option<usize> = None;
         for (i, l) in self.learned.iter().enumerate() {
             let fits = l.candidate.value == text && (whole || !l.candidate.numeric);
-            if fits && best.map_or(true, |b| self.learned[b].step < l.step) {
+            if fits && best.is_none_or(|b| self.learned[b].step < l.step) {
                 best = Some(i);
             }
         }

@@ -9,5 +9,7 @@ pub struct OpenApiOptions {
 }
 
 pub fn import(_text: &str, _file: &str, _opts: &OpenApiOptions) -> Result<Imported, ImportError> {
-    Err(ImportError::Empty("OpenAPI import: not yet".into()))
+    Err(ImportError::Empty(
+        "OpenAPI import is not implemented yet (issue 41); HAR and curl are".into(),
+    ))
 }

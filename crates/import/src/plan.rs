@@ -102,7 +102,7 @@ impl Default for LoadDoc {
 /// Formats a duration as plan files spell it (`250ms`, `2s`).
 pub fn duration_text(d: Duration) -> String {
     let ms = d.as_millis();
-    if ms % 1000 == 0 && ms > 0 {
+    if ms.is_multiple_of(1000) && ms > 0 {
         format!("{}s", ms / 1000)
     } else {
         format!("{ms}ms")

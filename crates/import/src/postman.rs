@@ -13,5 +13,7 @@ pub fn import(
     _env: Option<(&str, &str)>,
     _opts: &PostmanOptions,
 ) -> Result<Imported, ImportError> {
-    Err(ImportError::Empty("Postman import: not yet".into()))
+    Err(ImportError::Empty(
+        "Postman import is not implemented yet (issue 41); HAR and curl are".into(),
+    ))
 }

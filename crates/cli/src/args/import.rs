@@ -11,8 +11,7 @@ use super::values::at_least_one;
 #[command(after_help = "Examples:\n  \
     loadmark import har session.har -o journey.yaml\n  \
     loadmark import curl -o plan.yaml -- curl 'http://127.0.0.1:8080/echo' --json '{\"a\":1}'\n  \
-    loadmark import openapi api.yaml --base-url http://127.0.0.1:8080 -o api-plan.yaml\n  \
-    loadmark import postman collection.json -o plan.yaml\n\n\
+    loadmark run --curl \"curl -X POST http://127.0.0.1:8080/echo -d a=1\" -n 100\n\n\
     The plan is checked with loadmark's own plan loader before it is written; what was left \
     out or replaced is said on stderr. Recorded secrets (cookies, Authorization, API keys) \
     become {{csv NAME}} columns of a data file written beside the plan with REPLACE-ME values, \
@@ -29,9 +28,11 @@ pub enum ImportKind {
     Har(HarArgs),
     /// A curl command line (as "Copy as cURL" writes it): a single-request plan.
     Curl(CurlArgs),
-    /// An OpenAPI 3.0 or 3.1 document (YAML or JSON): a step per operation.
+    /// An OpenAPI 3.0 or 3.1 document: not implemented yet (issue 41), hidden until it is.
+    #[command(hide = true)]
     Openapi(OpenApiArgs),
-    /// A Postman collection (v2.1): its requests as a scenario.
+    /// A Postman collection (v2.1): not implemented yet (issue 41), hidden until it is.
+    #[command(hide = true)]
     Postman(PostmanArgs),
 }
 
