@@ -75,10 +75,17 @@ pub fn import(args: &ImportArgs) -> Result<ExitCode> {
             (usage(har::import(&text, &name, &opts))?, &a.common)
         }
         ImportKind::Openapi(a) => {
+            let methods = match a.read_only {
+                true => vec!["GET".into(), "HEAD".into(), "OPTIONS".into()],
+                false => a.methods.iter().map(|m| m.to_ascii_uppercase()).collect(),
+            };
             let opts = openapi::OpenApiOptions {
                 common: options(&a.common),
                 base_url: a.base_url.clone(),
+                server: a.server,
                 tags: a.tags.clone(),
+                methods,
+                check_schema: a.check_schema,
             };
             let (text, name) = read_doc(&a.file)?;
             (usage(openapi::import(&text, &name, &opts))?, &a.common)

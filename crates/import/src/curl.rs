@@ -497,7 +497,7 @@ fn cert_path(v: &str) -> String {
 
 /// Percent-encoding as curl's `--data-urlencode` does: all but ASCII letters, digits and
 /// `-._~`, a space as `+` (what the curl corpus test saw curl 7.88 send).
-fn urlencode(bytes: &[u8]) -> String {
+pub(crate) fn urlencode(bytes: &[u8]) -> String {
     bytes
         .iter()
         .map(|&b| {

@@ -171,6 +171,53 @@ pub(crate) fn parse_json(text: &str, file: &str) -> Result<serde_json::Value, Im
     })
 }
 
+/// Parses a YAML or JSON document (JSON is read as JSON, for its exact error positions);
+/// YAML mapping keys that are numbers or booleans (`200:` in OpenAPI responses) become
+/// strings, as JSON would spell them.
+pub(crate) fn parse_yaml_or_json(text: &str, file: &str) -> Result<serde_json::Value, ImportError> {
+    if text.trim_start().starts_with('{') {
+        return parse_json(text, file);
+    }
+    let yaml: serde_norway::Value = serde_norway::from_str(text).map_err(|e| {
+        let (line, column) = e.location().map_or((0, 0), |l| (l.line(), l.column()));
+        ImportError::Syntax {
+            file: file.to_string(),
+            format: "YAML",
+            line,
+            column,
+            message: e.to_string(),
+        }
+    })?;
+    Ok(yaml_to_json(yaml))
+}
+
+fn yaml_to_json(v: serde_norway::Value) -> serde_json::Value {
+    use serde_json::Value as J;
+    use serde_norway::Value as Y;
+    match v {
+        Y::Null => J::Null,
+        Y::Bool(b) => J::Bool(b),
+        Y::Number(n) => serde_json::to_value(&n).unwrap_or(J::Null),
+        Y::String(s) => J::String(s),
+        Y::Sequence(list) => J::Array(list.into_iter().map(yaml_to_json).collect()),
+        Y::Mapping(m) => J::Object(
+            m.into_iter()
+                .map(|(k, v)| {
+                    let key = match k {
+                        Y::String(s) => s,
+                        other => serde_norway::to_string(&other)
+                            .unwrap_or_default()
+                            .trim_end()
+                            .to_string(),
+                    };
+                    (key, yaml_to_json(v))
+                })
+                .collect(),
+        ),
+        Y::Tagged(t) => yaml_to_json(t.value),
+    }
+}
+
 /// Escapes a JSON pointer token (RFC 6901).
 pub(crate) fn pointer_token(key: &str) -> String {
     key.replace('~', "~0").replace('/', "~1")

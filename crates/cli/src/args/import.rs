@@ -11,7 +11,9 @@ use super::values::at_least_one;
 #[command(after_help = "Examples:\n  \
     loadmark import har session.har -o journey.yaml\n  \
     loadmark import curl -o plan.yaml -- curl 'http://127.0.0.1:8080/echo' --json '{\"a\":1}'\n  \
-    loadmark run --curl \"curl -X POST http://127.0.0.1:8080/echo -d a=1\" -n 100\n\n\
+    loadmark run --curl \"curl -X POST http://127.0.0.1:8080/echo -d a=1\" -n 100\n  \
+    loadmark import openapi api.yaml --read-only -o api-plan.yaml\n  \
+    loadmark import postman collection.json --environment local.json --folder Journey\n\n\
     The plan is checked with loadmark's own plan loader before it is written; what was left \
     out or replaced is said on stderr. Recorded secrets (cookies, Authorization, API keys) \
     become {{csv NAME}} columns of a data file written beside the plan with REPLACE-ME values, \
@@ -28,11 +30,12 @@ pub enum ImportKind {
     Har(HarArgs),
     /// A curl command line (as "Copy as cURL" writes it): a single-request plan.
     Curl(CurlArgs),
-    /// An OpenAPI 3.0 or 3.1 document: not implemented yet (issue 41), hidden until it is.
-    #[command(hide = true)]
+    /// An OpenAPI 3.0 or 3.1 document (YAML or JSON): a step per operation, with parameters
+    /// and bodies from its examples or schemas, status checks, and its security schemes as
+    /// data-file columns.
     Openapi(OpenApiArgs),
-    /// A Postman collection (v2.1): not implemented yet (issue 41), hidden until it is.
-    #[command(hide = true)]
+    /// A Postman collection (v2.0 or v2.1): its requests as a scenario, variables filled,
+    /// plain script assignments, status checks and extractions translated, the rest listed.
     Postman(PostmanArgs),
 }
 
@@ -119,9 +122,25 @@ pub struct OpenApiArgs {
     #[arg(long = "base-url", value_name = "URL")]
     pub base_url: Option<String>,
 
-    /// Only operations with this tag, repeatable
+    /// Which of the document's servers, from 1 [default: 1]
+    #[arg(long = "server", value_name = "N", value_parser = at_least_one)]
+    pub server: Option<usize>,
+
+    /// Only operations with this tag, repeatable (a plan per tag: import once per tag)
     #[arg(long = "tag")]
     pub tags: Vec<String>,
+
+    /// Only these methods, comma-separated: `--methods GET,HEAD`
+    #[arg(long = "methods", value_delimiter = ',', value_name = "METHODS")]
+    pub methods: Vec<String>,
+
+    /// Only operations that write nothing (GET, HEAD, OPTIONS)
+    #[arg(long = "read-only", conflicts_with = "methods")]
+    pub read_only: bool,
+
+    /// Also check that each JSON response has the fields its schema requires
+    #[arg(long = "check-schema")]
+    pub check_schema: bool,
 
     #[command(flatten)]
     pub common: ImportCommon,
@@ -129,14 +148,14 @@ pub struct OpenApiArgs {
 
 #[derive(Args, Debug)]
 pub struct PostmanArgs {
-    /// The collection (v2.1 JSON)
+    /// The collection (v2.0 or v2.1 JSON)
     pub file: PathBuf,
 
     /// A Postman environment file whose values fill {{variables}}
     #[arg(long = "environment", value_name = "FILE")]
     pub environment: Option<PathBuf>,
 
-    /// Only this folder of the collection (a scenario per folder: pick one)
+    /// Only this folder of the collection (a plan has one scenario: a plan per folder)
     #[arg(long = "folder")]
     pub folder: Option<String>,
 
