@@ -388,3 +388,212 @@ fn bad_input_is_refused_with_its_location_or_its_name() {
         text(&out)
     );
 }
+
+/// The built-in target, for the OpenAPI and Postman journeys.
+fn target() -> loadmark_target::RunningServer {
+    loadmark_target::start(loadmark_target::ServerConfig {
+        addr: ([127, 0, 0, 1], 0).into(),
+        threads: 2,
+        ..Default::default()
+    })
+    .unwrap()
+}
+
+/// Checks `plan` with `bench --check`, runs it, and returns each step's (name, requests,
+/// responses, failed checks).
+fn check_and_run(dir: &Path, plan: &str) -> Vec<(String, u64, u64, u64)> {
+    let check = loadmark()
+        .current_dir(dir)
+        .args(["bench", plan, "--check"])
+        .output()
+        .unwrap();
+    assert!(check.status.success(), "{}", text(&check));
+    let out = format!("out-{plan}");
+    let run = loadmark()
+        .current_dir(dir)
+        .args(["bench", plan, "-o", &out, "-q"])
+        .output()
+        .unwrap();
+    let yaml = std::fs::read_to_string(dir.join(plan)).unwrap();
+    assert!(run.status.success(), "{}\n{yaml}", text(&run));
+    let bundle = std::fs::read_to_string(dir.join(format!("{out}/bundle.json"))).unwrap();
+    let bundle = bundle_json(&bundle).unwrap();
+    let scenario = bundle.steps[0].report.summary.scenario.clone().unwrap();
+    scenario
+        .steps
+        .iter()
+        .map(|s| (s.name.clone(), s.requests, s.responses, s.checks_failed))
+        .collect()
+}
+
+#[test]
+fn an_openapi_document_of_the_target_runs_with_exact_counts_and_no_wrong_token() {
+    let dir = temp_dir("import", "openapi");
+    let server = target();
+    let base = format!("http://{}", server.local_addr());
+    let doc = workspace().join("examples/import/target.openapi.yaml");
+    let out = loadmark()
+        .current_dir(dir.path())
+        .args(["import", "openapi", doc.to_str().unwrap(), "-o", "api.yaml"])
+        .args(["--base-url", &base, "--check-schema", "--users", "3"])
+        .args(["--iterations", "30"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    // The data file holds the credentials the document's security schemes ask for.
+    let token = loadmark_target::token_for("alice");
+    let csv = std::fs::read_to_string(dir.path().join("api.secrets.csv")).unwrap();
+    assert_eq!(csv, "bearer,session\nREPLACE-ME,REPLACE-ME\n");
+    std::fs::write(
+        dir.path().join("api.secrets.csv"),
+        format!("bearer,session\n{token},{token}\n"),
+    )
+    .unwrap();
+    let (auth, cookie) = (server.auth_failures(), server.cookie_failures());
+    let steps = check_and_run(dir.path(), "api.yaml");
+    let names: Vec<&str> = steps.iter().map(|s| s.0.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "status",
+            "json",
+            "statusCode",
+            "bytes",
+            "echo",
+            "login",
+            "listItems",
+            "getItem",
+            "me"
+        ]
+    );
+    for (name, requests, responses, failed) in &steps {
+        assert_eq!((*requests, *responses, *failed), (30, 30, 0), "{name}");
+    }
+    assert_eq!(
+        server.auth_failures(),
+        auth,
+        "a request carried a wrong token"
+    );
+    assert_eq!(server.cookie_failures(), cookie);
+    // Read-only: the writes are left out, and said.
+    let out = loadmark()
+        .current_dir(dir.path())
+        .args(["import", "openapi", doc.to_str().unwrap(), "--read-only"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(!text(&out).contains("method: POST"), "{}", text(&out));
+    assert!(
+        text(&out).contains("left out 2 operation(s) by --tag/--methods: POST /echo, POST /login")
+    );
+}
+
+#[test]
+fn swaggers_petstore_imports_a_step_per_operation_and_passes_check() {
+    let dir = temp_dir("import", "petstore");
+    let doc = workspace().join("crates/import/testdata/petstore3.openapi.yaml");
+    let out = loadmark()
+        .current_dir(dir.path())
+        .args([
+            "import",
+            "openapi",
+            doc.to_str().unwrap(),
+            "-o",
+            "pets.yaml",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let yaml = std::fs::read_to_string(dir.path().join("pets.yaml")).unwrap();
+    assert_eq!(yaml.matches("  - name: ").count(), 19, "{yaml}");
+    assert!(yaml.contains("Bearer {{csv petstore_auth}}"), "{yaml}");
+    let check = loadmark()
+        .current_dir(dir.path())
+        .args(["bench", "pets.yaml", "--check"])
+        .output()
+        .unwrap();
+    assert!(check.status.success(), "{}", text(&check));
+}
+
+#[test]
+fn a_postman_collection_of_the_journey_runs_with_exact_counts_and_no_wrong_token() {
+    let dir = temp_dir("import", "postman");
+    let server = target();
+    let examples = workspace().join("examples/import");
+    std::fs::write(
+        dir.path().join("env.json"),
+        format!(
+            r#"{{"name": "test", "values": [{{"key": "baseUrl", "value": "http://{}", "enabled": true}}]}}"#,
+            server.local_addr()
+        ),
+    )
+    .unwrap();
+    let collection = examples.join("journey.postman_collection.json");
+    let out = loadmark()
+        .current_dir(dir.path())
+        .args(["import", "postman", collection.to_str().unwrap()])
+        .args([
+            "--environment",
+            "env.json",
+            "--folder",
+            "Journey",
+            "-o",
+            "journey.yaml",
+        ])
+        .args(["--users", "4", "--iterations", "40"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        text(&out).contains("test script line not translated: pm.expect(pm.response.json().items.length).to.be.above(0);"),
+        "{}",
+        text(&out)
+    );
+    let (auth, logins) = (server.auth_failures(), server.logins());
+    let steps = check_and_run(dir.path(), "journey.yaml");
+    let names: Vec<&str> = steps.iter().map(|s| s.0.as_str()).collect();
+    assert_eq!(names, ["Log in", "List items", "Open item"]);
+    for (name, requests, responses, failed) in &steps {
+        assert_eq!((*requests, *responses, *failed), (40, 40, 0), "{name}");
+    }
+    assert_eq!(
+        server.auth_failures(),
+        auth,
+        "a request carried a wrong token"
+    );
+    assert_eq!(server.logins(), logins + 40);
+    assert_eq!(server.login_users().get("alice"), Some(&40));
+}
+
+#[test]
+fn bad_openapi_and_postman_documents_are_refused_with_location_or_versions() {
+    let dir = temp_dir("import", "bad-docs");
+    let write = |name: &str, text: &str| std::fs::write(dir.path().join(name), text).unwrap();
+    write("bad.yaml", "openapi: 3.0.0\npaths:\n  /a: [\n");
+    write("swagger.json", r#"{"swagger": "2.0", "paths": {}}"#);
+    write(
+        "v1.json",
+        r#"{"id": "x", "name": "old", "order": [], "requests": []}"#,
+    );
+    let cases = [
+        (["openapi", "bad.yaml"], "bad.yaml:4:"),
+        (
+            ["openapi", "swagger.json"],
+            "Swagger 2.0 is not supported (supported: OpenAPI 3.0.x, 3.1.x",
+        ),
+        (
+            ["postman", "v1.json"],
+            "v1 is not supported (supported: v2.0, v2.1",
+        ),
+    ];
+    for (args, expected) in cases {
+        let out = loadmark()
+            .current_dir(dir.path())
+            .arg("import")
+            .args(args)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+        assert!(text(&out).contains(expected), "{args:?}: {}", text(&out));
+    }
+}
