@@ -197,8 +197,10 @@ impl<'a> Builder<'a> {
                 ("apiKey", _) => "the API key",
                 _ => "a token",
             };
+            let label = format!("{kind} {http}");
             self.warnings.push(format!(
-                "security scheme {scheme:?} ({kind} {http}): sent from {{{{csv {col}}}}}; fill in {what} in the data file"
+                "security scheme {scheme:?} ({}): sent from {{{{csv {col}}}}}; fill in {what} in the data file",
+                label.trim()
             ));
             self.columns.push((col.clone(), String::new()));
         }

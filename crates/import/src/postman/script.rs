@@ -185,7 +185,7 @@ fn pointer(mut path: &str) -> Option<String> {
             let (inside, r) = path.strip_prefix('[')?.split_once(']')?;
             let token = match inside.parse::<usize>() {
                 Ok(n) => n.to_string(),
-                Err(_) => literal(inside).filter(|_| !inside.trim().parse::<f64>().is_ok())?,
+                Err(_) => literal(inside).filter(|_| inside.trim().parse::<f64>().is_err())?,
             };
             (token, r)
         };
