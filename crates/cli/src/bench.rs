@@ -48,6 +48,7 @@ pub fn bench(args: &BenchArgs) -> Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     let thresholds = loadmark_workflow::gate::plan_thresholds(&plan.file.thresholds, &args.plan)?;
+    loadmark_workflow::gate::scenario_thresholds(&plan.file, &args.plan)?;
     if args.check {
         return check(&plan, args);
     }

@@ -393,6 +393,7 @@ fn quickstart(args: &QuickstartArgs) -> Result<ExitCode> {
         script: None,
         checks: Vec::new(),
         scenario: None,
+        scenarios: Vec::new(),
         cookies: false,
     };
     eprintln!(

@@ -85,11 +85,11 @@ pub(crate) fn verdict(runs: &[Judged<'_>], rules: &Rules<'_>) -> Verdict {
     let mut failed = Vec::new();
     for j in runs {
         let r = j.report;
-        let names: Vec<&str> = r
+        let names: Vec<String> = r
             .thresholds
             .iter()
             .filter(|t| !t.passed)
-            .map(|t| t.threshold.as_str())
+            .map(|t| t.label())
             .collect();
         if !names.is_empty() {
             thresholds.push(format!(
@@ -277,6 +277,7 @@ mod tests {
             threshold: text.into(),
             passed: false,
             actual: None,
+            scenario: None,
         }
     }
 

@@ -6,6 +6,8 @@
 //! column.
 
 mod common;
+#[path = "scenarios/several.rs"]
+mod several;
 
 use common::*;
 

@@ -96,13 +96,13 @@ impl Checks {
         parsed: &Parsed<'_>,
         at: std::time::Instant,
         recorder: &mut Recorder,
-        (step, steps): (usize, &[String]),
+        (step, steps, slot): (usize, &[String], loadmark_metrics::ScenarioSlot<'_>),
         global: &[String],
     ) {
         let failed = self.failures(view, parsed);
         let example = |i: usize| describe(&self.checks[i], view, parsed);
         recorder
-            .scenario(at)
+            .scenario_in(at, slot)
             .step(step, steps)
             .checks
             .get_or_insert_with(Default::default)

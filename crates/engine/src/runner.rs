@@ -19,11 +19,12 @@ use crate::error::EngineError;
 use crate::http2::{H2Run, Negotiated};
 use crate::oneshot::OneShotTcp;
 use crate::open::Share;
+use crate::scenario::ScenarioShared;
 use crate::source::RequestSource;
 use crate::sys::{raise_file_limit, CpuTime};
 use crate::transport::{DirectTcp, Tcp, Tls, Transport};
 use crate::unix::Unix;
-use crate::worker::{Executor, Message, StartLine, Worker};
+use crate::worker::{Assigned, Executor, Message, StartLine, Worker};
 
 /// Stops a run from another thread (a signal handler): the load stops, and the run returns
 /// its result for the time that ran.
@@ -255,197 +256,101 @@ where
     };
     let start = Arc::new(StartLine::new(threads));
     let segment = Arc::new(part.segment.clone());
-    // This segment's exact share of every count of the whole run (the open-loop schedule is
-    // shared by request number instead, see `Share`).
-    let mine = |n: usize| segment.share_of(n as u64) as usize;
-    let budget = Arc::new(Budget::new(match plan.stop {
-        Stop::Requests(n) if !matches!(plan.load, Load::Open { .. }) => Some(segment.share_of(n)),
-        Stop::Requests(n) => Some(n),
-        Stop::Duration(_) => None,
-    }));
+    let budget_of = |plan: &Plan| {
+        Arc::new(Budget::new(match plan.stop {
+            Stop::Requests(n) if !matches!(plan.load, Load::Open { .. }) => {
+                Some(segment.share_of(n))
+            }
+            Stop::Requests(n) => Some(n),
+            Stop::Duration(_) => None,
+        }))
+    };
+    let budget = budget_of(plan);
+    // A plan with several scenarios: each one's plan and budget, shared by every worker.
+    let scenarios: Vec<_> = plan
+        .scenario_plans()
+        .into_iter()
+        .map(|(named, sub)| {
+            let budget = budget_of(&sub);
+            (named, sub, budget)
+        })
+        .collect();
     // HTTP/2: the lowest stream limit a server set below --streams, and whether the server
     // speaks HTTP/2 at all.
     let h2run = Arc::new(H2Run::default());
     let (tx, rx) = mpsc::channel();
     let mut handles = Vec::with_capacity(threads);
     for index in 0..threads {
-        // Spread connections as evenly as possible; the first threads take the remainder.
-        let spread = |n: usize| n / threads + usize::from(index < n % threads);
-        // This worker's share of a schedule (open loops, ramps).
-        let share = || Share {
-            index: index as u64,
-            of: threads as u64,
-            segment: segment.clone(),
+        let cut = Cut {
+            index,
+            threads,
+            segment: &segment,
+            h2run: &h2run,
         };
-        let (executor, hard_stop) = match &plan.load {
-            // ---- scenarios (crate::scenario, issue 17)
-            Load::Closed { connections, .. } if plan.scenario.is_some() => (
-                Executor::Scenario {
-                    users: spread(mine(*connections)),
-                    budget: budget.clone(),
+        let assigned: Vec<(Assigned, Option<Duration>)> = if plan.scenarios.is_empty() {
+            let (executor, hard_stop) = cut.executor(plan, &budget, load_end);
+            let scenario = ScenarioShared::new(
+                plan,
+                (index as u64, threads as u64),
+                &segment,
+                h2run.clone(),
+                None,
+            );
+            vec![(
+                Assigned {
+                    executor,
+                    scenario,
+                    begin: Duration::ZERO,
+                    load_end_after: load_end,
                 },
-                load_end,
-            ),
-            Load::Open {
-                rate,
-                max_connections,
-                ..
-            } if plan.scenario.is_some() => (
-                Executor::ScenarioOpen {
-                    profile: Arc::new(rate.clone()),
-                    share: share(),
-                    max_users: spread(mine(*max_connections).max(threads)),
-                },
-                // Iterations started before the end run their steps to the end, each
-                // request within its timeout, each think within its longest.
-                load_end.map(|end| end + scenario_span(plan) + Duration::from_millis(500)),
-            ),
-            Load::Ramp { connections, .. } if plan.scenario.is_some() => (
-                Executor::ScenarioRamp {
-                    profile: Arc::new(connections.clone()),
-                    share: share(),
-                    budget: budget.clone(),
-                },
-                load_end,
-            ),
-            // ---- end scenarios
-            // WebSocket sessions owe answers to messages sent before the end, and close
-            // politely: the worker waits for both (each within the timeout).
-            Load::Closed { connections, .. } if plan.websocket.is_some() => (
-                Executor::WebSocket {
-                    sessions: spread(mine(*connections)),
-                    budget: budget.clone(),
-                    spec: plan.websocket.clone().expect("checked"),
-                },
-                load_end.map(|end| end + plan.timeouts.request + Duration::from_secs(2)),
-            ),
-            Load::Ramp { connections, .. } if plan.websocket.is_some() => (
-                Executor::WebSocketRamp {
-                    profile: Arc::new(connections.clone()),
-                    share: share(),
-                    budget: budget.clone(),
-                    spec: plan.websocket.clone().expect("checked"),
-                },
-                load_end.map(|end| end + plan.timeouts.request + Duration::from_secs(2)),
-            ),
-            // ---- HTTP/2 (crate::http2): its own executors; HTTP/1.1 takes the arms below.
-            Load::Closed { connections, .. } if plan.protocol.http2.is_some() => (
-                Executor::Http2 {
-                    connections: spread(mine(*connections)),
-                    budget: budget.clone(),
-                    streams: plan.protocol.streams(),
-                    tls: plan.request.url.scheme().is_tls(),
-                    h2run: h2run.clone(),
-                },
-                load_end,
-            ),
-            Load::Open {
-                rate,
-                max_connections,
-                ..
-            } if plan.protocol.http2.is_some() => (
-                Executor::Http2Open {
-                    profile: Arc::new(rate.clone()),
-                    share: share(),
-                    max_connections: spread(mine(*max_connections).max(threads)),
-                    streams: plan.protocol.streams(),
-                    tls: plan.request.url.scheme().is_tls(),
-                    h2run: h2run.clone(),
-                },
-                load_end.map(|end| end + plan.timeouts.request + Duration::from_millis(500)),
-            ),
-            // ---- end HTTP/2
-            // ---- HTTP/1.1 pipelining (crate::pipeline)
-            Load::Closed { connections, .. } if plan.protocol.pipeline.is_some() => (
-                Executor::Pipeline {
-                    connections: spread(mine(*connections)),
-                    budget: budget.clone(),
-                    depth: plan.protocol.pipeline.unwrap_or(1),
-                },
-                load_end,
-            ),
-            Load::Open {
-                rate,
-                max_connections,
-                ..
-            } if plan.protocol.pipeline.is_some() => (
-                Executor::PipelineOpen {
-                    profile: Arc::new(rate.clone()),
-                    share: share(),
-                    max_connections: spread(mine(*max_connections).max(threads)),
-                    depth: plan.protocol.pipeline.unwrap_or(1),
-                    preopen: spread(mine(plan.load.preopen())),
-                },
-                load_end.map(|end| end + plan.timeouts.request + Duration::from_millis(500)),
-            ),
-            Load::Ramp { connections, .. } if plan.protocol.pipeline.is_some() => (
-                Executor::PipelineRamp {
-                    profile: Arc::new(connections.clone()),
-                    share: share(),
-                    budget: budget.clone(),
-                    depth: plan.protocol.pipeline.unwrap_or(1),
-                },
-                load_end,
-            ),
-            // ---- end pipelining
-            Load::Closed { connections, .. } => (
-                Executor::Closed {
-                    connections: spread(mine(*connections)),
-                    budget: budget.clone(),
-                },
-                load_end,
-            ),
-            Load::Ramp { connections, .. } => (
-                Executor::Ramp {
-                    profile: Arc::new(connections.clone()),
-                    share: share(),
-                    budget: budget.clone(),
-                    http2: plan
-                        .protocol
-                        .http2
-                        .map(|h| (h.streams, plan.request.url.scheme().is_tls(), h2run.clone())),
-                },
-                load_end,
-            ),
-            // Open-loop requests sent before the end may finish after it, each within its
-            // timeout: the worker waits for them (plus a margin) instead of cutting them off.
-            Load::Open {
-                rate,
-                max_connections,
-                ..
-            } => (
-                Executor::Open {
-                    profile: Arc::new(rate.clone()),
-                    share: share(),
-                    max_connections: spread(mine(*max_connections).max(threads)),
-                    preopen: spread(mine(plan.load.preopen())),
-                },
-                load_end.map(|end| end + plan.timeouts.request + Duration::from_millis(500)),
-            ),
+                hard_stop,
+            )]
+        } else {
+            scenarios
+                .iter()
+                .map(|(named, sub, budget)| {
+                    let end = sub_load_end(sub);
+                    let (executor, hard_stop) = cut.executor(sub, budget, end);
+                    let scenario = ScenarioShared::new(
+                        sub,
+                        (index as u64, threads as u64),
+                        &segment,
+                        h2run.clone(),
+                        Some(&named.name),
+                    );
+                    let begin = named.start;
+                    let assigned = Assigned {
+                        executor,
+                        scenario,
+                        begin,
+                        load_end_after: end,
+                    };
+                    (assigned, hard_stop.map(|h| begin + h))
+                })
+                .collect()
         };
+        // The worker stops when its last executor's hard stop passes (never, while one has
+        // none: it ends when its tasks do).
+        let hard_stop = assigned
+            .iter()
+            .map(|(_, h)| *h)
+            .collect::<Option<Vec<Duration>>>()
+            .and_then(|h| h.into_iter().max());
+        let executors = assigned.into_iter().map(|(a, _)| a).collect();
         let worker = Worker {
             index,
-            executor,
+            executors,
             start: start.clone(),
-            load_end_after: load_end,
             hard_stop_after: hard_stop,
-            load_end: None,
-            hard_stop: None,
             transport: transport.clone(),
-            source: {
+            source: Some({
                 let source = RequestSource::new(plan, index as u64, threads as u64, &segment)?;
                 match &part.script {
                     Some(scripts) => source.with_script(scripts.worker(index)),
                     None => source,
                 }
-            },
+            }),
             checks: plan.checks.clone(), // issue 17
-            scenario: crate::scenario::ScenarioShared::new(
-                plan,
-                (index as u64, threads as u64),
-                &segment,
-                h2run.clone(),
-            ),
             timeout: plan.timeouts.request,
             connect_timeout: plan.timeouts.connect,
             url: plan.request.url.clone(),
@@ -566,6 +471,205 @@ where
         requests_per_connection: requests_per_connection.spread(),
         http2_fallback: None,
     })
+}
+
+/// How a plan's load is cut into one worker's executor: this worker's share of every count
+/// (the run's connections spread over its threads, this segment's part of them) and of
+/// every schedule.
+struct Cut<'a> {
+    index: usize,
+    threads: usize,
+    segment: &'a Arc<Segment>,
+    h2run: &'a Arc<H2Run>,
+}
+
+impl Cut<'_> {
+    /// This worker's part of `n`: as even as possible, the first threads taking the rest.
+    fn spread(&self, n: usize) -> usize {
+        n / self.threads + usize::from(self.index < n % self.threads)
+    }
+
+    /// This segment's exact share of a count of the whole run (the open-loop schedule is
+    /// shared by request number instead, see `Share`).
+    fn mine(&self, n: usize) -> usize {
+        self.segment.share_of(n as u64) as usize
+    }
+
+    /// This worker's share of a schedule (open loops, ramps).
+    fn share(&self) -> Share {
+        Share {
+            index: self.index as u64,
+            of: self.threads as u64,
+            segment: self.segment.clone(),
+        }
+    }
+
+    /// The executor that runs `plan`'s load model over its protocol on this worker, and when
+    /// whatever it still runs is abandoned (from its begin; `None`: when its tasks end).
+    fn executor(
+        &self,
+        plan: &Plan,
+        budget: &Arc<Budget>,
+        load_end: Option<Duration>,
+    ) -> (Executor, Option<Duration>) {
+        match &plan.load {
+            // ---- scenarios (crate::scenario, issue 17)
+            Load::Closed { connections, .. } if plan.scenario.is_some() => (
+                Executor::Scenario {
+                    users: self.spread(self.mine(*connections)),
+                    budget: budget.clone(),
+                },
+                load_end,
+            ),
+            Load::Open {
+                rate,
+                max_connections,
+                ..
+            } if plan.scenario.is_some() => (
+                Executor::ScenarioOpen {
+                    profile: Arc::new(rate.clone()),
+                    share: self.share(),
+                    max_users: self.spread(self.mine(*max_connections).max(self.threads)),
+                },
+                // Iterations started before the end run their steps to the end, each
+                // request within its timeout, each think within its longest.
+                load_end.map(|end| end + scenario_span(plan) + Duration::from_millis(500)),
+            ),
+            Load::Ramp { connections, .. } if plan.scenario.is_some() => (
+                Executor::ScenarioRamp {
+                    profile: Arc::new(connections.clone()),
+                    share: self.share(),
+                    budget: budget.clone(),
+                },
+                load_end,
+            ),
+            // ---- end scenarios
+            // WebSocket sessions owe answers to messages sent before the end, and close
+            // politely: the worker waits for both (each within the timeout).
+            Load::Closed { connections, .. } if plan.websocket.is_some() => (
+                Executor::WebSocket {
+                    sessions: self.spread(self.mine(*connections)),
+                    budget: budget.clone(),
+                    spec: plan.websocket.clone().expect("checked"),
+                },
+                load_end.map(|end| end + plan.timeouts.request + Duration::from_secs(2)),
+            ),
+            Load::Ramp { connections, .. } if plan.websocket.is_some() => (
+                Executor::WebSocketRamp {
+                    profile: Arc::new(connections.clone()),
+                    share: self.share(),
+                    budget: budget.clone(),
+                    spec: plan.websocket.clone().expect("checked"),
+                },
+                load_end.map(|end| end + plan.timeouts.request + Duration::from_secs(2)),
+            ),
+            // ---- HTTP/2 (crate::http2): its own executors; HTTP/1.1 takes the arms below.
+            Load::Closed { connections, .. } if plan.protocol.http2.is_some() => (
+                Executor::Http2 {
+                    connections: self.spread(self.mine(*connections)),
+                    budget: budget.clone(),
+                    streams: plan.protocol.streams(),
+                    tls: plan.request.url.scheme().is_tls(),
+                    h2run: self.h2run.clone(),
+                },
+                load_end,
+            ),
+            Load::Open {
+                rate,
+                max_connections,
+                ..
+            } if plan.protocol.http2.is_some() => (
+                Executor::Http2Open {
+                    profile: Arc::new(rate.clone()),
+                    share: self.share(),
+                    max_connections: self.spread(self.mine(*max_connections).max(self.threads)),
+                    streams: plan.protocol.streams(),
+                    tls: plan.request.url.scheme().is_tls(),
+                    h2run: self.h2run.clone(),
+                },
+                load_end.map(|end| end + plan.timeouts.request + Duration::from_millis(500)),
+            ),
+            // ---- end HTTP/2
+            // ---- HTTP/1.1 pipelining (crate::pipeline)
+            Load::Closed { connections, .. } if plan.protocol.pipeline.is_some() => (
+                Executor::Pipeline {
+                    connections: self.spread(self.mine(*connections)),
+                    budget: budget.clone(),
+                    depth: plan.protocol.pipeline.unwrap_or(1),
+                },
+                load_end,
+            ),
+            Load::Open {
+                rate,
+                max_connections,
+                ..
+            } if plan.protocol.pipeline.is_some() => (
+                Executor::PipelineOpen {
+                    profile: Arc::new(rate.clone()),
+                    share: self.share(),
+                    max_connections: self.spread(self.mine(*max_connections).max(self.threads)),
+                    depth: plan.protocol.pipeline.unwrap_or(1),
+                    preopen: self.spread(self.mine(plan.load.preopen())),
+                },
+                load_end.map(|end| end + plan.timeouts.request + Duration::from_millis(500)),
+            ),
+            Load::Ramp { connections, .. } if plan.protocol.pipeline.is_some() => (
+                Executor::PipelineRamp {
+                    profile: Arc::new(connections.clone()),
+                    share: self.share(),
+                    budget: budget.clone(),
+                    depth: plan.protocol.pipeline.unwrap_or(1),
+                },
+                load_end,
+            ),
+            // ---- end pipelining
+            Load::Closed { connections, .. } => (
+                Executor::Closed {
+                    connections: self.spread(self.mine(*connections)),
+                    budget: budget.clone(),
+                },
+                load_end,
+            ),
+            Load::Ramp { connections, .. } => (
+                Executor::Ramp {
+                    profile: Arc::new(connections.clone()),
+                    share: self.share(),
+                    budget: budget.clone(),
+                    http2: plan.protocol.http2.map(|h| {
+                        (
+                            h.streams,
+                            plan.request.url.scheme().is_tls(),
+                            self.h2run.clone(),
+                        )
+                    }),
+                },
+                load_end,
+            ),
+            // Open-loop requests sent before the end may finish after it, each within its
+            // timeout: the worker waits for them (plus a margin) instead of cutting them off.
+            Load::Open {
+                rate,
+                max_connections,
+                ..
+            } => (
+                Executor::Open {
+                    profile: Arc::new(rate.clone()),
+                    share: self.share(),
+                    max_connections: self.spread(self.mine(*max_connections).max(self.threads)),
+                    preopen: self.spread(self.mine(plan.load.preopen())),
+                },
+                load_end.map(|end| end + plan.timeouts.request + Duration::from_millis(500)),
+            ),
+        }
+    }
+}
+
+/// When a scenario's load ends, from its own start.
+fn sub_load_end(plan: &Plan) -> Option<Duration> {
+    match plan.stop {
+        Stop::Duration(d) => Some(d),
+        Stop::Requests(_) => None,
+    }
 }
 
 /// The longest one scenario iteration can take: every request to its timeout, every think

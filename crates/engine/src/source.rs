@@ -373,12 +373,19 @@ fn render(t: &Templated, ctx: &mut RenderContext<'_>, out: &mut Vec<u8>) {
     out.extend_from_slice(t.method.as_bytes());
     out.push(b' ');
     t.path.render(ctx, out);
-    out.extend_from_slice(b" HTTP/1.1\r\nHost: ");
-    out.extend_from_slice(t.host.as_bytes());
-    out.extend_from_slice(b"\r\n");
-    out.extend_from_slice(
-        concat!("User-Agent: loadmark/", env!("CARGO_PKG_VERSION"), "\r\n").as_bytes(),
-    );
+    out.extend_from_slice(b" HTTP/1.1\r\n");
+    // The user's own Host or User-Agent replaces ours, as for a fixed request.
+    let given = |name: &str| t.headers.iter().any(|(n, _)| n.eq_ignore_ascii_case(name));
+    if !given("host") {
+        out.extend_from_slice(b"Host: ");
+        out.extend_from_slice(t.host.as_bytes());
+        out.extend_from_slice(b"\r\n");
+    }
+    if !given("user-agent") {
+        out.extend_from_slice(
+            concat!("User-Agent: loadmark/", env!("CARGO_PKG_VERSION"), "\r\n").as_bytes(),
+        );
+    }
     for (name, value) in &t.headers {
         out.extend_from_slice(name.as_bytes());
         out.extend_from_slice(b": ");
@@ -434,6 +441,46 @@ mod tests {
         assert_eq!(
             two,
             b"GET /a HTTP/1.1\r\n\r\nPOST /b HTTP/1.1\r\nContent-Length: 2\r\nConnection: close\r\n\r\nhi"
+        );
+    }
+}
+
+#[cfg(test)]
+mod own_headers {
+    use super::*;
+
+    fn rendered(headers: &[(&str, &str)]) -> String {
+        let t = Templated {
+            method: "GET".into(),
+            path: Template::parse("/x/{{seq}}", "path", &[]).unwrap(),
+            host: "h:1".into(),
+            headers: headers
+                .iter()
+                .map(|(n, v)| (n.to_string(), Template::parse(v, "headers", &[]).unwrap()))
+                .collect(),
+            body: Template::parse("", "body", &[]).unwrap(),
+            keep_alive: true,
+        };
+        let mut rng = 1;
+        let mut ctx = RenderContext {
+            rng: &mut rng,
+            seq: 7,
+            row: &[],
+            segment: 0,
+        };
+        let mut out = Vec::new();
+        render(&t, &mut ctx, &mut out);
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn a_templated_request_sends_the_users_host_and_user_agent_once() {
+        let ours = rendered(&[]);
+        assert!(ours.starts_with("GET /x/7 HTTP/1.1\r\nHost: h:1\r\nUser-Agent: loadmark/"));
+        let theirs = rendered(&[("user-agent", "curl/8"), ("HOST", "example")]);
+        assert_eq!(
+            theirs,
+            "GET /x/7 HTTP/1.1\r\nuser-agent: curl/8\r\nHOST: example\r\n\r\n"
         );
     }
 }

@@ -125,23 +125,31 @@ pub(crate) enum Executor {
     },
 }
 
+/// One executor of a worker: what it runs, and when it begins and ends its load.
+pub(crate) struct Assigned {
+    pub(crate) executor: Executor,
+    /// A scenario's compiled steps (issue 17), for the scenario executors.
+    pub(crate) scenario: Option<crate::scenario::ScenarioShared>,
+    /// When it begins, from the run's start: a scenario's `start` when a plan runs several
+    /// (its ramp or schedule counts from there), else zero.
+    pub(crate) begin: Duration,
+    /// When its load ends, from its begin: no request starts after it.
+    pub(crate) load_end_after: Option<Duration>,
+}
+
 pub(crate) struct Worker<T: Transport> {
     pub(crate) index: usize,
-    pub(crate) executor: Executor,
+    /// What it runs: one executor, or one per scenario of a plan that runs several.
+    pub(crate) executors: Vec<Assigned>,
     /// Where the workers wait for each other before the load starts.
     pub(crate) start: Arc<StartLine>,
-    pub(crate) load_end_after: Option<Duration>,
-    pub(crate) hard_stop_after: Option<Duration>,
-    /// No request starts after this.
-    pub(crate) load_end: Option<Instant>,
     /// Whatever is still running then is abandoned and reported in flight.
-    pub(crate) hard_stop: Option<Instant>,
+    pub(crate) hard_stop_after: Option<Duration>,
     pub(crate) transport: T,
-    pub(crate) source: RequestSource,
+    /// Taken by the event loop's shared state when the worker starts.
+    pub(crate) source: Option<RequestSource>,
     /// Response checks (issue 17), compiled on the worker's thread.
     pub(crate) checks: Vec<loadmark_plan::Check>,
-    /// A scenario's compiled steps (issue 17).
-    pub(crate) scenario: Option<crate::scenario::ScenarioShared>,
     pub(crate) timeout: Duration,
     pub(crate) connect_timeout: Duration,
     pub(crate) url: Target,
@@ -206,21 +214,25 @@ where
             .build()
             .expect("building a current-thread runtime only fails when out of memory or fds");
         let local = tokio::task::LocalSet::new();
-        let mut preopened = match self.executor {
-            Executor::Open { preopen, .. } | Executor::PipelineOpen { preopen, .. }
-                if preopen > 0 =>
-            {
-                local.block_on(&runtime, preconnect(&self.transport, preopen))
-            }
-            _ => Vec::new(),
+        let preopen = self
+            .executors
+            .iter()
+            .map(|a| match a.executor {
+                Executor::Open { preopen, .. } | Executor::PipelineOpen { preopen, .. } => preopen,
+                _ => 0,
+            })
+            .sum();
+        let mut preopened = match preopen {
+            0 => Vec::new(),
+            n => local.block_on(&runtime, preconnect(&self.transport, n)),
         };
         let origin = self.start.wait();
         let mut busy = BusyClock::new(cpu_start, origin);
-        self.load_end = self.load_end_after.map(|d| origin + d);
-        self.hard_stop = self.hard_stop_after.map(|d| origin + d);
+        let hard_stop = self.hard_stop_after.map(|d| origin + d);
+        let executors = std::mem::take(&mut self.executors);
         let ctx = Rc::new(Shared {
             transport: self.transport.clone(),
-            source: self.source,
+            source: self.source.take().expect("a worker starts once"),
             timeout: self.timeout,
             recorder: std::cell::RefCell::new(Recorder::new(origin)),
             in_flight: std::cell::Cell::new(0),
@@ -237,237 +249,9 @@ where
         local.block_on(&runtime, async {
             let mut tasks = tokio::task::JoinSet::new();
             let mut lingering = None;
-            match &self.executor {
-                Executor::Closed {
-                    connections,
-                    budget,
-                } => {
-                    lingering = linger_beside(&ctx, &self.transport, *connections);
-                    for _ in 0..*connections {
-                        tasks.spawn_local(connection_loop(
-                            ctx.clone(),
-                            budget.clone(),
-                            self.load_end,
-                        ));
-                    }
-                }
-                Executor::Http2 {
-                    connections,
-                    budget,
-                    streams,
-                    tls,
-                    h2run,
-                } => {
-                    // Every stream is a request waiting on the server, as a connection is
-                    // over HTTP/1.1.
-                    lingering = linger_beside(&ctx, &self.transport, connections * streams);
-                    let h2s = Rc::new(H2Shared::new(*tls, *streams, h2run.clone()));
-                    for _ in 0..*connections {
-                        tasks.spawn_local(slot_loop(
-                            ctx.clone(),
-                            h2s.clone(),
-                            budget.clone(),
-                            self.load_end,
-                            None,
-                        ));
-                    }
-                }
-                Executor::Ramp {
-                    profile,
-                    share,
-                    budget,
-                    http2: Some((streams, tls, limit)),
-                } => {
-                    tasks.spawn_local(crate::http2::ramp_loop(
-                        ctx.clone(),
-                        Rc::new(H2Shared::new(*tls, *streams, limit.clone())),
-                        budget.clone(),
-                        profile.clone(),
-                        origin,
-                        share.clone(),
-                    ));
-                }
-                Executor::Ramp {
-                    profile,
-                    share,
-                    budget,
-                    http2: None,
-                } => {
-                    tasks.spawn_local(ramp_loop(
-                        ctx.clone(),
-                        budget.clone(),
-                        profile.clone(),
-                        origin,
-                        share.clone(),
-                    ));
-                }
-                Executor::Scenario { users, budget } => {
-                    let sc = Rc::new(self.scenario.take().expect("a scenario plan"));
-                    for user in 0..*users {
-                        tasks.spawn_local(crate::scenario::user_loop(
-                            ctx.clone(),
-                            sc.clone(),
-                            budget.clone(),
-                            self.load_end,
-                            user_seed(self.index, user),
-                        ));
-                    }
-                }
-                Executor::ScenarioRamp {
-                    profile,
-                    share,
-                    budget,
-                } => {
-                    let sc = Rc::new(self.scenario.take().expect("a scenario plan"));
-                    tasks.spawn_local(crate::scenario::ramp_users(
-                        ctx.clone(),
-                        sc,
-                        budget.clone(),
-                        profile.clone(),
-                        origin,
-                        share.clone(),
-                    ));
-                }
-                Executor::ScenarioOpen {
-                    profile,
-                    share,
-                    max_users,
-                } => {
-                    let sc = Rc::new(self.scenario.take().expect("a scenario plan"));
-                    tasks.spawn_local(crate::scenario::schedule_users(
-                        ctx.clone(),
-                        sc,
-                        profile.clone(),
-                        origin,
-                        share.clone(),
-                        *max_users,
-                    ));
-                }
-                Executor::WebSocket {
-                    sessions,
-                    budget,
-                    spec,
-                } => {
-                    let ws = Rc::new(WsShared::new(
-                        spec.clone(),
-                        self.url.clone(),
-                        self.headers.clone(),
-                        self.connect_timeout,
-                        self.index as u64 + 1,
-                    ));
-                    for user in 0..*sessions {
-                        tasks.spawn_local(session_loop(
-                            ctx.clone(),
-                            ws.clone(),
-                            budget.clone(),
-                            (self.load_end, None),
-                            user_seed(self.index, user),
-                        ));
-                    }
-                }
-                Executor::WebSocketRamp {
-                    profile,
-                    share,
-                    budget,
-                    spec,
-                } => {
-                    let ws = Rc::new(WsShared::new(
-                        spec.clone(),
-                        self.url.clone(),
-                        self.headers.clone(),
-                        self.connect_timeout,
-                        self.index as u64 + 1,
-                    ));
-                    tasks.spawn_local(crate::ws::ramp_sessions(
-                        ctx.clone(),
-                        ws,
-                        budget.clone(),
-                        profile.clone(),
-                        (origin, share.clone()),
-                        user_seed(self.index, 0),
-                    ));
-                }
-                Executor::Pipeline {
-                    connections,
-                    budget,
-                    depth,
-                } => {
-                    lingering = linger_beside(&ctx, &self.transport, connections * depth);
-                    for _ in 0..*connections {
-                        tasks.spawn_local(crate::pipeline::pipeline_loop(
-                            ctx.clone(),
-                            budget.clone(),
-                            *depth,
-                            self.load_end,
-                            None,
-                        ));
-                    }
-                }
-                Executor::PipelineOpen {
-                    profile,
-                    share,
-                    max_connections,
-                    depth,
-                    ..
-                } => {
-                    tasks.spawn_local(crate::pipeline::open::schedule_loop(
-                        ctx.clone(),
-                        profile.clone(),
-                        origin,
-                        share.clone(),
-                        *max_connections,
-                        *depth,
-                        std::mem::take(&mut preopened),
-                    ));
-                }
-                Executor::PipelineRamp {
-                    profile,
-                    share,
-                    budget,
-                    depth,
-                } => {
-                    tasks.spawn_local(crate::pipeline::ramp_loop(
-                        ctx.clone(),
-                        budget.clone(),
-                        profile.clone(),
-                        origin,
-                        share.clone(),
-                        *depth,
-                    ));
-                }
-                Executor::Http2Open {
-                    profile,
-                    share,
-                    max_connections,
-                    streams,
-                    tls,
-                    h2run,
-                } => {
-                    let h2s = Rc::new(H2Shared::new(*tls, *streams, h2run.clone()));
-                    tasks.spawn_local(crate::http2::schedule_loop(
-                        ctx.clone(),
-                        h2s,
-                        profile.clone(),
-                        origin,
-                        share.clone(),
-                        *max_connections,
-                    ));
-                }
-                Executor::Open {
-                    profile,
-                    share,
-                    max_connections,
-                    ..
-                } => {
-                    tasks.spawn_local(schedule_loop(
-                        ctx.clone(),
-                        profile.clone(),
-                        origin,
-                        share.clone(),
-                        *max_connections,
-                        std::mem::take(&mut preopened),
-                    ));
-                }
+            for assigned in executors {
+                let linger = self.spawn(assigned, &ctx, &mut tasks, origin, &mut preopened);
+                lingering = lingering.or(linger);
             }
             // Hand over each second shortly after it ends.
             let mut tick = tokio::time::interval_at(
@@ -475,7 +259,7 @@ where
                 Duration::from_secs(1),
             );
             let far = origin + Duration::from_secs(100 * 365 * 24 * 3600);
-            let deadline = tokio::time::sleep_until(self.hard_stop.unwrap_or(far).into());
+            let deadline = tokio::time::sleep_until(hard_stop.unwrap_or(far).into());
             tokio::pin!(deadline);
             let stopped = self.stop.wait_for(|s| *s);
             tokio::pin!(stopped);
@@ -526,6 +310,253 @@ where
         let _ = self.tx.send(Message::Done(
             self.index, report, cpu, busy, carried, waited,
         ));
+    }
+
+    /// Starts one executor's tasks on this worker's event loop; returns its lingering task,
+    /// if it has one (`crate::linger`).
+    fn spawn(
+        &self,
+        mut assigned: Assigned,
+        ctx: &Rc<Shared<T>>,
+        tasks: &mut tokio::task::JoinSet<()>,
+        run_origin: Instant,
+        preopened: &mut Vec<(crate::connection::Connection<T::Stream>, Duration)>,
+    ) -> Option<tokio::task::JoinHandle<()>> {
+        // A scenario that starts later counts its ramp or schedule from its own start.
+        let origin = run_origin + assigned.begin;
+        let begin = (!assigned.begin.is_zero()).then_some(origin);
+        let load_end = assigned.load_end_after.map(|d| origin + d);
+        let ctx = ctx.clone();
+        let mut lingering = None;
+        match &assigned.executor {
+            Executor::Closed {
+                connections,
+                budget,
+            } => {
+                lingering = linger_beside(&ctx, &self.transport, *connections);
+                for _ in 0..*connections {
+                    tasks.spawn_local(connection_loop(ctx.clone(), budget.clone(), load_end));
+                }
+            }
+            Executor::Http2 {
+                connections,
+                budget,
+                streams,
+                tls,
+                h2run,
+            } => {
+                // Every stream is a request waiting on the server, as a connection is
+                // over HTTP/1.1.
+                lingering = linger_beside(&ctx, &self.transport, connections * streams);
+                let h2s = Rc::new(H2Shared::new(*tls, *streams, h2run.clone()));
+                for _ in 0..*connections {
+                    tasks.spawn_local(slot_loop(
+                        ctx.clone(),
+                        h2s.clone(),
+                        budget.clone(),
+                        load_end,
+                        None,
+                    ));
+                }
+            }
+            Executor::Ramp {
+                profile,
+                share,
+                budget,
+                http2: Some((streams, tls, limit)),
+            } => {
+                tasks.spawn_local(crate::http2::ramp_loop(
+                    ctx.clone(),
+                    Rc::new(H2Shared::new(*tls, *streams, limit.clone())),
+                    budget.clone(),
+                    profile.clone(),
+                    origin,
+                    share.clone(),
+                ));
+            }
+            Executor::Ramp {
+                profile,
+                share,
+                budget,
+                http2: None,
+            } => {
+                tasks.spawn_local(ramp_loop(
+                    ctx.clone(),
+                    budget.clone(),
+                    profile.clone(),
+                    origin,
+                    share.clone(),
+                ));
+            }
+            Executor::Scenario { users, budget } => {
+                let sc = Rc::new(assigned.scenario.take().expect("a scenario plan"));
+                for user in 0..*users {
+                    tasks.spawn_local(crate::scenario::user_loop(
+                        ctx.clone(),
+                        sc.clone(),
+                        budget.clone(),
+                        (begin, load_end),
+                        user_seed(self.index, user),
+                    ));
+                }
+            }
+            Executor::ScenarioRamp {
+                profile,
+                share,
+                budget,
+            } => {
+                let sc = Rc::new(assigned.scenario.take().expect("a scenario plan"));
+                tasks.spawn_local(crate::scenario::ramp_users(
+                    ctx.clone(),
+                    sc,
+                    budget.clone(),
+                    profile.clone(),
+                    origin,
+                    share.clone(),
+                ));
+            }
+            Executor::ScenarioOpen {
+                profile,
+                share,
+                max_users,
+            } => {
+                let sc = Rc::new(assigned.scenario.take().expect("a scenario plan"));
+                tasks.spawn_local(crate::scenario::schedule_users(
+                    ctx.clone(),
+                    sc,
+                    profile.clone(),
+                    origin,
+                    share.clone(),
+                    *max_users,
+                ));
+            }
+            Executor::WebSocket {
+                sessions,
+                budget,
+                spec,
+            } => {
+                let ws = Rc::new(WsShared::new(
+                    spec.clone(),
+                    self.url.clone(),
+                    self.headers.clone(),
+                    self.connect_timeout,
+                    self.index as u64 + 1,
+                ));
+                for user in 0..*sessions {
+                    tasks.spawn_local(session_loop(
+                        ctx.clone(),
+                        ws.clone(),
+                        budget.clone(),
+                        (load_end, None),
+                        user_seed(self.index, user),
+                    ));
+                }
+            }
+            Executor::WebSocketRamp {
+                profile,
+                share,
+                budget,
+                spec,
+            } => {
+                let ws = Rc::new(WsShared::new(
+                    spec.clone(),
+                    self.url.clone(),
+                    self.headers.clone(),
+                    self.connect_timeout,
+                    self.index as u64 + 1,
+                ));
+                tasks.spawn_local(crate::ws::ramp_sessions(
+                    ctx.clone(),
+                    ws,
+                    budget.clone(),
+                    profile.clone(),
+                    (origin, share.clone()),
+                    user_seed(self.index, 0),
+                ));
+            }
+            Executor::Pipeline {
+                connections,
+                budget,
+                depth,
+            } => {
+                lingering = linger_beside(&ctx, &self.transport, connections * depth);
+                for _ in 0..*connections {
+                    tasks.spawn_local(crate::pipeline::pipeline_loop(
+                        ctx.clone(),
+                        budget.clone(),
+                        *depth,
+                        load_end,
+                        None,
+                    ));
+                }
+            }
+            Executor::PipelineOpen {
+                profile,
+                share,
+                max_connections,
+                depth,
+                ..
+            } => {
+                tasks.spawn_local(crate::pipeline::open::schedule_loop(
+                    ctx.clone(),
+                    profile.clone(),
+                    origin,
+                    share.clone(),
+                    *max_connections,
+                    *depth,
+                    std::mem::take(preopened),
+                ));
+            }
+            Executor::PipelineRamp {
+                profile,
+                share,
+                budget,
+                depth,
+            } => {
+                tasks.spawn_local(crate::pipeline::ramp_loop(
+                    ctx.clone(),
+                    budget.clone(),
+                    profile.clone(),
+                    origin,
+                    share.clone(),
+                    *depth,
+                ));
+            }
+            Executor::Http2Open {
+                profile,
+                share,
+                max_connections,
+                streams,
+                tls,
+                h2run,
+            } => {
+                let h2s = Rc::new(H2Shared::new(*tls, *streams, h2run.clone()));
+                tasks.spawn_local(crate::http2::schedule_loop(
+                    ctx.clone(),
+                    h2s,
+                    profile.clone(),
+                    origin,
+                    share.clone(),
+                    *max_connections,
+                ));
+            }
+            Executor::Open {
+                profile,
+                share,
+                max_connections,
+                ..
+            } => {
+                tasks.spawn_local(schedule_loop(
+                    ctx.clone(),
+                    profile.clone(),
+                    origin,
+                    share.clone(),
+                    *max_connections,
+                    std::mem::take(preopened),
+                ));
+            }
+        }
+        lingering
     }
 }
 

@@ -46,6 +46,7 @@ fn plan(server: &RunningServer, path: &str, requests: u64, checks: &[&str]) -> P
         protocol: Default::default(),
         checks: checks.iter().map(|c| Check::parse(c).unwrap()).collect(),
         scenario: None,
+        scenarios: Vec::new(),
         cookies: false,
     }
 }

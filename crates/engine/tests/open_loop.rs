@@ -58,6 +58,7 @@ fn plan(url: &str, load: Load, stop: Stop) -> Plan {
         script: None,
         checks: Vec::new(),
         scenario: None,
+        scenarios: Vec::new(),
         cookies: false,
     }
 }

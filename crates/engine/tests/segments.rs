@@ -69,6 +69,7 @@ fn mixed_plan(port: u16, data: &std::path::Path) -> Plan {
         script: None,
         checks: Vec::new(),
         scenario: None,
+        scenarios: Vec::new(),
         cookies: false,
     }
 }
@@ -174,6 +175,7 @@ fn closed_loop_counts_and_connections_split_by_weight() {
         script: None,
         checks: Vec::new(),
         scenario: None,
+        scenarios: Vec::new(),
         cookies: false,
     };
     let weights = vec![3, 1];
@@ -194,4 +196,55 @@ fn closed_loop_counts_and_connections_split_by_weight() {
         assert_eq!(owner.owner_of(t.seq), t.segment.unwrap(), "seq {}", t.seq);
         assert!(seen.insert(t.seq), "seq {} twice", t.seq);
     }
+}
+
+/// Three scenarios at once, each with its own load model, as a plan file says them.
+const THREE_SCENARIOS: &str = r#"
+targets:
+  shop: {url: 'http://127.0.0.1:PORT'}
+scenarios:
+  buyers:
+    steps:
+      - {name: login, request: {method: POST, url: /login, body: '{"user":"u{{seq}}"}'}, extract: {token: json /token}}
+      - {name: list, request: {url: /items, headers: {Authorization: 'Bearer {{token}}'}}}
+    load: {users: 4, iterations: 90}
+  health:
+    steps: [{name: status, request: {url: /status}}]
+    load: {iterations_per_second: 60, iterations: 60}
+    start: 1s
+load: {threads: 2}
+"#;
+
+#[test]
+fn segments_of_a_plan_with_several_scenarios_add_up_to_each_scenarios_exact_counts() {
+    let server = target();
+    let text = THREE_SCENARIOS.replace("PORT", &server.local_addr().port().to_string());
+    let loaded = loadmark_plan::load_plan_text(&text, "plan.yaml", 2).unwrap();
+    let plan = &loaded.steps[0].plan;
+    assert_eq!(plan.scenarios.len(), 2);
+    let mut merged = loadmark_metrics::Snapshot::default();
+    for i in 0..3 {
+        let segment = Segment::parse(&format!("{i}/3"), "--segment").unwrap();
+        let r = run_segment(plan, segment);
+        merged.merge(&r.totals.snapshot);
+    }
+    let of = |name: &str| {
+        merged
+            .scenarios
+            .iter()
+            .find(|s| s.name.as_deref() == Some(name))
+            .unwrap_or_else(|| panic!("no scenario {name}: {:?}", merged.scenarios))
+            .clone()
+    };
+    let (buyers, health) = (of("buyers"), of("health"));
+    assert_eq!((buyers.iterations, buyers.aborted), (90, 0));
+    assert_eq!(buyers.get("login").unwrap().responses, 90);
+    assert_eq!(buyers.get("list").unwrap().status.class(2), 90);
+    assert_eq!((health.iterations, health.dropped), (60, 0));
+    // Each began at its own start: health's last iteration ended after 1 s + its 1 s.
+    assert!(health.until_us >= 1_900_000, "{}", health.until_us);
+    assert_eq!(server.logins(), 90);
+    assert_eq!(server.auth_failures(), 0);
+    assert_eq!(server.requests_served(), 90 * 2 + 60);
+    assert_eq!(merged.responses, 90 * 2 + 60);
 }

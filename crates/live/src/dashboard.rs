@@ -516,6 +516,7 @@ mod tests {
             protocol: Default::default(),
             checks: Vec::new(),
             scenario: None,
+            scenarios: Vec::new(),
             cookies: false,
         }
     }

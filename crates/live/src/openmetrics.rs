@@ -483,6 +483,7 @@ pub(crate) mod tests {
             protocol: Default::default(),
             checks: Vec::new(),
             scenario: None,
+            scenarios: Vec::new(),
             cookies: false,
         }
     }

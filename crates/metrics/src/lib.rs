@@ -54,7 +54,7 @@ pub use checks::{CheckStat, CheckStats, CHECK_EXAMPLE_CHARS};
 pub use error_kind::{ErrorCounts, ErrorKind, ErrorStat};
 pub use per_connection::{ConnectionSpread, RequestsPerConnection};
 pub use recorder::{Busy, Interval, Recorder, Sample, WorkerReport};
-pub use scenario::{ScenarioStats, StepOutcome, StepStats};
+pub use scenario::{merge_named, ScenarioSlot, ScenarioStats, StepOutcome, StepStats};
 pub use snapshot::{
     new_histogram, record_us, HistogramDecodeError, PoolCounts, Snapshot, StatusCounts,
     HISTOGRAM_MAX_US,

@@ -133,6 +133,33 @@ impl Recorder {
         self.at(at).scenario.get_or_insert_with(Default::default)
     }
 
+    /// The figures of the scenario in `slot` for the second of `at`: the single one, or one
+    /// of several run at once (created when new in this second).
+    pub fn scenario_in(
+        &mut self,
+        at: Instant,
+        slot: crate::scenario::ScenarioSlot<'_>,
+    ) -> &mut crate::scenario::ScenarioStats {
+        match slot {
+            crate::scenario::ScenarioSlot::Single => self.scenario(at),
+            crate::scenario::ScenarioSlot::Named(name) => {
+                let since_start = saturating_us(at.saturating_duration_since(self.origin));
+                let named = &mut self.at(at).scenarios;
+                // A few scenarios at most: finding one by name costs less than the request.
+                let i = match named.iter().position(|s| s.name.as_deref() == Some(name)) {
+                    Some(i) => i,
+                    None => {
+                        named.push(crate::scenario::ScenarioStats::named(name));
+                        named.len() - 1
+                    }
+                };
+                let stats = &mut named[i];
+                stats.until_us = stats.until_us.max(since_start);
+                stats
+            }
+        }
+    }
+
     /// As [`Recorder::record_checks`], the checks found by name rather than by place: a
     /// scenario's steps each record their own checks into the run's list (issue 17).
     pub fn record_checks_named(

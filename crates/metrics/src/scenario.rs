@@ -75,6 +75,14 @@ impl StepStats {
 /// A scenario's iterations and steps.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ScenarioStats {
+    /// One of several scenarios run at once (plans' `scenarios:`): its name. Absent for a
+    /// plan's single `scenario:`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// One of several scenarios: when it last recorded anything, µs from the run's start
+    /// (so a scenario that ends by its iteration count is rated over the time it ran).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub until_us: u64,
     /// Iterations that ran every step.
     pub iterations: u64,
     /// Iterations ended early: a request failed (transport error) or an extraction failed.
@@ -93,6 +101,8 @@ pub struct ScenarioStats {
 impl Default for ScenarioStats {
     fn default() -> Self {
         ScenarioStats {
+            name: None,
+            until_us: 0,
             iterations: 0,
             aborted: 0,
             dropped: 0,
@@ -109,6 +119,14 @@ pub enum StepOutcome<'a> {
 }
 
 impl ScenarioStats {
+    /// An empty record of the scenario called `name` (plans' `scenarios:`).
+    pub fn named(name: &str) -> Self {
+        ScenarioStats {
+            name: Some(name.to_string()),
+            ..Default::default()
+        }
+    }
+
     /// The stats of step `index`, created (with the steps before it) when new.
     pub fn step(&mut self, index: usize, names: &[String]) -> &mut StepStats {
         while self.steps.len() <= index {
@@ -139,6 +157,7 @@ impl ScenarioStats {
         self.iterations += other.iterations;
         self.aborted += other.aborted;
         self.dropped += other.dropped;
+        self.until_us = self.until_us.max(other.until_us);
         self.duration
             .add(&other.duration)
             .expect("same histogram bounds");
@@ -147,6 +166,27 @@ impl ScenarioStats {
                 Some(mine) => mine.merge(theirs),
                 None => self.steps.push(theirs.clone()),
             }
+        }
+    }
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+/// Where a scenario's figures go: the plan's single scenario, or one of its named ones.
+#[derive(Debug, Clone, Copy)]
+pub enum ScenarioSlot<'a> {
+    Single,
+    Named(&'a str),
+}
+
+/// Adds named scenarios' figures into `mine`, each matched by name (new ones appended).
+pub fn merge_named(mine: &mut Vec<ScenarioStats>, theirs: &[ScenarioStats]) {
+    for other in theirs {
+        match mine.iter_mut().find(|m| m.name == other.name) {
+            Some(m) => m.merge(other),
+            None => mine.push(other.clone()),
         }
     }
 }

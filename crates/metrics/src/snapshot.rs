@@ -199,6 +199,10 @@ pub struct Snapshot {
     /// Scenario runs only: iterations and each step's own figures (issue 17).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scenario: Option<Box<crate::scenario::ScenarioStats>>,
+    /// Plans with several scenarios at once (`scenarios:`): each one's figures, by name, in
+    /// the plan's order; the fields above hold the whole run's.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub scenarios: Vec<crate::scenario::ScenarioStats>,
     /// Open loop only: why its connection pool opened connections (issue 43).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pool: Option<PoolCounts>,
@@ -255,6 +259,7 @@ impl Default for Snapshot {
             websocket: None,
             checks: None,
             scenario: None,
+            scenarios: Vec::new(),
             pool: None,
         }
     }
@@ -305,6 +310,7 @@ impl Snapshot {
                 .get_or_insert_with(Default::default)
                 .merge(theirs);
         }
+        crate::scenario::merge_named(&mut self.scenarios, &other.scenarios);
         if let Some(theirs) = &other.websocket {
             self.websocket
                 .get_or_insert_with(Default::default)

@@ -80,6 +80,12 @@ pub struct PlanFile {
     /// its own; see the README's "Scenarios".
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scenario: Option<Vec<crate::scenario::ScenarioStepFile>>,
+    /// Several journeys at once, by name (k6's `scenarios`): each with its own `steps`, its
+    /// own `load` (users, stages, iterations_per_second, duration, iterations), a `start`
+    /// offset and its own `thresholds`, against the same targets, on the same threads, in
+    /// one run and one report with a section per scenario. Instead of `scenario:`.
+    #[serde(default, skip_serializing_if = "indexmap::IndexMap::is_empty")]
+    pub scenarios: crate::scenarios::NamedScenarioFiles,
 }
 
 /// The `data:` file: its path, or its path and how rows are assigned.

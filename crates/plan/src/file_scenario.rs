@@ -17,6 +17,16 @@ pub(crate) fn scenario_of(
     err: &dyn Fn(&[&str], String) -> PlanFileError,
 ) -> Result<Option<Vec<crate::scenario::ScenarioStepFile>>, PlanFileError> {
     let load = &file.load;
+    if !file.scenarios.is_empty() {
+        if file.scenario.is_some() {
+            return Err(err(
+                &["scenarios"],
+                "give `scenario:` (one journey) or `scenarios:` (several, by name), not both"
+                    .into(),
+            ));
+        }
+        return Ok(None);
+    }
     let Some(steps) = &file.scenario else {
         for (key, given) in [
             ("users", load.users.is_some()),
@@ -63,6 +73,40 @@ pub(crate) fn scenario_of(
             ));
         }
     }
+    refuse_beside_steps(file, err)?;
+    if load.stages.is_some() && load.iterations.is_some() {
+        return Err(err(
+            &["load", "iterations"],
+            "load.iterations: with `stages` the users ramp for the stages' time; give one or the other".into(),
+        ));
+    }
+    crate::scenario::Scenario::compile(steps, columns).map_err(|e| {
+        let (line, column) = crate::scenario::locate_step(text, e.step);
+        PlanFileError {
+            file: path.display().to_string(),
+            line,
+            column,
+            message: e.message,
+        }
+    })?;
+    one_protocol_over_tls(file, steps, &|i| {
+        let (line, column) = crate::scenario::locate_step(text, i);
+        PlanFileError {
+            file: path.display().to_string(),
+            line,
+            column,
+            message: String::new(),
+        }
+    })?;
+    Ok(Some(steps.clone()))
+}
+
+/// What a plan with journeys cannot also have: a WebSocket section, `requests`, plan-wide
+/// checks, pipelining.
+pub(crate) fn refuse_beside_steps(
+    file: &PlanFile,
+    err: &dyn Fn(&[&str], String) -> PlanFileError,
+) -> Result<(), PlanFileError> {
     let refuse = |keys: &[&str], what: &str| {
         Err(err(
             keys,
@@ -81,30 +125,23 @@ pub(crate) fn scenario_of(
             "plan-wide `checks` (give each step its `check:`)",
         );
     }
-    if load.stages.is_some() && load.iterations.is_some() {
-        return Err(err(
-            &["load", "iterations"],
-            "load.iterations: with `stages` the users ramp for the stages' time; give one or the other".into(),
-        ));
-    }
-    if load.pipeline.is_some() {
+    if file.load.pipeline.is_some() {
         return refuse(
             &["load", "pipeline"],
             "pipelining yet (a user's steps go one at a time; use `load.http2` or a step's `protocol: h2`)",
         );
     }
-    crate::scenario::Scenario::compile(steps, columns).map_err(|e| {
-        let (line, column) = crate::scenario::locate_step(text, e.step);
-        PlanFileError {
-            file: path.display().to_string(),
-            line,
-            column,
-            message: e.message,
-        }
-    })?;
-    // Over TLS the server chooses the protocol per connection (ALPN), from what the run
-    // offers: a journey there speaks the plan's protocol throughout.
-    let plan_h2 = load.http2 == Some(true);
+    Ok(())
+}
+
+/// Over TLS the server chooses the protocol per connection (ALPN), from what the run
+/// offers: a journey there speaks the plan's protocol throughout. `at(i)` locates step `i`.
+pub(crate) fn one_protocol_over_tls(
+    file: &PlanFile,
+    steps: &[crate::scenario::ScenarioStepFile],
+    at: &dyn Fn(usize) -> PlanFileError,
+) -> Result<(), PlanFileError> {
+    let plan_h2 = file.load.http2 == Some(true);
     let tls = file.targets.values().any(|t| t.url.starts_with("https://"));
     let other = steps.iter().position(|s| {
         s.request
@@ -117,23 +154,20 @@ pub(crate) fn scenario_of(
                 crate::scenario::StepProtocol::Ws => plan_h2,
             })
     });
-    if let (true, Some(i)) = (tls, other) {
-        let (line, column) = crate::scenario::locate_step(text, i);
-        let plan = if plan_h2 { "h2" } else { "h1" };
-        return Err(PlanFileError {
-            file: path.display().to_string(),
-            line,
-            column,
-            message: format!(
-                "scenario step {}: `protocol` differs from the plan's ({plan}); over https:// the \
-                 server chooses the protocol per connection (ALPN), so a journey speaks one: \
-                 set `load.http2` and drop the step's `protocol` (steps may mix over http://; \
-                 `ws` steps need the plan's h1)",
-                i + 1
-            ),
-        });
-    }
-    Ok(Some(steps.clone()))
+    let (true, Some(i)) = (tls, other) else {
+        return Ok(());
+    };
+    let plan = if plan_h2 { "h2" } else { "h1" };
+    Err(PlanFileError {
+        message: format!(
+            "scenario step {}: `protocol` differs from the plan's ({plan}); over https:// the \
+             server chooses the protocol per connection (ALPN), so a journey speaks one: \
+             set `load.http2` and drop the step's `protocol` (steps may mix over http://; \
+             `ws` steps need the plan's h1)",
+            i + 1
+        ),
+        ..at(i)
+    })
 }
 
 /// How the data file's rows are assigned: `per` as written, else per request (a plain plan)
@@ -147,7 +181,7 @@ pub(crate) fn data_per(
     let Some(data) = &file.data else {
         return Ok(DataPer::Request);
     };
-    let scenario = file.scenario.is_some();
+    let scenario = file.scenario.is_some() || !file.scenarios.is_empty();
     match (data.per(), scenario) {
         (None, false) => Ok(DataPer::Request),
         (None, true) => Ok(DataPer::User),

@@ -330,6 +330,15 @@ fn expand(
         unix_socket: load.unix_socket.clone(),
         pipeline: load.pipeline,
     };
+    let named = crate::file_scenarios::named_scenarios_of(
+        &file,
+        &text,
+        &columns,
+        &base_settings,
+        cores,
+        &err,
+    )?;
+    let named_threads = crate::file_scenarios::run_threads(&named, load.threads, cores);
     let websocket = match &file.websocket {
         Some(w) => Some(websocket_spec(w, &err, &duration)?),
         None => None,
@@ -525,7 +534,7 @@ fn expand(
                     per,
                 }
             };
-            plan.cookies = scenario.is_some() && load.cookies == Some(true);
+            plan.cookies = (scenario.is_some() || !named.is_empty()) && load.cookies == Some(true);
             // Checks (issue 17) hold for every response of every step; for a websocket
             // plan, for every reply (request mode).
             plan.checks.clone_from(&file.checks);
@@ -546,6 +555,11 @@ fn expand(
                 })?;
             }
             plan.scenario.clone_from(&scenario);
+            if !named.is_empty() {
+                crate::file_scenarios::apply(&mut plan, &named, named_threads);
+                plan.validate()
+                    .map_err(|e| err(&["scenarios"], e.to_string()))?;
+            }
             let mut params = Vec::new();
             if names.len() > 1 {
                 params.push(("target".to_string(), name.clone()));

@@ -22,10 +22,12 @@ mod check;
 mod clock;
 mod file;
 mod file_scenario;
+mod file_scenarios;
 mod file_steps;
 mod plan;
 mod proxy;
 mod scenario;
+mod scenarios;
 mod schedule;
 mod segment;
 mod services;
@@ -58,6 +60,7 @@ pub use scenario::{
     Extract, RequestStep, Scenario, ScenarioError, ScenarioStepFile, Step as ScenarioStep,
     StepProtocol, StepRequestFile, Think, EXTRACT_FORMS,
 };
+pub use scenarios::{NamedScenario, NamedScenarioFile, NamedScenarioFiles, ScenarioLoadFile};
 pub use schedule::{Pace, Profile, Stage};
 pub use segment::{Segment, MAX_WEIGHT_SUM};
 pub use services::{Service, ServicePlan};

@@ -239,6 +239,11 @@ pub struct Plan {
     /// against `request.url`'s origin; `Stop::Requests` counts iterations (issue 17).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scenario: Option<Vec<crate::scenario::ScenarioStepFile>>,
+    /// Several scenarios at once (plan files' `scenarios:`), each with its own load, start
+    /// and thresholds; `load` and `stop` then describe the whole run
+    /// ([`Plan::whole_run_of`]) and `scenario` is empty.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub scenarios: Vec<crate::scenarios::NamedScenario>,
     /// Scenarios: a cookie jar per virtual user (plans' `load.cookies`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub cookies: bool,
@@ -416,6 +421,16 @@ impl Plan {
                 ))
             }
             None => {}
+        }
+        if !self.scenarios.is_empty() && self.scenario.is_some() {
+            return Err(PlanError::Conflict {
+                first: "scenario",
+                second: "scenarios",
+                why: "a plan runs one journey or several by name",
+            });
+        }
+        for (_, plan) in self.scenario_plans() {
+            plan.validate()?;
         }
         let (connections, threads) = (self.load.max_connections(), self.load.threads());
         let connections_flag = match self.load {
@@ -696,6 +711,7 @@ mod tests {
             script: None,
             checks: Vec::new(),
             scenario: None,
+            scenarios: Vec::new(),
             cookies: false,
         }
     }

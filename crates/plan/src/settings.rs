@@ -234,6 +234,7 @@ impl Settings {
             script: None,
             checks: Vec::new(),
             scenario: None,
+            scenarios: Vec::new(),
             cookies: false,
         };
         plan.validate()?;

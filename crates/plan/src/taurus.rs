@@ -502,6 +502,7 @@ pub fn taurus_plan(text: &str, file: &str) -> Result<PlanFile, PlanFileError> {
         websocket: None,
         checks: Vec::new(),
         scenario: None,
+        scenarios: Default::default(),
         load,
         sweep: Default::default(),
         pause: None,

@@ -64,6 +64,7 @@ fn fixed_report() -> Report {
         script: None,
         checks: Vec::new(),
         scenario: None,
+        scenarios: Vec::new(),
         cookies: false,
     };
     let facts = RunFacts {

@@ -58,6 +58,7 @@ fn run_page() {
         threshold: "p99<50ms".into(),
         passed: true,
         actual: Some("20.01ms".into()),
+        scenario: None,
     }];
     let html = render_html(&r);
     self_contained(&html);

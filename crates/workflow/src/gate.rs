@@ -81,6 +81,28 @@ pub fn plan_thresholds(texts: &[String], plan: &Path) -> Result<Vec<Threshold>, 
     })
 }
 
+/// Each named scenario's own `thresholds` (plans' `scenarios:`), parsed before any load is
+/// sent; the report checks them on each scenario's figures.
+pub fn scenario_thresholds(
+    file: &loadmark_plan::PlanFile,
+    plan: &Path,
+) -> Result<(), ThresholdsError> {
+    let mut lines = Vec::new();
+    for (name, scenario) in &file.scenarios {
+        if let Err(errors) = parse_thresholds(&scenario.thresholds) {
+            lines.extend(
+                errors
+                    .iter()
+                    .map(|e| format!("{}: scenarios.{name}.thresholds: {e}", plan.display())),
+            );
+        }
+    }
+    match lines.is_empty() {
+        true => Ok(()),
+        false => Err(ThresholdsError { lines }),
+    }
+}
+
 /// What `loadmark merge` is asked.
 #[derive(Debug, Clone, Default)]
 pub struct MergeRequest {

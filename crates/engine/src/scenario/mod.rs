@@ -23,7 +23,7 @@ use std::rc::Rc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use loadmark_metrics::StepOutcome;
+use loadmark_metrics::{ScenarioSlot, StepOutcome};
 use loadmark_plan::{
     next_random, parse_csv, DataPer, Extract, Plan, Profile, RenderContext, RequestStep, Scenario,
     ScenarioStep, Segment, StepProtocol,
@@ -92,6 +92,8 @@ pub(crate) struct ScenarioShared {
     h2run: Arc<H2Run>,
     /// `:scheme` of HTTP/2 requests.
     scheme: &'static str,
+    /// One of several scenarios run at once: its name, where its figures go.
+    name: Option<Box<str>>,
 }
 
 impl ScenarioShared {
@@ -101,6 +103,7 @@ impl ScenarioShared {
         (worker, workers): (u64, u64),
         segment: &Segment,
         h2run: Arc<H2Run>,
+        name: Option<&str>,
     ) -> Option<Self> {
         let files = plan.scenario.as_ref()?;
         // Read and checked when the plan was loaded; the source read it again already.
@@ -123,10 +126,13 @@ impl ScenarioShared {
                         .checks
                         .iter()
                         .map(|c| {
+                            // Unique in the run: scenarios run at once may share
+                            // step names.
+                            let scenario = name.map(|n| format!("{n}: ")).unwrap_or_default();
                             if c.name == c.text {
-                                format!("{}: {}", r.name, c.name)
+                                format!("{scenario}{}: {}", r.name, c.name)
                             } else {
-                                c.name.clone()
+                                format!("{scenario}{}", c.name)
                             }
                         })
                         .collect();
@@ -195,6 +201,7 @@ impl ScenarioShared {
             } else {
                 "http"
             },
+            name: name.map(Into::into),
         };
         let mut scratch = Me::new(shared.vars, 1, 0);
         for i in 0..shared.steps.len() {
@@ -216,6 +223,14 @@ impl ScenarioShared {
             }
         }
         Some(shared)
+    }
+
+    /// Where this scenario's figures go.
+    pub(crate) fn slot(&self) -> ScenarioSlot<'_> {
+        match &self.name {
+            Some(name) => ScenarioSlot::Named(name),
+            None => ScenarioSlot::Single,
+        }
     }
 
     /// A new user of this worker: its number is unique in the run (across workers and
@@ -368,7 +383,7 @@ where
                 let now = Instant::now();
                 let mut rec = shared.recorder.borrow_mut();
                 rec.record_error(kind, now, &message);
-                let stats = rec.scenario(now);
+                let stats = rec.scenario_in(now, sc.slot());
                 stats.record_step(index, &sc.names, StepOutcome::Error(kind, &message));
                 stats.aborted += 1;
                 return Ended::Aborted;
@@ -409,7 +424,7 @@ where
         };
         if let Err(message) = settled {
             let mut rec = shared.recorder.borrow_mut();
-            let stats = rec.scenario(sample.ended);
+            let stats = rec.scenario_in(sample.ended, sc.slot());
             let step = stats.step(index, &sc.names);
             step.extraction_failures += 1;
             step.first_extraction_failure
@@ -439,12 +454,26 @@ fn render(sc: &ScenarioShared, run: &StepRun, user: &mut Me, seq: u64) {
     out.push(b' ');
     out.extend_from_slice(sc.prefix.as_bytes());
     step.path.render_with_vars(&mut ctx, &user.vars, out);
-    out.extend_from_slice(b" HTTP/1.1\r\nHost: ");
-    out.extend_from_slice(sc.host.as_bytes());
-    out.extend_from_slice(b"\r\n");
-    out.extend_from_slice(
-        concat!("User-Agent: loadmark/", env!("CARGO_PKG_VERSION"), "\r\n").as_bytes(),
-    );
+    out.extend_from_slice(b" HTTP/1.1\r\n");
+    // The user's own Host or User-Agent (the target's or the step's) replaces ours: a
+    // header sent twice is a different request.
+    let given = |name: &str| {
+        sc.headers.iter().any(|(n, _)| n.eq_ignore_ascii_case(name))
+            || step
+                .headers
+                .iter()
+                .any(|(n, _)| n.eq_ignore_ascii_case(name))
+    };
+    if !given("host") {
+        out.extend_from_slice(b"Host: ");
+        out.extend_from_slice(sc.host.as_bytes());
+        out.extend_from_slice(b"\r\n");
+    }
+    if !given("user-agent") {
+        out.extend_from_slice(
+            concat!("User-Agent: loadmark/", env!("CARGO_PKG_VERSION"), "\r\n").as_bytes(),
+        );
+    }
     for (name, value) in &sc.headers {
         if !step
             .headers
@@ -483,10 +512,10 @@ fn render(sc: &ScenarioShared, run: &StepRun, user: &mut Me, seq: u64) {
 }
 
 /// Records an iteration that ran every step.
-fn finished<T: Transport>(shared: &Shared<T>, started: Instant) {
+fn finished<T: Transport>(shared: &Shared<T>, sc: &ScenarioShared, started: Instant) {
     let now = Instant::now();
     let mut rec = shared.recorder.borrow_mut();
-    let stats = rec.scenario(now);
+    let stats = rec.scenario_in(now, sc.slot());
     stats.iterations += 1;
     loadmark_metrics::record_us(
         &mut stats.duration,
@@ -500,18 +529,21 @@ pub(crate) async fn user_loop<T: Transport>(
     shared: Rc<Shared<T>>,
     sc: Rc<ScenarioShared>,
     budget: Arc<Budget>,
-    deadline: Option<Instant>,
+    (begin, deadline): (Option<Instant>, Option<Instant>),
     seed: u64,
 ) where
     T::Stream: Negotiated,
 {
+    if let Some(begin) = begin {
+        tokio::time::sleep_until(begin.into()).await;
+    }
     let mut user = sc.new_user(seed);
     while deadline.is_none_or(|d| Instant::now() < d) {
         let Some(seq) = next_iteration(&sc, &budget) else {
             break;
         };
         if let Ended::Complete(started) = iteration(&shared, &sc, &mut user, seq, None).await {
-            finished(&shared, started);
+            finished(&shared, &sc, started);
         }
     }
     user.leave(&shared).await;
@@ -550,7 +582,7 @@ pub(crate) async fn ramp_users<T: Transport>(
                 if let Ended::Complete(started) =
                     iteration(&shared, &sc, &mut user, seq, None).await
                 {
-                    finished(&shared, started);
+                    finished(&shared, &sc, started);
                 }
             }
             user.leave(&shared).await;
@@ -591,13 +623,17 @@ pub(crate) async fn schedule_users<T: Transport>(
                     if let Ended::Complete(started) =
                         iteration(&shared, &sc, &mut user, k, Some(due)).await
                     {
-                        finished(&shared, started);
+                        finished(&shared, &sc, started);
                     }
                     idle.borrow_mut().push(user);
                 });
             }
             None => {
-                shared.recorder.borrow_mut().scenario(due).dropped += 1;
+                shared
+                    .recorder
+                    .borrow_mut()
+                    .scenario_in(due, sc.slot())
+                    .dropped += 1;
             }
         }
     }

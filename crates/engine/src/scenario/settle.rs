@@ -26,7 +26,7 @@ pub(super) fn settle<T: Transport>(
     let latency = sample
         .ended
         .saturating_duration_since(sample.scheduled.unwrap_or(sample.started));
-    rec.scenario(sample.ended).record_step(
+    rec.scenario_in(sample.ended, sc.slot()).record_step(
         run.step.index,
         &sc.names,
         StepOutcome::Response {
@@ -67,7 +67,7 @@ pub(super) fn settle<T: Transport>(
             &parsed,
             sample.ended,
             &mut rec,
-            (run.step.index, &sc.names),
+            (run.step.index, &sc.names, sc.slot()),
             &run.global_names,
         );
     }

@@ -203,6 +203,7 @@ pub fn plan(url: &str, connections: usize, threads: usize, stop: Stop) -> Plan {
         script: None,
         checks: Vec::new(),
         scenario: None,
+        scenarios: Vec::new(),
         cookies: false,
     }
 }

@@ -203,6 +203,15 @@ pub fn equivalent_command(plan: &Plan) -> String {
 /// and its pass/fail verdict (the "How to reproduce" of a document).
 pub fn reproduce_command(plan: &Plan, thresholds: &[String]) -> String {
     use loadmark_plan::format_duration as d;
+    if !plan.scenarios.is_empty() {
+        // Several scenarios, each with its own load: no `run` flags say that.
+        let names: Vec<&str> = plan.scenarios.iter().map(|s| s.name.as_str()).collect();
+        return format!(
+            "# scenarios {} on {}: only a plan file runs several at once (loadmark bench)",
+            names.join(", "),
+            plan.request.url
+        );
+    }
     let mut args = vec![
         "loadmark".to_string(),
         if plan.websocket.is_some() {

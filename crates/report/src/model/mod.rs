@@ -38,7 +38,7 @@ pub use report::{
     RunFacts, RunInfo, Summary, LATENCY_DEFINITION, LATE_LAG_P99_US, OPEN_LATENCY_DEFINITION,
     SATURATED_BUSY, SCHEMA_VERSION,
 };
-pub use scenario::{ScenarioSummary, StepSummary};
+pub use scenario::{NamedScenarioSummary, ScenarioFigures, ScenarioSummary, StepSummary};
 pub use schema::{bundle_schema, result_schema};
 pub(crate) use split::short as short_hash;
 #[cfg(test)]

@@ -177,6 +177,10 @@ pub struct Summary {
     /// Scenario runs (a plan's `scenario:`): iterations and a row per step.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scenario: Option<super::scenario::ScenarioSummary>,
+    /// Plans with several scenarios at once (`scenarios:`): a section per scenario, in the
+    /// plan's order; the fields above are the whole run's.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub scenarios: Vec<super::scenario::NamedScenarioSummary>,
     /// HTTP runs: the protocol spoken, a server's stream limit, requests per connection.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub protocol: Option<super::protocol::ProtocolSummary>,
@@ -201,6 +205,27 @@ pub struct Report {
     /// A segment of a split run (`--segment`, `--slurm`), or the merge of all segments.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub split: Option<super::split::Split>,
+}
+
+/// A section per scenario of a plan that runs several, from the totals' figures of each.
+pub(crate) fn named_summaries(
+    plan: &Plan,
+    snap: &Snapshot,
+    measured: std::time::Duration,
+) -> Vec<super::scenario::NamedScenarioSummary> {
+    plan.scenarios
+        .iter()
+        .map(|named| {
+            let empty = loadmark_metrics::ScenarioStats::named(&named.name);
+            let stats = snap
+                .scenarios
+                .iter()
+                .find(|s| s.name.as_deref() == Some(named.name.as_str()))
+                .unwrap_or(&empty);
+            let measured_s = super::scenario::measured_of(named, stats, (plan.warmup, measured));
+            super::scenario::NamedScenarioSummary::of(named, stats, measured_s)
+        })
+        .collect()
 }
 
 /// A saved report could not be read.
@@ -279,6 +304,7 @@ impl Report {
                     measured_s,
                 )
             }),
+            scenarios: named_summaries(plan, &snap, facts.measured),
             // Set by the caller that knows the engine's result (or by a merge).
             protocol: None,
         };

@@ -5,6 +5,7 @@
 //!
 //! Part of the model: imports `model` siblings and `units` only, never a renderer.
 
+use hdrhistogram::Histogram;
 use loadmark_metrics::{Distribution, ErrorCounts, ScenarioStats, StatusCounts};
 use serde::{Deserialize, Serialize};
 
@@ -73,4 +74,108 @@ impl ScenarioSummary {
                 .collect(),
         }
     }
+}
+
+/// One of several scenarios run at once (plans' `scenarios:`): its own requests, rate and
+/// latency over its own time, its iterations and steps, and its own thresholds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct NamedScenarioSummary {
+    pub name: String,
+    /// When it began, seconds from the run's start.
+    pub start_s: f64,
+    /// The measured time it ran (its own span within the run's measured time), seconds.
+    pub measured_s: f64,
+    /// Its requests that ended (responses and errors), over every step.
+    pub requests: u64,
+    /// Transport errors of its requests.
+    pub errors: u64,
+    /// Errors plus non-2xx/3xx responses.
+    pub failed: u64,
+    /// Its requests per second over `measured_s`.
+    pub rps: f64,
+    /// Latency of all its requests (every step's histogram added).
+    pub latency: Distribution,
+    /// Its iterations and steps, as a single scenario's.
+    pub scenario: ScenarioSummary,
+}
+
+/// The figures thresholds read of one named scenario: the whole run's words, over its own
+/// requests (so `p99<50ms` on a scenario means its requests' p99).
+pub struct ScenarioFigures {
+    pub latency: Histogram<u64>,
+    pub completed: u64,
+    pub errors: u64,
+    pub failed: u64,
+    /// Iterations due when every user was busy (open model).
+    pub dropped: u64,
+    pub rps: f64,
+    pub checks: Option<loadmark_metrics::CheckStats>,
+}
+
+impl ScenarioFigures {
+    pub fn of(s: &ScenarioStats, measured_s: f64) -> Self {
+        let mut latency = loadmark_metrics::new_histogram();
+        let mut checks: Option<loadmark_metrics::CheckStats> = None;
+        let (mut completed, mut errors, mut failed) = (0, 0, 0);
+        for st in &s.steps {
+            latency.add(&st.latency).expect("same histogram bounds");
+            completed += st.completed();
+            errors += st.errors.total();
+            failed += st.errors.total() + st.status.not_success();
+            if let Some(c) = &st.checks {
+                checks.get_or_insert_with(Default::default).merge(c);
+            }
+        }
+        ScenarioFigures {
+            latency,
+            completed,
+            errors,
+            failed,
+            dropped: s.dropped,
+            rps: if measured_s > 0.0 {
+                completed as f64 / measured_s
+            } else {
+                0.0
+            },
+            checks,
+        }
+    }
+}
+
+impl NamedScenarioSummary {
+    /// `stats` of the scenario `named`, which ran `measured_s` of the run's measured time.
+    pub(crate) fn of(
+        named: &loadmark_plan::NamedScenario,
+        stats: &ScenarioStats,
+        measured_s: f64,
+    ) -> Self {
+        let f = ScenarioFigures::of(stats, measured_s);
+        NamedScenarioSummary {
+            name: named.name.clone(),
+            start_s: named.start.as_secs_f64(),
+            measured_s,
+            requests: f.completed,
+            errors: f.errors,
+            failed: f.failed,
+            rps: f.rps,
+            latency: Distribution::of(&f.latency),
+            scenario: ScenarioSummary::of(stats, measured_s),
+        }
+    }
+}
+
+/// The measured seconds of `named` in a run whose measured time is `measured` after a
+/// warm-up of `warmup`: from its start (or the warm-up's end) to its end (or the run's).
+/// One that ends by its iteration count ends when it last recorded (`until_us`).
+pub(crate) fn measured_of(
+    named: &loadmark_plan::NamedScenario,
+    stats: &ScenarioStats,
+    (warmup, measured): (std::time::Duration, std::time::Duration),
+) -> f64 {
+    let from = named.start.max(warmup);
+    let run_end = warmup + measured;
+    let end = named
+        .ends_after()
+        .unwrap_or(std::time::Duration::from_micros(stats.until_us));
+    end.min(run_end).saturating_sub(from).as_secs_f64()
 }

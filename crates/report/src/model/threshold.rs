@@ -13,6 +13,7 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 use super::report::Report;
+use super::scenario::ScenarioFigures;
 use crate::units::format_us;
 
 /// The metrics a threshold can name, listed in parse errors.
@@ -204,9 +205,22 @@ impl Threshold {
     /// The observed value in this threshold's unit, or `None` when the run has no data for
     /// it (no responses for a latency figure, no requests for a percentage).
     pub fn observe(&self, r: &Report) -> Option<f64> {
-        let h = &r.totals.latency;
-        let latency = |f: &dyn Fn() -> f64| (!h.is_empty()).then(f);
         let s = &r.summary;
+        self.observe_in(&Figures {
+            latency: &r.totals.latency,
+            rps: s.rps,
+            completed: s.requests.completed,
+            errors: s.requests.errors,
+            failed: r.failed(),
+            dropped: s.dropped,
+            checks: s.checks.as_ref(),
+        })
+    }
+
+    /// The observed value among `f`.
+    fn observe_in(&self, f: &Figures<'_>) -> Option<f64> {
+        let h = f.latency;
+        let latency = |get: &dyn Fn() -> f64| (!h.is_empty()).then(get);
         let of = |count: u64, total: u64| match self.unit {
             Unit::Percent => (total > 0).then(|| count as f64 * 100.0 / total as f64),
             _ => Some(count as f64),
@@ -216,13 +230,13 @@ impl Threshold {
             Metric::Min => latency(&|| h.min() as f64),
             Metric::Max => latency(&|| h.max() as f64),
             Metric::Mean => latency(&|| h.mean()),
-            Metric::Rps => Some(s.rps),
-            Metric::Errors => of(s.requests.errors, s.requests.completed),
-            Metric::Failed => of(r.failed(), s.requests.completed),
-            Metric::Dropped => of(s.dropped, s.requests.completed + s.dropped),
+            Metric::Rps => Some(f.rps),
+            Metric::Errors => of(f.errors, f.completed),
+            Metric::Failed => of(f.failed, f.completed),
+            Metric::Dropped => of(f.dropped, f.completed + f.dropped),
             // A pass rate in %, a count of failures otherwise; no checks: no data (fails).
             Metric::Checks | Metric::Check => {
-                let stats = s.checks.as_ref()?;
+                let stats = f.checks?;
                 let (passed, failed) = match &self.check {
                     Some(name) => {
                         let c = stats.get(name)?;
@@ -241,11 +255,29 @@ impl Threshold {
 
     /// Checks this threshold against a report.
     pub fn check(&self, r: &Report) -> ThresholdResult {
-        let actual = self.observe(r);
+        self.result(self.observe(r), None)
+    }
+
+    /// Checks this threshold against one named scenario's figures.
+    pub fn check_scenario(&self, name: &str, f: &ScenarioFigures) -> ThresholdResult {
+        let actual = self.observe_in(&Figures {
+            latency: &f.latency,
+            rps: f.rps,
+            completed: f.completed,
+            errors: f.errors,
+            failed: f.failed,
+            dropped: f.dropped,
+            checks: f.checks.as_ref(),
+        });
+        self.result(actual, Some(name))
+    }
+
+    fn result(&self, actual: Option<f64>, scenario: Option<&str>) -> ThresholdResult {
         ThresholdResult {
             threshold: self.text.clone(),
             passed: actual.is_some_and(|a| self.op.holds(a, self.limit)),
             actual: actual.map(|a| self.show(a)),
+            scenario: scenario.map(str::to_string),
         }
     }
 
@@ -291,6 +323,31 @@ pub struct ThresholdResult {
     pub passed: bool,
     /// The observed value with its unit; `None` when the run had no data for it (a failure).
     pub actual: Option<String>,
+    /// A named scenario's own threshold (plans' `scenarios.NAME.thresholds`): its name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scenario: Option<String>,
+}
+
+/// The figures a threshold reads, of the whole run or of one named scenario.
+struct Figures<'a> {
+    latency: &'a hdrhistogram::Histogram<u64>,
+    rps: f64,
+    completed: u64,
+    errors: u64,
+    failed: u64,
+    dropped: u64,
+    checks: Option<&'a loadmark_metrics::CheckStats>,
+}
+
+impl ThresholdResult {
+    /// The threshold as written, after its scenario's name when it is a scenario's own
+    /// (`buy: p99<50ms`).
+    pub fn label(&self) -> String {
+        match &self.scenario {
+            Some(name) => format!("{name}: {}", self.threshold),
+            None => self.threshold.clone(),
+        }
+    }
 }
 
 impl fmt::Display for ThresholdResult {
@@ -299,7 +356,7 @@ impl fmt::Display for ThresholdResult {
             f,
             "{}  {}  (actual {})",
             if self.passed { "PASS" } else { "FAIL" },
-            self.threshold,
+            self.label(),
             self.actual.as_deref().unwrap_or("no data")
         )
     }
@@ -318,9 +375,33 @@ pub fn parse_thresholds(texts: &[String]) -> Result<Vec<Threshold>, Vec<Threshol
     }
 }
 
-/// Checks every threshold; the results go into `report.thresholds`.
+/// Checks every threshold, then each named scenario's own (plans' `scenarios:`, parsed when
+/// the plan was read); the results go into `report.thresholds`.
 pub fn check_thresholds(thresholds: &[Threshold], report: &Report) -> Vec<ThresholdResult> {
-    thresholds.iter().map(|t| t.check(report)).collect()
+    let mut results: Vec<ThresholdResult> = thresholds.iter().map(|t| t.check(report)).collect();
+    for (named, section) in report.plan.scenarios.iter().zip(&report.summary.scenarios) {
+        let empty = loadmark_metrics::ScenarioStats::default();
+        let stats = report
+            .totals
+            .scenarios
+            .iter()
+            .find(|s| s.name.as_deref() == Some(named.name.as_str()))
+            .unwrap_or(&empty);
+        let figures = ScenarioFigures::of(stats, section.measured_s);
+        for text in &named.thresholds {
+            results.push(match Threshold::parse(text) {
+                Ok(t) => t.check_scenario(&named.name, &figures),
+                // Checked when the plan was read; a hand-edited result fails it, saying why.
+                Err(e) => ThresholdResult {
+                    threshold: text.clone(),
+                    passed: false,
+                    actual: Some(format!("not a threshold: {e}")),
+                    scenario: Some(named.name.clone()),
+                },
+            });
+        }
+    }
+    results
 }
 
 #[cfg(test)]

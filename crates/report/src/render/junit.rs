@@ -24,10 +24,10 @@ pub fn render_junit_with_checks(
     for r in results {
         let actual = r.actual.as_deref().unwrap_or("no data");
         let failure =
-            (!r.passed).then(|| format!("threshold {} failed: actual {actual}", r.threshold));
+            (!r.passed).then(|| format!("threshold {} failed: actual {actual}", r.label()));
         cases.push((
             "loadmark.thresholds",
-            r.threshold.clone(),
+            r.label(),
             failure,
             format!("actual {actual}"),
         ));
@@ -116,11 +116,13 @@ mod tests {
                     threshold: "p99<50ms".into(),
                     passed: true,
                     actual: Some("1.20ms".into()),
+                    scenario: None,
                 },
                 ThresholdResult {
                     threshold: "rps>10000".into(),
                     passed: false,
                     actual: None,
+                    scenario: None,
                 },
             ],
         );

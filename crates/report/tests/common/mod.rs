@@ -84,6 +84,7 @@ pub fn plan() -> Plan {
         script: None,
         checks: Vec::new(),
         scenario: None,
+        scenarios: Vec::new(),
         cookies: false,
     }
 }

@@ -41,6 +41,25 @@ pub(crate) fn checks_and_steps(o: &mut String, r: &Report) {
             "<p>Scenario: {} iterations complete, {} ended early, {} dropped.</p>",
             s.iterations, s.aborted, s.dropped
         );
+        steps_table(o, s);
+    }
+    for named in &r.summary.scenarios {
+        let s = &named.scenario;
+        let _ = writeln!(
+            o,
+            "<p>{}; {} iterations complete, {} ended early, {} dropped.</p>",
+            esc(&crate::render::shared::named_scenario_line(named)),
+            s.iterations,
+            s.aborted,
+            s.dropped
+        );
+        steps_table(o, s);
+    }
+}
+
+/// A scenario's steps, a row each.
+fn steps_table(o: &mut String, s: &crate::model::ScenarioSummary) {
+    {
         let _ = write!(
             o,
             "<table class=\"num\" data-table=\"scenario\"><tr><th>step</th>"

@@ -4,9 +4,10 @@
 
 use std::fmt::Write;
 
-use crate::model::{Comparison, Report, Verdict};
+use crate::model::{Comparison, NamedScenarioSummary, Report, ScenarioSummary, Verdict};
 use crate::render::shared::{
-    pass_rate, protocol_lines, scenario_cells, ws_row, SCENARIO_HEADS, WS_HEADS,
+    named_scenario_line, pass_rate, protocol_lines, scenario_cells, ws_row, SCENARIO_HEADS,
+    WS_HEADS,
 };
 use crate::units::format_pct;
 
@@ -110,30 +111,30 @@ pub(crate) fn checks_section(o: &mut String, steps: &[(String, &Report)]) {
     }
 }
 
-/// A Markdown section over a bundle's steps that ran scenarios.
+/// A Markdown section over a bundle's steps that ran scenarios: a line per scenario (each
+/// named one of a run with several after its run's name), then a row per step.
 pub(crate) fn scenario_section(o: &mut String, steps: &[(String, &Report)]) {
-    let rows: Vec<String> = steps
-        .iter()
-        .filter_map(|(name, r)| r.summary.scenario.as_ref().map(|s| (name, s)))
-        .flat_map(|(run, s)| {
-            s.steps.iter().map(move |st| {
-                format!(
-                    "| {} | {} | {} |",
-                    run.replace('|', "\\|"),
-                    st.name.replace('|', "\\|"),
-                    scenario_cells(st).join(" | ")
-                )
-            })
-        })
-        .collect();
-    if rows.is_empty() {
+    let mut journeys: Vec<(String, &ScenarioSummary, Option<&NamedScenarioSummary>)> = Vec::new();
+    for (run, r) in steps {
+        if let Some(s) = &r.summary.scenario {
+            journeys.push((run.clone(), s, None));
+        }
+        for named in &r.summary.scenarios {
+            journeys.push((
+                format!("{run} · {}", named.name),
+                &named.scenario,
+                Some(named),
+            ));
+        }
+    }
+    if journeys.is_empty() {
         return;
     }
     let _ = writeln!(o, "\n## Scenario steps\n");
-    for (run, s) in steps
-        .iter()
-        .filter_map(|(name, r)| r.summary.scenario.as_ref().map(|s| (name, s)))
-    {
+    for (run, s, named) in &journeys {
+        if let Some(named) = named {
+            let _ = writeln!(o, "- {run}: {}", named_scenario_line(named));
+        }
         let _ = writeln!(
             o,
             "- {run}: {} iterations complete ({:.1}/s), {} ended early, {} dropped; iteration duration p50 {}, p99 {}",
@@ -148,8 +149,16 @@ pub(crate) fn scenario_section(o: &mut String, steps: &[(String, &Report)]) {
     let _ = writeln!(o);
     let _ = writeln!(o, "| run | step | {} |", SCENARIO_HEADS.join(" | "));
     let _ = writeln!(o, "|---|---|{}", "---:|".repeat(SCENARIO_HEADS.len()));
-    for row in rows {
-        let _ = writeln!(o, "{row}");
+    for (run, s, _) in &journeys {
+        for st in &s.steps {
+            let _ = writeln!(
+                o,
+                "| {} | {} | {} |",
+                run.replace('|', "\\|"),
+                st.name.replace('|', "\\|"),
+                scenario_cells(st).join(" | ")
+            );
+        }
     }
 }
 

@@ -14,7 +14,9 @@ use std::fmt::Write;
 use loadmark_metrics::Distribution;
 use loadmark_plan::WsMode;
 
-use crate::model::{BundleStep, ProtocolSummary, Report, StepSummary, WsSummary};
+use crate::model::{
+    BundleStep, NamedScenarioSummary, ProtocolSummary, Report, StepSummary, WsSummary,
+};
 use crate::units::{format_bytes, format_of, format_pct, plural};
 
 /// What a run measured, in a few words: `GET http://host/path`, `WebSocket ws://host/ws`,
@@ -24,6 +26,14 @@ pub(crate) fn headline(r: &Report, name: Option<&str>) -> String {
     let req = &r.plan.request;
     if r.plan.websocket.is_some() {
         return format!("WebSocket {}", req.url);
+    }
+    if !r.plan.scenarios.is_empty() {
+        let names: Vec<&str> = r.plan.scenarios.iter().map(|s| s.name.as_str()).collect();
+        let what = format!("scenarios {}", names.join(", "));
+        return match name {
+            Some(name) => format!("{name} ({what}) on {}", origin_of(req.url.as_str())),
+            None => format!("{what} on {}", origin_of(req.url.as_str())),
+        };
     }
     let Some(plan_steps) = &r.plan.scenario else {
         return format!("{} {}", req.method, req.url);
@@ -43,17 +53,35 @@ pub(crate) fn headline(r: &Report, name: Option<&str>) -> String {
         steps.truncate(SHOWN - 1);
         steps.push(format!("{more} more"));
     }
-    let url = req.url.as_str();
-    // The scenario's requests name their own paths: the target is the URL's origin.
-    let origin = url
-        .find("://")
-        .and_then(|at| url[at + 3..].find('/').map(|slash| &url[..at + 3 + slash]))
-        .unwrap_or(url);
+    let origin = origin_of(req.url.as_str());
     let steps = steps.join(" → ");
     match name {
         Some(name) => format!("{name} (scenario: {steps}) on {origin}"),
         None => format!("scenario {steps} on {origin}"),
     }
+}
+
+/// A scenario's requests name their own paths: the target is the URL's origin.
+fn origin_of(url: &str) -> &str {
+    url.find("://")
+        .and_then(|at| url[at + 3..].find('/').map(|slash| &url[..at + 3 + slash]))
+        .unwrap_or(url)
+}
+
+/// One named scenario in a line: `Scenario buy (from 5s, 10.0s): 400 requests, 40.0 req/s,
+/// latency p50 1.2ms p99 3.4ms, 0 failed`, the same in every format.
+pub(crate) fn named_scenario_line(n: &NamedScenarioSummary) -> String {
+    format!(
+        "Scenario {} (from {}s, ran {:.1}s): {} requests, {:.1} req/s, latency p50 {} p99 {}, {} failed",
+        n.name,
+        n.start_s,
+        n.measured_s,
+        n.requests,
+        n.rps,
+        format_pct(&n.latency, 50.0),
+        format_pct(&n.latency, 99.0),
+        n.failed
+    )
 }
 
 /// The retries line of the text report, which the HTML and Markdown reports repeat.

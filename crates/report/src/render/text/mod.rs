@@ -52,6 +52,14 @@ pub fn render_text_titled(r: &Report, name: Option<&str>) -> String {
     if let Some(sc) = &s.scenario {
         sections::scenario_block(&mut o, sc); // issue 17
     }
+    for named in &s.scenarios {
+        let _ = writeln!(
+            o,
+            "\n  {}",
+            crate::render::shared::named_scenario_line(named)
+        );
+        sections::scenario_block(&mut o, &named.scenario);
+    }
     if let Some(c) = &s.checks {
         let unit = if s.websocket.is_some() {
             "replies"
