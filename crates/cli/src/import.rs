@@ -84,6 +84,7 @@ pub fn import(args: &ImportArgs) -> Result<ExitCode> {
                 base_url: a.base_url.clone(),
                 server: a.server,
                 tags: a.tags.clone(),
+                per_tag: a.per_tag,
                 methods,
                 check_schema: a.check_schema,
             };
@@ -98,6 +99,7 @@ pub fn import(args: &ImportArgs) -> Result<ExitCode> {
             let opts = postman::PostmanOptions {
                 common: options(&a.common),
                 folder: a.folder.clone(),
+                flatten: a.flatten,
             };
             let (text, name) = read_doc(&a.file)?;
             let env = env.as_ref().map(|(t, n)| (t.as_str(), n.as_str()));
@@ -163,9 +165,20 @@ fn write(imported: &Imported, output: Option<&Path>) -> Result<()> {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     match output {
         Some(path) => {
-            std::fs::write(path, &yaml).with_context(|| format!("writing {}", path.display()))?;
-            loadmark_plan::load_plan_file(path, cores)
-                .with_context(|| format!("the plan written to {} does not load", path.display()))?;
+            // Checked beside its data file under a name of its own first, so a plan that
+            // does not load is never left where the user asked for one.
+            let mut trial = path.as_os_str().to_owned();
+            trial.push(".import-check");
+            let trial = PathBuf::from(trial);
+            std::fs::write(&trial, &yaml)
+                .with_context(|| format!("writing {}", trial.display()))?;
+            if let Err(e) = loadmark_plan::load_plan_file(&trial, cores) {
+                let _ = std::fs::remove_file(&trial);
+                return Err(anyhow::Error::new(e)
+                    .context(format!("the imported plan does not load; {} not written", path.display())));
+            }
+            std::fs::rename(&trial, path)
+                .with_context(|| format!("writing {}", path.display()))?;
             eprintln!("loadmark import: wrote {}", path.display());
         }
         None => {

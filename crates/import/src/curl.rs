@@ -678,6 +678,7 @@ pub fn import_words(
         Some(q) => format!("{}?{q}", url.path()),
         None => url.path().to_string(),
     };
+    literal_braces(&req, &path, read)?;
     let mut warnings = req.warnings();
     let mut secrets = Secrets::new(opts.keep_secrets);
     let headers: Vec<(String, String)> = req
@@ -747,6 +748,32 @@ pub fn import_words(
         warnings,
         secrets: cols,
     })
+}
+
+/// A URL, header or body holding a literal `{{` cannot be a plan's request: refused, by
+/// field (`loadmark run --curl` sends it as it is). A body file that cannot be read here is
+/// left to the plan loader.
+fn literal_braces(req: &CurlRequest, path: &str, read: &Reader<'_>) -> Result<(), ImportError> {
+    let body = req
+        .body_bytes(read)
+        .ok()
+        .flatten()
+        .map(|b| String::from_utf8_lossy(&b).into_owned());
+    let headers = req
+        .headers
+        .iter()
+        .map(|(n, v)| (format!("{n} header"), v.as_str()));
+    let fields = [("URL".to_string(), path)]
+        .into_iter()
+        .chain(headers)
+        .chain(body.as_deref().map(|b| ("body".to_string(), b)));
+    match crate::literal::holding(fields) {
+        Some(field) => Err(ImportError::Curl(format!(
+            "the request's {field} holds a literal `{{{{`, and {}: no plan can send it; `loadmark run --curl` sends it as it is",
+            crate::literal::WHY
+        ))),
+        None => Ok(()),
+    }
 }
 
 /// The target's name in the plan: the host's name, or `api` for an address.

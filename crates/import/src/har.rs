@@ -135,7 +135,7 @@ pub fn import(text: &str, file: &str, opts: &HarOptions) -> Result<Imported, Imp
     entries.sort_by(|a, b| a.start_ms.total_cmp(&b.start_ms));
     let mut warnings = Vec::new();
     let kept = filter(entries, opts, &mut warnings)?;
-    Ok(build(kept, opts, file, warnings))
+    build(kept, opts, file, warnings)
 }
 
 fn str_at<'a>(v: &'a Value, key: &str, file: &str, at: &str) -> Result<&'a str, ImportError> {
@@ -353,6 +353,34 @@ fn summary(list: &[String]) -> String {
     parts.join(", ")
 }
 
+/// Headers left out: the browser's, the connection's, and those loadmark sets itself.
+fn is_noise(name: &str) -> bool {
+    let lower = name.to_ascii_lowercase();
+    name.starts_with(':') || NOISE.contains(&lower.as_str()) || lower.starts_with("sec-")
+}
+
+/// The warning for an entry whose URL, kept headers or body hold a literal `{{`.
+fn literal_braces(e: &Entry) -> Option<String> {
+    let target = match e.url.query() {
+        Some(q) => format!("{}?{q}", e.url.path()),
+        None => e.url.path().to_string(),
+    };
+    let headers = e
+        .headers
+        .iter()
+        .filter(|(n, _)| !is_noise(n))
+        .map(|(n, v)| (format!("{n} header"), v.as_str()));
+    let fields = [("URL".to_string(), target.as_str())]
+        .into_iter()
+        .chain(headers)
+        .chain(e.body.as_deref().map(|b| ("body".to_string(), b)));
+    let field = crate::literal::holding(fields)?;
+    Some(crate::literal::left_out(
+        &format!("{} {target}", e.method),
+        &field,
+    ))
+}
+
 fn think_step(gap_ms: f64, think: Think) -> Option<StepDoc> {
     let factor = match think {
         Think::None => return None,
@@ -368,7 +396,7 @@ fn build(
     opts: &HarOptions,
     file: &str,
     mut warnings: Vec<String>,
-) -> Imported {
+) -> Result<Imported, ImportError> {
     let first = &entries[0].url;
     let target_url = first.origin().ascii_serialization();
     let mut corr = Correlator::default();
@@ -378,6 +406,10 @@ fn build(
     let mut steps: Vec<StepDoc> = Vec::new();
     let mut last_end: Option<f64> = None;
     for e in &entries {
+        if let Some(w) = literal_braces(e) {
+            warnings.push(w);
+            continue;
+        }
         if let Some(end) = last_end {
             steps.extend(think_step(e.start_ms - end, opts.think));
         }
@@ -391,8 +423,7 @@ fn build(
         let mut headers = Vec::new();
         for (name, value) in &e.headers {
             let lower = name.to_ascii_lowercase();
-            if name.starts_with(':') || NOISE.contains(&lower.as_str()) || lower.starts_with("sec-")
-            {
+            if is_noise(name) {
                 if !noise.contains(&lower) {
                     noise.push(lower);
                 }
@@ -428,6 +459,16 @@ fn build(
             },
             ..Default::default()
         }));
+    }
+    // Think steps only between requests: none left before the first or after the last.
+    while matches!(steps.last(), Some(StepDoc::Think(..))) {
+        steps.pop();
+    }
+    if steps.is_empty() {
+        return Err(ImportError::Empty(format!(
+            "{file}: no request left to load: {}",
+            warnings.join("; ")
+        )));
     }
     corr.place_extractions(&mut steps);
     unique_names(&mut steps);
@@ -465,11 +506,11 @@ fn build(
         load,
         ..Default::default()
     };
-    Imported {
+    Ok(Imported {
         plan,
         warnings,
         secrets: cols,
-    }
+    })
 }
 
 #[cfg(test)]

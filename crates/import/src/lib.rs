@@ -26,13 +26,14 @@
 mod correlate;
 pub mod curl;
 pub mod har;
+mod literal;
 pub mod openapi;
 pub mod plan;
 pub mod postman;
 mod secrets;
 mod values;
 
-pub use plan::{PlanBody, PlanDoc, RequestDoc, StepDoc};
+pub use plan::{PlanBody, PlanDoc, RequestDoc, ScenarioDoc, StepDoc};
 pub use secrets::Secrets;
 
 /// What every importer is told.

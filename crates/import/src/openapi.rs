@@ -14,7 +14,7 @@ use indexmap::IndexMap;
 use serde::de::IgnoredAny;
 use serde_json::Value;
 
-use crate::plan::{unique_names, PlanBody, PlanDoc, StepDoc};
+use crate::plan::{unique_names, unique_scenario_names, PlanBody, PlanDoc, ScenarioDoc, StepDoc};
 use crate::{parse_yaml_or_json, pointer_token, ImportError, Imported, Options};
 
 #[derive(Debug, Clone, Default)]
@@ -24,8 +24,11 @@ pub struct OpenApiOptions {
     pub base_url: Option<String>,
     /// Which of the document's servers (from 1) [default: the first].
     pub server: Option<usize>,
-    /// Only operations with one of these tags (one scenario per tag: import once per tag).
+    /// Only operations with one of these tags.
     pub tags: Vec<String>,
+    /// A scenario per tag (`scenarios:`): each operation under its first tag (of those
+    /// `tags` keeps), those without one under `untagged`.
+    pub per_tag: bool,
     /// Only these methods (upper case), e.g. GET and HEAD for a read-only load; empty: all.
     pub methods: Vec<String>,
     /// Also check the required fields of each success response's JSON schema.
@@ -76,8 +79,10 @@ pub fn import(text: &str, file: &str, opts: &OpenApiOptions) -> Result<Imported,
     let mut warnings = Vec::new();
     let (origin, base_path) = target(&doc, opts, file, &mut warnings)?;
     let mut build = request::Builder::new(&doc, opts);
-    let mut steps = Vec::new();
+    // Steps by scenario (a tag, with --per-tag; else one), in the order first met.
+    let mut groups: IndexMap<String, Vec<StepDoc>> = IndexMap::new();
     let mut skipped = Vec::new();
+    let mut several_tags = Vec::new();
     for (path, method) in operations(text, &doc) {
         let op = &doc.root["paths"][&path][&method];
         let upper = method.to_ascii_uppercase();
@@ -86,8 +91,25 @@ pub fn import(text: &str, file: &str, opts: &OpenApiOptions) -> Result<Imported,
             continue;
         }
         let item = doc.resolve(&doc.root["paths"][&path]);
-        steps.push(StepDoc::Request(
-            build.step(&path, &upper, item, op, &base_path),
+        let place = format!("{upper} {path}");
+        let step = match build.step(&path, &upper, item, op, &base_path) {
+            Ok(step) => step,
+            Err(field) => {
+                let field = format!("{field} (from the document's example)");
+                warnings.push(crate::literal::left_out(&place, &field));
+                continue;
+            }
+        };
+        let group = match opts.per_tag {
+            true => tag_of(op, opts, &place, &mut several_tags),
+            false => String::new(),
+        };
+        groups.entry(group).or_default().push(StepDoc::Request(step));
+    }
+    if !several_tags.is_empty() {
+        warnings.push(format!(
+            "operations with several tags go under their first: {}",
+            several_tags.join(", ")
         ));
     }
     if !skipped.is_empty() {
@@ -97,16 +119,54 @@ pub fn import(text: &str, file: &str, opts: &OpenApiOptions) -> Result<Imported,
             skipped.join(", ")
         ));
     }
-    if steps.is_empty() {
+    if groups.is_empty() {
         return Err(ImportError::Empty(format!(
             "{file}: no operation left to load ({} left out by --tag/--methods)",
             skipped.len()
         )));
     }
-    unique_names(&mut steps);
+    let mut scenarios: Vec<ScenarioDoc> = groups
+        .into_iter()
+        .map(|(name, mut steps)| {
+            unique_names(&mut steps);
+            ScenarioDoc {
+                name,
+                steps,
+                load: opts.common.load(),
+            }
+        })
+        .collect();
     let (secrets, more) = build.finish();
     warnings.extend(more);
-    Ok(plan(&doc, file, opts, origin, steps, secrets, warnings))
+    let body = match opts.per_tag {
+        true => {
+            unique_scenario_names(&mut scenarios);
+            PlanBody::Scenarios(scenarios)
+        }
+        false => PlanBody::Scenario(scenarios.pop().map(|s| s.steps).unwrap_or_default()),
+    };
+    Ok(plan(&doc, file, opts, origin, body, secrets, warnings))
+}
+
+/// The scenario an operation goes to with --per-tag: its first tag (of those --tag keeps),
+/// else `untagged`; one with several is listed in `several`.
+fn tag_of(op: &Value, opts: &OpenApiOptions, place: &str, several: &mut Vec<String>) -> String {
+    let tags: Vec<&str> = op
+        .get("tags")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .filter(|t| opts.tags.is_empty() || opts.tags.iter().any(|w| w == t))
+        .collect();
+    match tags.as_slice() {
+        [] => "untagged".into(),
+        [one] => one.to_string(),
+        [first, ..] => {
+            several.push(format!("{place} ({}: under {first})", tags.join(", ")));
+            first.to_string()
+        }
+    }
 }
 
 fn plan(
@@ -114,10 +174,18 @@ fn plan(
     file: &str,
     opts: &OpenApiOptions,
     origin: url::Url,
-    steps: Vec<StepDoc>,
+    body: PlanBody,
     secrets: Vec<(String, String)>,
     warnings: Vec<String>,
 ) -> Imported {
+    let (operations, scenarios) = match &body {
+        PlanBody::Scenarios(list) => (
+            list.iter().map(|s| s.steps.len()).sum::<usize>(),
+            format!(" in {} scenario(s), one per tag", list.len()),
+        ),
+        PlanBody::Scenario(steps) => (steps.len(), String::new()),
+        PlanBody::Request(_) => (1, String::new()),
+    };
     let title = doc.root.pointer("/info/title").and_then(Value::as_str);
     let version = doc.root.pointer("/info/version").and_then(Value::as_str);
     let target_url = origin.origin().ascii_serialization();
@@ -128,15 +196,14 @@ fn plan(
             .clone()
             .unwrap_or_else(|| title.unwrap_or("OpenAPI operations").to_string()),
         comments: vec![format!(
-            "Imported from {file} by `loadmark import openapi`: {} operation(s) of {} {} on {target_url}.",
-            steps.len(),
+            "Imported from {file} by `loadmark import openapi`: {operations} operation(s) of {} {} on {target_url}{scenarios}.",
             title.unwrap_or("the API"),
             version.unwrap_or("")
         )],
         target_name: crate::curl::target_name(&origin),
         target_url,
         data: (!secrets.is_empty()).then(|| opts.common.secrets_file.clone()),
-        body: PlanBody::Scenario(steps),
+        body,
         load: opts.common.load(),
         ..Default::default()
     };

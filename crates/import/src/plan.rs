@@ -33,11 +33,25 @@ pub struct PlanDoc {
     pub checks: Vec<String>,
 }
 
-/// A single request (`request:`) or a scenario (`scenario:`).
+/// A single request (`request:`), a scenario (`scenario:`), or several scenarios at once
+/// (`scenarios:`, by name).
 #[derive(Debug, Clone, PartialEq)]
 pub enum PlanBody {
     Request(RequestDoc),
     Scenario(Vec<StepDoc>),
+    /// Each with its own steps and load; the plan's [`PlanDoc::load`] then gives only what
+    /// they share (`cookies`, `insecure`, `http2`).
+    Scenarios(Vec<ScenarioDoc>),
+}
+
+/// One scenario of a plan's `scenarios:`.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ScenarioDoc {
+    /// Its name: printable and unique within the plan ([`unique_scenario_names`]).
+    pub name: String,
+    pub steps: Vec<StepDoc>,
+    /// Its `load:` (users, iterations, duration; the shared switches are the plan's).
+    pub load: LoadDoc,
 }
 
 impl Default for PlanBody {
@@ -143,7 +157,18 @@ impl PlanDoc {
             PlanBody::Scenario(steps) => {
                 out.push_str("scenario:\n");
                 for step in steps {
-                    write_step(&mut out, step);
+                    write_step(&mut out, 2, step);
+                }
+            }
+            PlanBody::Scenarios(list) => {
+                out.push_str("scenarios:\n");
+                for sc in list {
+                    let _ = writeln!(out, "  {}:", scalar(&sc.name));
+                    out.push_str("    steps:\n");
+                    for step in &sc.steps {
+                        write_step(&mut out, 6, step);
+                    }
+                    write_model(&mut out, 4, &sc.load, ("users", "iterations"));
                 }
             }
         }
@@ -153,19 +178,11 @@ impl PlanDoc {
 
     fn write_load(&self, out: &mut String) {
         let l = &self.load;
-        let scenario = matches!(self.body, PlanBody::Scenario(_));
-        let (users, iterations) = if scenario {
-            ("users", "iterations")
-        } else {
-            ("connections", "requests")
-        };
-        out.push_str("load:\n");
-        let _ = writeln!(out, "  {users}: {}", l.users);
-        if let Some(n) = l.iterations {
-            let _ = writeln!(out, "  {iterations}: {n}");
-        }
-        if let Some(d) = &l.duration {
-            let _ = writeln!(out, "  duration: {}", scalar(d));
+        let mut shared = String::new();
+        match self.body {
+            PlanBody::Scenario(_) => write_model(&mut shared, 0, l, ("users", "iterations")),
+            PlanBody::Request(_) => write_model(&mut shared, 0, l, ("connections", "requests")),
+            PlanBody::Scenarios(_) => {}
         }
         for (key, on) in [
             ("cookies", l.cookies),
@@ -173,9 +190,13 @@ impl PlanDoc {
             ("http2", l.http2),
         ] {
             if on {
-                let _ = writeln!(out, "  {key}: true");
+                if shared.is_empty() {
+                    shared.push_str("load:\n");
+                }
+                let _ = writeln!(shared, "  {key}: true");
             }
         }
+        out.push_str(&shared);
     }
 
     /// The plan as the JSON value its YAML means: what loading the YAML must give back.
@@ -195,6 +216,7 @@ impl PlanDoc {
             plan.insert("data".into(), json!(data));
         }
         let mut load = Map::new();
+        let mut model = true;
         match &self.body {
             PlanBody::Request(r) => {
                 plan.insert("request".into(), request_value(r, "path"));
@@ -214,8 +236,28 @@ impl PlanDoc {
                     load.insert("iterations".into(), json!(n));
                 }
             }
+            PlanBody::Scenarios(list) => {
+                model = false;
+                let mut all = Map::new();
+                for sc in list {
+                    let steps: Vec<Value> = sc.steps.iter().map(step_value).collect();
+                    let mut own = Map::new();
+                    own.insert("users".into(), json!(sc.load.users));
+                    if let Some(n) = sc.load.iterations {
+                        own.insert("iterations".into(), json!(n));
+                    }
+                    if let Some(d) = &sc.load.duration {
+                        own.insert("duration".into(), json!(d));
+                    }
+                    all.insert(
+                        sc.name.clone(),
+                        json!({ "steps": steps, "load": Value::Object(own) }),
+                    );
+                }
+                plan.insert("scenarios".into(), Value::Object(all));
+            }
         }
-        if let Some(d) = &self.load.duration {
+        if let (Some(d), true) = (&self.load.duration, model) {
             load.insert("duration".into(), json!(d));
         }
         for (key, on) in [
@@ -227,7 +269,9 @@ impl PlanDoc {
                 load.insert(key.into(), json!(true));
             }
         }
-        plan.insert("load".into(), Value::Object(load));
+        if !load.is_empty() {
+            plan.insert("load".into(), Value::Object(load));
+        }
         Value::Object(plan)
     }
 }
@@ -285,28 +329,46 @@ fn think_text(a: Duration, b: Option<Duration>) -> String {
     }
 }
 
-fn write_step(out: &mut String, step: &StepDoc) {
+/// A `load:` with users and iterations (or connections and requests) and duration, at
+/// `indent`; the shared switches are written by the caller.
+fn write_model(out: &mut String, indent: usize, l: &LoadDoc, keys: (&str, &str)) {
+    let pad = " ".repeat(indent);
+    let _ = writeln!(out, "{pad}load:");
+    let _ = writeln!(out, "{pad}  {}: {}", keys.0, l.users);
+    if let Some(n) = l.iterations {
+        let _ = writeln!(out, "{pad}  {}: {n}", keys.1);
+    }
+    if let Some(d) = &l.duration {
+        let _ = writeln!(out, "{pad}  duration: {}", scalar(d));
+    }
+}
+
+/// A step as a list item at `indent` (2 under `scenario:`, 6 under `scenarios.NAME.steps`).
+fn write_step(out: &mut String, indent: usize, step: &StepDoc) {
+    let pad = " ".repeat(indent);
     match step {
         StepDoc::Think(a, b) => {
-            let _ = writeln!(out, "  - think: {}", think_text(*a, *b));
+            let _ = writeln!(out, "{pad}- think: {}", think_text(*a, *b));
         }
         StepDoc::Request(r) => {
             if let Some(c) = &r.comment {
                 for line in c.lines() {
-                    let _ = writeln!(out, "  # {line}");
+                    let _ = writeln!(out, "{pad}# {line}");
                 }
             }
             // The first key goes on the list item's line, the rest under it.
             match &r.name {
                 Some(n) => {
-                    let _ = writeln!(out, "  - name: {}", scalar(n));
-                    out.push_str("    request:\n");
+                    let _ = writeln!(out, "{pad}- name: {}", scalar(n));
+                    let _ = writeln!(out, "{pad}  request:");
                 }
-                None => out.push_str("  - request:\n"),
+                None => {
+                    let _ = writeln!(out, "{pad}- request:");
+                }
             }
-            write_request(out, 6, r, "url");
-            write_map(out, 4, "extract", &r.extract);
-            write_list(out, 4, "check", &r.checks);
+            write_request(out, indent + 4, r, "url");
+            write_map(out, indent + 2, "extract", &r.extract);
+            write_list(out, indent + 2, "check", &r.checks);
         }
     }
 }
@@ -370,9 +432,46 @@ pub fn unique_names(steps: &mut [StepDoc]) {
     }
 }
 
+/// Scenario names as a plan takes them: printable (control characters become spaces,
+/// surrounding space trimmed, an empty one `scenario`) and unique (`Health (2)`).
+pub fn unique_scenario_names(list: &mut [ScenarioDoc]) {
+    let mut seen: Vec<String> = Vec::new();
+    for sc in list {
+        let cleaned: String = sc
+            .name
+            .chars()
+            .map(|c| if c.is_control() { ' ' } else { c })
+            .collect();
+        let base = match cleaned.trim() {
+            "" => "scenario".to_string(),
+            t => t.to_string(),
+        };
+        let mut name = base.clone();
+        let mut n = 1;
+        while seen.contains(&name) {
+            n += 1;
+            name = format!("{base} ({n})");
+        }
+        seen.push(name.clone());
+        sc.name = name;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn scenario_names_are_made_printable_and_unique() {
+        let sc = |n: &str| ScenarioDoc {
+            name: n.into(),
+            ..Default::default()
+        };
+        let mut list = vec![sc("Health"), sc(" Health\n"), sc("\t"), sc("a\u{7}b")];
+        unique_scenario_names(&mut list);
+        let names: Vec<_> = list.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["Health", "Health (2)", "scenario", "a b"]);
+    }
 
     #[test]
     fn scalars_are_quoted_only_when_yaml_needs_it() {

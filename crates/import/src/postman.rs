@@ -1,8 +1,12 @@
-//! Postman collections (v2.0 and v2.1) into scenarios: the requests in order (one folder
-//! with `--folder`, else every folder flattened, said), collection and environment
-//! variables filled in, plain script assignments as values, status assertions as checks,
-//! values set from responses as extractions and `{{var}}`, auth as headers whose secrets go
-//! to the data file. Script lines that cannot be translated are listed in the warnings.
+//! Postman collections (v2.0 and v2.1) into scenarios: a collection with folders becomes
+//! a plan with `scenarios:`, one per top-level folder (its subfolders' requests in order
+//! inside it) and one for the requests at the collection's top level; `--folder` imports one
+//! folder as the plan's `scenario:`, `--flatten` every request in order as one (as Postman's
+//! collection runner runs them). Collection and environment variables are filled in, plain
+//! script assignments become values, status assertions checks, values set from responses
+//! extractions and `{{var}}` (within a scenario: each scenario has its own variables), auth
+//! headers whose secrets go to the data file. Script lines that cannot be translated are
+//! listed in the warnings.
 
 mod request;
 mod script;
@@ -10,15 +14,23 @@ mod script;
 use indexmap::IndexMap;
 use serde_json::Value;
 
-use crate::plan::{unique_names, PlanBody, PlanDoc, StepDoc};
+use crate::plan::{unique_names, unique_scenario_names, PlanBody, PlanDoc, ScenarioDoc, StepDoc};
 use crate::secrets::Secrets;
 use crate::{parse_json, ImportError, Imported, Options};
 
 #[derive(Debug, Clone, Default)]
 pub struct PostmanOptions {
     pub common: Options,
-    /// Only this folder (by name, at any depth).
+    /// Only this folder (by name, at any depth), as the plan's one scenario.
     pub folder: Option<String>,
+    /// Every request in order as one scenario, instead of a scenario per folder.
+    pub flatten: bool,
+}
+
+/// The requests of one scenario-to-be: a folder's, or the collection's top level's.
+struct Group<'a> {
+    name: String,
+    items: Vec<Item<'a>>,
 }
 
 /// A request item, with what it inherits from its folders.
@@ -48,7 +60,9 @@ pub fn import(
         vars.extend(variables(Some(values), "key", enabled));
     }
     let mut warnings = Vec::new();
-    let items = select(&doc, opts, file, &mut warnings)?;
+    let name = doc.pointer("/info/name").and_then(Value::as_str);
+    let collection = name.unwrap_or("Postman collection");
+    let (groups, several) = select(&doc, collection, opts, file, &mut warnings)?;
     // Scripts that run around every request are not per-step lines: listed, not guessed.
     let events = doc.get("event");
     for line in script_lines(events, "prerequest")
@@ -62,38 +76,71 @@ pub fn import(
         ));
     }
     let mut b = request::Builder::new(vars, Secrets::new(opts.common.keep_secrets));
-    let mut steps = Vec::new();
-    for it in &items {
-        if let Some(step) = b.step(it) {
-            steps.push(StepDoc::Request(step));
+    let mut scenarios = Vec::new();
+    for group in &groups {
+        b.new_scenario();
+        let mut steps = Vec::new();
+        for it in &group.items {
+            if let Some(step) = b.step(it) {
+                steps.push(StepDoc::Request(step));
+            }
         }
+        if steps.is_empty() {
+            if several {
+                warnings.push(format!(
+                    "folder {:?}: no request left to send, so no scenario",
+                    group.name
+                ));
+            }
+            continue;
+        }
+        unique_names(&mut steps);
+        scenarios.push(ScenarioDoc {
+            name: group.name.clone(),
+            steps,
+            load: opts.common.load(),
+        });
     }
     let (origin, more, columns) = b.finish();
     warnings.extend(more);
-    let Some(origin) = origin.filter(|_| !steps.is_empty()) else {
+    let Some(origin) = origin.filter(|_| !scenarios.is_empty()) else {
         return Err(ImportError::Empty(format!("{file}: no request to import")));
     };
-    unique_names(&mut steps);
-    let name = doc.pointer("/info/name").and_then(Value::as_str);
+    let requests: usize = scenarios.iter().map(|s| s.steps.len()).sum();
+    let (body, what) = if several {
+        unique_scenario_names(&mut scenarios);
+        let what = format!(
+            "{requests} request(s) to {origin} in {} scenario(s), one per folder ({})",
+            scenarios.len(),
+            scenarios
+                .iter()
+                .map(|s| s.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        (PlanBody::Scenarios(scenarios), what)
+    } else {
+        let steps = scenarios.pop().map(|s| s.steps).unwrap_or_default();
+        (
+            PlanBody::Scenario(steps),
+            format!("{requests} request(s) to {origin}"),
+        )
+    };
     let target = url::Url::parse(&origin).ok();
     let plan = PlanDoc {
-        name: opts.common.name.clone().unwrap_or_else(|| {
-            let base = name.unwrap_or("Postman collection");
-            match &opts.folder {
-                Some(f) => format!("{base} / {f}"),
-                None => base.to_string(),
-            }
+        name: opts.common.name.clone().unwrap_or_else(|| match &opts.folder {
+            Some(f) => format!("{collection} / {f}"),
+            None => collection.to_string(),
         }),
         comments: vec![format!(
-            "Imported from {file} by `loadmark import postman`: {} request(s) to {origin}.",
-            steps.len()
+            "Imported from {file} by `loadmark import postman`: {what}."
         )],
         target_name: target
             .as_ref()
             .map_or("api".into(), crate::curl::target_name),
         target_url: origin,
         data: (!columns.is_empty()).then(|| opts.common.secrets_file.clone()),
-        body: PlanBody::Scenario(steps),
+        body,
         load: opts.common.load(),
         ..Default::default()
     };
@@ -169,45 +216,69 @@ fn script_lines(events: Option<&Value>, event: &str) -> Vec<String> {
     out
 }
 
-/// The requests to import: the folder asked for, else all of them (folders flattened).
+/// The requests to import, in groups: the folder asked for, or every request (`--flatten`,
+/// or a collection without folders) as one group; else a group per top-level folder and
+/// one for the requests at the top level (named after the collection). The flag says
+/// whether the groups are several scenarios (`scenarios:`) rather than the plan's one.
 fn select<'a>(
     doc: &'a Value,
+    collection: &str,
     opts: &PostmanOptions,
     file: &str,
     warnings: &mut Vec<String>,
-) -> Result<Vec<Item<'a>>, ImportError> {
+) -> Result<(Vec<Group<'a>>, bool), ImportError> {
     let top = doc
         .get("item")
         .ok_or_else(|| ImportError::field(file, "/item", "missing"))?;
     let auth = doc.get("auth");
-    let mut out = Vec::new();
-    match &opts.folder {
-        Some(name) => {
-            let (folder, auth) = find_folder(top, name, auth).ok_or_else(|| {
-                ImportError::Empty(format!(
-                    "{file}: no folder {name:?}; its folders: {}",
-                    folder_names(top).join(", ")
-                ))
-            })?;
-            walk(
-                folder.get("item").unwrap_or(&Value::Null),
-                auth,
-                warnings,
-                &mut out,
-            );
-        }
-        None => {
-            let folders = folder_names(top);
-            if !folders.is_empty() {
-                warnings.push(format!(
-                    "the collection's folders ({}) are one scenario here, in order: a plan on this branch holds one scenario; --folder NAME imports one folder",
-                    folders.join(", ")
-                ));
-            }
-            walk(top, auth, warnings, &mut out);
+    if let Some(name) = &opts.folder {
+        let (folder, auth) = find_folder(top, name, auth).ok_or_else(|| {
+            ImportError::Empty(format!(
+                "{file}: no folder {name:?}; its folders: {}",
+                folder_names(top).join(", ")
+            ))
+        })?;
+        let mut items = Vec::new();
+        walk(
+            folder.get("item").unwrap_or(&Value::Null),
+            auth,
+            warnings,
+            &mut items,
+        );
+        return Ok((vec![Group { name: name.clone(), items }], false));
+    }
+    let list = top.as_array().map(Vec::as_slice).unwrap_or_default();
+    if opts.flatten || !list.iter().any(is_folder) {
+        let mut items = Vec::new();
+        walk(top, auth, warnings, &mut items);
+        let name = collection.to_string();
+        return Ok((vec![Group { name, items }], false));
+    }
+    let mut groups: Vec<Group> = Vec::new();
+    // Where the top level's own requests go, once there is one.
+    let mut loose: Option<usize> = None;
+    for it in list {
+        let one = std::slice::from_ref(it);
+        let mut items = Vec::new();
+        walk_slice(one, auth, warnings, &mut items);
+        if is_folder(it) {
+            let name = it.get("name").and_then(Value::as_str).unwrap_or("folder");
+            groups.push(Group {
+                name: name.to_string(),
+                items,
+            });
+        } else {
+            let at = *loose.get_or_insert_with(|| {
+                groups.push(Group {
+                    name: collection.to_string(),
+                    items: Vec::new(),
+                });
+                groups.len() - 1
+            });
+            groups[at].items.extend(items);
         }
     }
-    Ok(out)
+    Ok((groups, true))
 }
 
 fn is_folder(v: &Value) -> bool {
@@ -262,7 +333,17 @@ fn walk<'a>(
     warnings: &mut Vec<String>,
     out: &mut Vec<Item<'a>>,
 ) {
-    for it in items.as_array().into_iter().flatten() {
+    let list = items.as_array().map(Vec::as_slice).unwrap_or_default();
+    walk_slice(list, auth, warnings, out);
+}
+
+fn walk_slice<'a>(
+    items: &'a [Value],
+    auth: Option<&'a Value>,
+    warnings: &mut Vec<String>,
+    out: &mut Vec<Item<'a>>,
+) {
+    for it in items {
         let name = it
             .get("name")
             .and_then(Value::as_str)

@@ -13,7 +13,9 @@ use super::values::at_least_one;
     loadmark import curl -o plan.yaml -- curl 'http://127.0.0.1:8080/echo' --json '{\"a\":1}'\n  \
     loadmark run --curl \"curl -X POST http://127.0.0.1:8080/echo -d a=1\" -n 100\n  \
     loadmark import openapi api.yaml --read-only -o api-plan.yaml\n  \
-    loadmark import postman collection.json --environment local.json --folder Journey\n\n\
+    loadmark import postman collection.json --environment local.json --folder Journey\n  \
+    loadmark import postman collection.json -o plan.yaml   # a scenario per folder\n  \
+    loadmark import openapi api.yaml --per-tag --users 5 --duration 30s -o api-plan.yaml\n\n\
     The plan is checked with loadmark's own plan loader before it is written; what was left \
     out or replaced is said on stderr. Recorded secrets (cookies, Authorization, API keys) \
     become {{csv NAME}} columns of a data file written beside the plan with REPLACE-ME values, \
@@ -30,12 +32,12 @@ pub enum ImportKind {
     Har(HarArgs),
     /// A curl command line (as "Copy as cURL" writes it): a single-request plan.
     Curl(CurlArgs),
-    /// An OpenAPI 3.0 or 3.1 document (YAML or JSON): a step per operation, with parameters
-    /// and bodies from its examples or schemas, status checks, and its security schemes as
-    /// data-file columns.
+    /// An OpenAPI 3.0 or 3.1 document (YAML or JSON): a step per operation (a scenario per
+    /// tag with --per-tag), with parameters and bodies from its examples or schemas, status
+    /// checks, and its security schemes as data-file columns.
     Openapi(OpenApiArgs),
-    /// A Postman collection (v2.0 or v2.1): its requests as a scenario, variables filled,
-    /// plain script assignments, status checks and extractions translated, the rest listed.
+    /// A Postman collection (v2.0 or v2.1): a scenario per folder, variables filled, plain
+    /// script assignments, status checks and extractions translated, the rest listed.
     Postman(PostmanArgs),
 }
 
@@ -46,16 +48,17 @@ pub struct ImportCommon {
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub output: Option<PathBuf>,
 
-    /// Virtual users (connections for a single request) in the plan's load [default: 1]
+    /// Virtual users (connections for a single request) in the plan's load, or in each
+    /// scenario's [default: 1]
     #[arg(long = "users", value_parser = at_least_one, allow_negative_numbers = true)]
     pub users: Option<usize>,
 
-    /// Iterations (requests for a single request) in the plan's load [default: 1 unless
-    /// --duration]
+    /// Iterations (requests for a single request) in the plan's load, or in each scenario's
+    /// [default: 1 unless --duration]
     #[arg(long = "iterations", conflicts_with = "duration")]
     pub iterations: Option<u64>,
 
-    /// Run the plan for this long instead of a number of iterations, e.g. 30s
+    /// Run the plan (each scenario) for this long instead of a number of iterations, e.g. 30s
     #[arg(long = "duration")]
     pub duration: Option<String>,
 
@@ -126,9 +129,14 @@ pub struct OpenApiArgs {
     #[arg(long = "server", value_name = "N", value_parser = at_least_one)]
     pub server: Option<usize>,
 
-    /// Only operations with this tag, repeatable (a plan per tag: import once per tag)
+    /// Only operations with this tag, repeatable
     #[arg(long = "tag")]
     pub tags: Vec<String>,
+
+    /// A scenario per tag in one plan (`scenarios:`): each operation under its first tag,
+    /// those without one under `untagged`; --users/--iterations/--duration are each one's
+    #[arg(long = "per-tag")]
+    pub per_tag: bool,
 
     /// Only these methods, comma-separated: `--methods GET,HEAD`
     #[arg(long = "methods", value_delimiter = ',', value_name = "METHODS")]
@@ -155,9 +163,15 @@ pub struct PostmanArgs {
     #[arg(long = "environment", value_name = "FILE")]
     pub environment: Option<PathBuf>,
 
-    /// Only this folder of the collection (a plan has one scenario: a plan per folder)
-    #[arg(long = "folder")]
+    /// Only this folder of the collection, as the plan's one scenario [default: a scenario
+    /// per top-level folder (`scenarios:`), the top level's own requests one more]
+    #[arg(long = "folder", conflicts_with = "flatten")]
     pub folder: Option<String>,
+
+    /// Every request in the collection's order as one scenario, as Postman's collection
+    /// runner runs them (a value one folder's response sets reaches the next folders)
+    #[arg(long = "flatten")]
+    pub flatten: bool,
 
     #[command(flatten)]
     pub common: ImportCommon,

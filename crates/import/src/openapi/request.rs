@@ -38,7 +38,8 @@ impl<'a> Builder<'a> {
         }
     }
 
-    /// The step for `method path` (`item` is the path item, for its shared parameters).
+    /// The step for `method path` (`item` is the path item, for its shared parameters); or
+    /// the field whose documented example holds a literal `{{` (no plan can send it).
     pub fn step(
         &mut self,
         path: &str,
@@ -46,7 +47,7 @@ impl<'a> Builder<'a> {
         item: &Value,
         op: &Value,
         base_path: &str,
-    ) -> RequestDoc {
+    ) -> Result<RequestDoc, String> {
         let place = format!("{method} {path}");
         let mut url = path.to_string();
         let mut query: Vec<(String, String)> = Vec::new();
@@ -76,17 +77,32 @@ impl<'a> Builder<'a> {
                 _ => {}
             }
         }
+        // The document's own values, before the security schemes' `{{csv NAME}}`.
+        let literal = crate::literal::holding(
+            [("path".to_string(), url.as_str())]
+                .into_iter()
+                .chain(query.iter().map(|(k, v)| (format!("{k} parameter"), v.as_str())))
+                .chain(query.iter().map(|(k, _)| (format!("{k} parameter"), k.as_str())))
+                .chain(headers.iter().map(|(k, v)| (format!("{k} header"), v.as_str())))
+                .chain(cookies.iter().map(|c| ("Cookie header".to_string(), c.as_str()))),
+        );
+        if let Some(field) = literal {
+            return Err(field);
+        }
         self.security(op, &place, &mut headers, &mut query, &mut cookies);
         if !cookies.is_empty() {
             headers.push(("Cookie".into(), cookies.join("; ")));
         }
         let body = self.body(op, &place, &mut headers);
+        if body.as_deref().is_some_and(|b| b.contains("{{")) {
+            return Err("body".into());
+        }
         let mut url = format!("{base_path}{url}");
         if !query.is_empty() {
             let q: Vec<String> = query.iter().map(|(k, v)| format!("{k}={v}")).collect();
             url = format!("{url}?{}", q.join("&"));
         }
-        RequestDoc {
+        Ok(RequestDoc {
             name: op
                 .get("operationId")
                 .and_then(Value::as_str)
@@ -97,7 +113,7 @@ impl<'a> Builder<'a> {
             body,
             checks: self.checks(op, &place),
             ..Default::default()
-        }
+        })
     }
 
     /// The data-file columns and the warnings, once every step is built.

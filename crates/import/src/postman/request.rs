@@ -14,8 +14,13 @@ use crate::values::var_name;
 /// Builds steps in order, tracking variables: their values, and which ones a response set.
 pub struct Builder {
     vars: IndexMap<String, String>,
-    /// Postman names set from a response by an earlier step: `{{var}}` from then on.
+    /// Postman names set from a response by an earlier step of this scenario: `{{var}}`
+    /// from then on.
     extracted: Vec<String>,
+    /// Names set from a response in an earlier scenario (another folder): not this one's.
+    elsewhere: Vec<String>,
+    /// A literal `{{` met since [`Builder::take_literal`] last looked.
+    literal: bool,
     secrets: Secrets,
     /// Variables with no value anywhere: data-file columns.
     columns: Vec<(String, String)>,
@@ -28,6 +33,8 @@ impl Builder {
         Builder {
             vars,
             extracted: Vec::new(),
+            elsewhere: Vec::new(),
+            literal: false,
             secrets,
             columns: Vec::new(),
             origin: None,
@@ -35,7 +42,23 @@ impl Builder {
         }
     }
 
-    /// The step for a request item; `None` if it goes to another host than the first.
+    /// The next steps are another scenario's: the variables responses set so far are not
+    /// its own.
+    pub fn new_scenario(&mut self) {
+        for v in self.extracted.drain(..) {
+            if !self.elsewhere.contains(&v) {
+                self.elsewhere.push(v);
+            }
+        }
+    }
+
+    /// Whether a literal `{{` was met since the last call.
+    fn take_literal(&mut self) -> bool {
+        std::mem::take(&mut self.literal)
+    }
+
+    /// The step for a request item; `None` if it goes to another host than the first, or
+    /// holds a literal `{{` (said).
     pub fn step(&mut self, it: &Item) -> Option<RequestDoc> {
         let name = it.name.clone();
         let events = it.item.get("event");
@@ -50,7 +73,9 @@ impl Builder {
             Value::String(url) => json!({ "url": url }),
             other => other,
         };
+        self.take_literal();
         let url = self.subst(&url_text(req.get("url")), &name);
+        let mut literal = self.take_literal().then_some("URL");
         let (origin, path) = split_url(&url);
         match &self.origin {
             None => self.origin = Some(origin),
@@ -65,7 +90,13 @@ impl Builder {
         let mut headers = self.headers(&req, &name);
         let mut path = path;
         self.auth(it.auth, &name, &mut headers, &mut path);
+        literal = literal.or(self.take_literal().then_some("headers or auth"));
         let body = self.body(req.get("body"), &name, &mut headers);
+        literal = literal.or(self.take_literal().then_some("body"));
+        if let Some(field) = literal {
+            self.warnings.push(crate::literal::left_out(&name, field));
+            return None;
+        }
         let tests = translate(&script_lines(events, "test"));
         self.list(&name, "test", &tests.untranslated);
         let extract = self.learn(&tests);
@@ -127,17 +158,28 @@ impl Builder {
         let mut rest = text;
         while let Some(start) = rest.find("{{") {
             let Some(len) = rest[start..].find("}}") else {
+                self.literal = true;
                 break;
             };
             out.push_str(&rest[..start]);
             let name = rest[start + 2..start + len].trim().to_string();
             rest = &rest[start + len + 2..];
+            // `{{}}`, `{{{x}}}`: not a Postman variable, sent as it is; a plan cannot.
+            if name.is_empty() || name.contains(['{', '}']) {
+                self.literal = true;
+                out.push_str("{{");
+                out.push_str(&name);
+                out.push_str("}}");
+                continue;
+            }
             let value = if self.extracted.contains(&name) {
                 format!("{{{{{}}}}}", var_name(&name))
             } else if let Some(v) = self.vars.get(&name).cloned().filter(|_| depth < 4) {
                 self.subst_depth(&v, place, depth + 1)
             } else if name == "$randomInt" {
                 "{{rand_int 0 1000}}".into()
+            } else if self.elsewhere.contains(&name) {
+                self.column_with(&name, place, "is set from a response in another folder (another scenario here; --flatten runs the folders in order as one)")
             } else {
                 self.column(&name, place)
             };
@@ -148,10 +190,14 @@ impl Builder {
     }
 
     fn column(&mut self, name: &str, place: &str) -> String {
+        self.column_with(name, place, "has no value in the collection or environment")
+    }
+
+    fn column_with(&mut self, name: &str, place: &str, why: &str) -> String {
         let col = var_name(name.trim_start_matches('$'));
         if !self.columns.iter().any(|(c, _)| *c == col) {
             self.warnings.push(format!(
-                "{place:?}: {{{{{name}}}}} has no value in the collection or environment: read from the data file's column {col}"
+                "{place:?}: {{{{{name}}}}} {why}: read from the data file's column {col}"
             ));
             self.columns.push((col.clone(), String::new()));
         }
