@@ -173,3 +173,26 @@ fn a_whole_file_body_is_named_not_copied() {
         other => panic!("{other:?}"),
     }
 }
+
+/// `{{` in curl's data, a header or the query is refused by field (no plan can send it);
+/// `run --curl` sends such a request as it is (crates/cli/tests/import.rs).
+#[test]
+fn a_literal_double_brace_is_refused_by_field() {
+    let opts = Options::default();
+    for (cmd, field) in [
+        ("curl http://h/x --data-raw '{\"a\":\"{{b}}\"}'", "body"),
+        ("curl http://h/x -H 'X-T: {{x}}'", "X-T header"),
+        ("curl 'http://h/x?q={{x}}'", "URL"),
+    ] {
+        let err = import(cmd, &opts).unwrap_err().to_string();
+        assert!(
+            err.starts_with(&format!("curl: the request's {field} holds a literal `{{{{`"))
+                && err.contains("loadmark run --curl"),
+            "{cmd}: {err}"
+        );
+    }
+    let file = |_: &str| Ok(b"{{x}}".to_vec());
+    let err = import_with("curl http://h/x --data-binary @b.txt", &opts, &file).unwrap_err();
+    assert!(err.to_string().contains("body holds a literal"), "{err}");
+    assert!(import("curl http://h/x -d '{\"a\":{\"b\":1}}'", &opts).is_ok());
+}

@@ -221,3 +221,55 @@ fn bad_documents_say_where_and_versions_say_which_are_supported() {
     let e = err(r#"{"nolog":1}"#);
     assert!(e.contains("not a HAR"), "{e}");
 }
+
+/// A recorded body or header holding `{{` (a template sent as text) cannot be in a plan: the
+/// request is left out by name, the others kept; nothing left is an error, not a plan.
+#[test]
+fn a_recorded_double_brace_leaves_its_request_out_by_name() {
+    let with = |t: &str, url: &str, headers: &str, body: Option<&str>| {
+        let post = body.map_or(String::new(), |b| {
+            format!(r#","postData":{{"mimeType":"text/plain","text":{}}}"#, serde_json::json!(b))
+        });
+        format!(
+            r#"{{"startedDateTime":"{t}","time":10,"request":{{"method":"POST","url":"{url}","headers":[{headers}]{post}}},"response":{{"status":200,"headers":[],"content":{{"text":""}}}}}}"#
+        )
+    };
+    let text = har(&[
+        with("2024-01-01T00:00:00.000Z", "http://a.test/a", "", Some("x=1")),
+        with(
+            "2024-01-01T00:00:00.100Z",
+            "http://a.test/t",
+            "",
+            Some(r#"{"tpl":"Hi {{name}}"}"#),
+        ),
+        with(
+            "2024-01-01T00:00:00.200Z",
+            "http://a.test/h",
+            r#"{"name":"X-Tpl","value":"{{x}}"}"#,
+            None,
+        ),
+        with("2024-01-01T00:00:00.300Z", "http://a.test/z", "", None),
+    ]);
+    let out = import(&text, "t.har", &opts()).unwrap();
+    let urls: Vec<_> = requests(&out).iter().map(|r| r.url.clone()).collect();
+    assert_eq!(urls, ["/a", "/z"]);
+    for said in [
+        "\"POST /t\": left out: its body holds a literal `{{`",
+        "\"POST /h\": left out: its X-Tpl header holds a literal `{{`",
+    ] {
+        assert!(
+            out.warnings.iter().any(|w| w.starts_with(said)),
+            "{said}: {:?}",
+            out.warnings
+        );
+    }
+    crate::testing::assert_round_trip(&out);
+    let only = har(&[with(
+        "2024-01-01T00:00:00.000Z",
+        "http://a.test/t",
+        "",
+        Some("{{"),
+    )]);
+    let err = import(&only, "t.har", &opts()).unwrap_err().to_string();
+    assert!(err.contains("no request left to load") && err.contains("POST /t"), "{err}");
+}

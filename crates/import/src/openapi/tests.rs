@@ -234,3 +234,135 @@ fn bad_documents_say_where_or_which_versions() {
     let dangling = err("openapi: 3.1.0\npaths: {}\nx: {$ref: '#/components/nope'}\n");
     assert!(dangling.contains("points at nothing"), "{dangling}");
 }
+
+/// --per-tag: a scenario per tag in one plan, in the order tags are first met; untagged
+/// operations in `untagged`, one with several tags under its first (said); the load asked
+/// for is each scenario's.
+#[test]
+fn per_tag_gives_a_scenario_per_tag_with_the_load_asked_for() {
+    let opts = OpenApiOptions {
+        per_tag: true,
+        common: Options {
+            users: 2,
+            duration: Some("5s".into()),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let out = import(TARGET, "target.yaml", &opts).unwrap();
+    let PlanBody::Scenarios(list) = &out.plan.body else {
+        panic!("{}", out.yaml())
+    };
+    let got: Vec<(&str, Vec<&str>)> = list
+        .iter()
+        .map(|sc| {
+            let steps = sc
+                .steps
+                .iter()
+                .filter_map(|s| match s {
+                    StepDoc::Request(r) => r.name.as_deref(),
+                    _ => None,
+                })
+                .collect();
+            (sc.name.as_str(), steps)
+        })
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("probes", vec!["status", "json", "statusCode", "bytes"]),
+            ("untagged", vec!["echo"]),
+            ("session", vec!["login", "me"]),
+            ("items", vec!["listItems", "getItem"]),
+        ]
+    );
+    for sc in list {
+        assert_eq!(sc.load.users, 2);
+        assert_eq!((sc.load.iterations, sc.load.duration.as_deref()), (None, Some("5s")));
+    }
+    assert!(
+        out.warnings
+            .iter()
+            .any(|w| w.contains("several tags go under their first: GET /me (session, items: under session)")),
+        "{:?}",
+        out.warnings
+    );
+    assert!(!out.yaml().contains("\nload:"), "nothing shared:\n{}", out.yaml());
+    assert_round_trip(&out);
+    // With --tag, only those tags' operations, each under the first of those kept.
+    let items = OpenApiOptions {
+        tags: vec!["items".into()],
+        ..opts
+    };
+    let out = import(TARGET, "target.yaml", &items).unwrap();
+    let PlanBody::Scenarios(list) = &out.plan.body else {
+        panic!()
+    };
+    assert_eq!(list.len(), 1);
+    assert_eq!((list[0].name.as_str(), list[0].steps.len()), ("items", 3));
+    assert_round_trip(&out);
+    // Petstore: pet, store, user.
+    let pets = OpenApiOptions {
+        per_tag: true,
+        ..Default::default()
+    };
+    let out = import(PETSTORE, "petstore.yaml", &pets).unwrap();
+    let PlanBody::Scenarios(list) = &out.plan.body else {
+        panic!()
+    };
+    let names: Vec<_> = list.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(names, ["pet", "store", "user"]);
+    assert_eq!(list.iter().map(|s| s.steps.len()).sum::<usize>(), 19);
+    assert_round_trip(&out);
+}
+
+/// A documented example holding `{{` (a template the API stores) leaves its operation out,
+/// by name; the security scheme's own `{{csv NAME}}` is no such thing, and a query value is
+/// percent-encoded (no `{{` left).
+#[test]
+fn an_example_with_a_double_brace_leaves_its_operation_out() {
+    let doc = json!({
+        "openapi": "3.0.3",
+        "info": {"title": "t", "version": "1"},
+        "servers": [{"url": "http://h.test"}],
+        "security": [{"key": []}],
+        "components": {"securitySchemes": {"key": {"type": "apiKey", "in": "header", "name": "X-Key"}}},
+        "paths": {
+            "/templates": {"post": {
+                "operationId": "create",
+                "requestBody": {"content": {"application/json": {"example": {"text": "Hi {{name}}"}}}},
+                "responses": {"201": {"description": "ok"}}
+            }},
+            "/render": {"get": {
+                "operationId": "render",
+                "parameters": [
+                    {"name": "t", "in": "query", "required": true, "example": "{{x}}"},
+                    {"name": "X-Tpl", "in": "header", "required": true, "example": "{{y}}"}
+                ],
+                "responses": {"200": {"description": "ok"}}
+            }},
+            "/ok": {"get": {
+                "operationId": "ok",
+                "parameters": [{"name": "t", "in": "query", "required": true, "example": "{{x}}"}],
+                "responses": {"200": {"description": "ok"}}
+            }}
+        }
+    })
+    .to_string();
+    let out = import(&doc, "t.json", &OpenApiOptions::default()).unwrap();
+    let names: Vec<_> = requests(&out).iter().map(|r| r.name.clone().unwrap()).collect();
+    assert_eq!(names, ["ok"]);
+    assert_eq!(header(requests(&out)[0], "X-Key"), Some("{{csv key}}"));
+    assert_eq!(requests(&out)[0].url, "/ok?t=%7B%7Bx%7D%7D");
+    for said in [
+        "\"POST /templates\": left out: its body (from the document's example) holds a literal `{{`",
+        "\"GET /render\": left out: its X-Tpl header (from the document's example) holds",
+    ] {
+        assert!(
+            out.warnings.iter().any(|w| w.starts_with(said)),
+            "{said}: {:?}",
+            out.warnings
+        );
+    }
+    assert_round_trip(&out);
+}

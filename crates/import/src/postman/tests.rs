@@ -77,17 +77,44 @@ fn the_journey_folder_becomes_login_list_open_with_extractions_and_checks() {
     assert_round_trip(&out);
 }
 
+fn scenarios(out: &Imported) -> Vec<(&str, Vec<&RequestDoc>)> {
+    match &out.plan.body {
+        PlanBody::Scenarios(list) => list
+            .iter()
+            .map(|sc| {
+                let steps = sc
+                    .steps
+                    .iter()
+                    .filter_map(|s| match s {
+                        StepDoc::Request(r) => Some(r),
+                        _ => None,
+                    })
+                    .collect();
+                (sc.name.as_str(), steps)
+            })
+            .collect(),
+        other => panic!("{other:?}"),
+    }
+}
+
 #[test]
-fn without_a_folder_all_are_flattened_and_said() {
-    let out = import(JOURNEY, "journey.json", None, &PostmanOptions::default()).unwrap();
-    let r = requests(&out);
-    assert_eq!(r.len(), 5);
-    assert!(
-        out.warnings[0].contains("folders (Journey, Health) are one scenario"),
-        "{:?}",
-        out.warnings
-    );
-    let form = r[4];
+fn without_a_folder_each_folder_is_a_scenario_with_the_load_asked_for() {
+    let opts = PostmanOptions {
+        common: Options {
+            users: 3,
+            iterations: Some(7),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let out = import(JOURNEY, "journey.json", Some((ENV, "env.json")), &opts).unwrap();
+    let list = scenarios(&out);
+    let names: Vec<_> = list.iter().map(|(n, _)| *n).collect();
+    assert_eq!(names, ["Journey", "Health"]);
+    let journey: Vec<_> = list[0].1.iter().map(|r| r.name.as_deref().unwrap()).collect();
+    assert_eq!(journey, ["Log in", "List items", "Open item"]);
+    assert_eq!(list[0].1[2].url, "/items/{{itemid}}", "its own extraction");
+    let form = list[1].1[1];
     assert_eq!(
         form.body.as_deref(),
         Some("q=a+b"),
@@ -100,6 +127,18 @@ fn without_a_folder_all_are_flattened_and_said() {
             "application/x-www-form-urlencoded".to_string()
         )]
     );
+    let PlanBody::Scenarios(docs) = &out.plan.body else {
+        unreachable!()
+    };
+    for sc in docs {
+        assert_eq!((sc.load.users, sc.load.iterations), (3, Some(7)), "{}", sc.name);
+    }
+    assert!(
+        !out.warnings.iter().any(|w| w.contains("one scenario")),
+        "{:?}",
+        out.warnings
+    );
+    assert!(out.yaml().contains("scenarios:\n  Journey:\n    steps:\n      - name: Log in\n"));
     assert_round_trip(&out);
     let err = import(JOURNEY, "journey.json", None, &folder("Nope"))
         .unwrap_err()
@@ -108,6 +147,97 @@ fn without_a_folder_all_are_flattened_and_said() {
         err.contains("no folder \"Nope\"; its folders: Journey, Health"),
         "{err}"
     );
+}
+
+#[test]
+fn flatten_keeps_one_scenario_in_the_collections_order() {
+    let opts = PostmanOptions {
+        flatten: true,
+        ..Default::default()
+    };
+    let out = import(JOURNEY, "journey.json", None, &opts).unwrap();
+    let r = requests(&out);
+    assert_eq!(r.len(), 5);
+    assert_eq!(r[4].body.as_deref(), Some("q=a+b"));
+    assert_round_trip(&out);
+}
+
+/// Top-level requests are a scenario of their own (named after the collection); nested
+/// folders go into their top-level folder's scenario; names are made printable and unique;
+/// a value a response sets in one folder is not another scenario's (a data-file column).
+#[test]
+fn top_level_requests_nested_folders_and_odd_names() {
+    let text = r#"{
+      "info": {"name": "Shop", "schema": "https://schema.getpostman.com/json/collection/v2.1.0/collection.json"},
+      "item": [
+        {"name": "ping", "request": {"method": "GET", "url": "http://h.test/ping"}},
+        {"name": "Buy\n", "item": [
+          {"name": "login", "request": {"method": "POST", "url": "http://h.test/login"},
+           "event": [{"listen": "test", "script": {"exec": ["pm.environment.set(\"token\", pm.response.json().token);"]}}]},
+          {"name": "Deeper", "item": [
+            {"name": "cart", "request": {"method": "GET", "url": "http://h.test/cart",
+              "header": [{"key": "Authorization", "value": "Bearer {{token}}"}]}}
+          ]}
+        ]},
+        {"name": "Buy", "item": [
+          {"name": "again", "request": {"method": "GET", "url": "http://h.test/again",
+            "header": [{"key": "Authorization", "value": "Bearer {{token}}"}]}}
+        ]},
+        {"name": "health", "request": {"method": "GET", "url": "http://h.test/health"}},
+        {"name": "Empty", "item": []}
+      ]}"#;
+    let out = import(text, "shop.json", None, &PostmanOptions::default()).unwrap();
+    let list = scenarios(&out);
+    let names: Vec<_> = list.iter().map(|(n, _)| *n).collect();
+    assert_eq!(names, ["Shop", "Buy", "Buy (2)"]);
+    let urls = |i: usize| list[i].1.iter().map(|r| r.url.as_str()).collect::<Vec<_>>();
+    assert_eq!(urls(0), ["/ping", "/health"]);
+    assert_eq!(urls(1), ["/login", "/cart"]);
+    assert_eq!(list[1].1[1].headers[0].1, "Bearer {{token}}");
+    assert_eq!(list[2].1[0].headers[0].1, "Bearer {{csv token}}");
+    assert!(
+        out.warnings
+            .iter()
+            .any(|w| w.contains("{{token}} is set from a response in another folder")),
+        "{:?}",
+        out.warnings
+    );
+    assert!(out
+        .warnings
+        .iter()
+        .any(|w| w.contains("folder \"Empty\": no request left")));
+    assert_round_trip(&out);
+}
+
+/// A raw body with a `{{` that is no Postman variable (unclosed, `{{{x}}}`) cannot be in a
+/// plan: its request is left out, by name; the others stay.
+#[test]
+fn a_literal_double_brace_leaves_its_request_out_by_name() {
+    let text = r#"{
+      "info": {"name": "c", "schema": "https://schema.getpostman.com/json/collection/v2.1.0/collection.json"},
+      "variable": [{"key": "who", "value": "alice"}],
+      "item": [
+        {"name": "template", "request": {"method": "POST", "url": "http://h.test/t",
+          "body": {"mode": "raw", "raw": "Hello {{ unclosed"}}},
+        {"name": "triple", "request": {"method": "POST", "url": "http://h.test/t",
+          "body": {"mode": "raw", "raw": "{{{who}}}"}}},
+        {"name": "query", "request": {"method": "GET", "url": "http://h.test/q?x={{"}},
+        {"name": "fine", "request": {"method": "POST", "url": "http://h.test/f",
+          "body": {"mode": "raw", "raw": "{\"who\": \"{{who}}\"}"}}}
+      ]}"#;
+    let out = import(text, "c.json", None, &PostmanOptions::default()).unwrap();
+    let r = requests(&out);
+    assert_eq!(r.len(), 1, "{:?}", out.warnings);
+    assert_eq!(r[0].body.as_deref(), Some(r#"{"who": "alice"}"#));
+    for (name, field) in [("template", "body"), ("triple", "body"), ("query", "URL")] {
+        let said = format!("\"{name}\": left out: its {field} holds a literal `{{{{`");
+        assert!(
+            out.warnings.iter().any(|w| w.starts_with(&said)),
+            "{said}: {:?}",
+            out.warnings
+        );
+    }
+    assert_round_trip(&out);
 }
 
 #[test]
@@ -177,7 +307,7 @@ fn auth_secrets_unknown_variables_and_bodies() {
             keep_secrets: true,
             ..Default::default()
         },
-        folder: None,
+        ..Default::default()
     };
     let out = import(text, "c.json", None, &kept).unwrap();
     assert_eq!(requests(&out)[0].headers[0].1, "Basic dTpw");
