@@ -283,6 +283,8 @@ const CORPUS: &[&str] = &[
     "curl -X DELETE {URL}/items/7",
     "curl '{URL}/api' -H 'accept: application/json' -H 'content-type: application/json' --data-raw $'{\"msg\":\"it\\'s\\nfine\"}' --compressed",
     "curl {URL}/h -H 'X-Empty;' -H 'X-A: 1' -H 'X-A: 2'",
+    // Literal `{{`: no plan can hold it (`import curl` refuses it), `run --curl` sends it.
+    "curl {URL}/tpl -H 'X-Tpl: {{x}}' --data-raw '{\"text\":\"Hi {{name}}\"}'",
 ];
 
 /// Headers curl adds on its own that `--curl` leaves to loadmark (its own User-Agent).
@@ -387,6 +389,65 @@ fn bad_input_is_refused_with_its_location_or_its_name() {
         "{}",
         text(&out)
     );
+    // A literal `{{` has no escape in a plan: `import curl` refuses it by field, and writes
+    // nothing.
+    let out = loadmark()
+        .current_dir(dir.path())
+        .args(["import", "curl", "-o", "tpl.yaml", "--"])
+        .args(["curl", "http://127.0.0.1:1/t", "--data-raw", "Hi {{name}}"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        text(&out).contains("the request's body holds a literal `{{`")
+            && text(&out).contains("`loadmark run --curl` sends it as it is"),
+        "{}",
+        text(&out)
+    );
+    assert!(!dir.path().join("tpl.yaml").exists());
+}
+
+/// A recording whose request body holds `{{` (a template sent as text): that request is
+/// left out, said by name; the plan written loads, passes `bench --check` and runs.
+#[test]
+fn a_har_request_with_a_literal_double_brace_is_left_out_and_the_plan_runs() {
+    let dir = temp_dir("import", "har-braces");
+    let server = target();
+    let base = format!("http://{}", server.local_addr());
+    let entry = |t: &str, method: &str, path: &str, body: &str| {
+        let body = serde_json::json!(body);
+        format!(
+            r#"{{"startedDateTime":"2024-01-01T00:00:0{t}.000Z","time":5,"request":{{"method":"{method}","url":"{base}{path}","headers":[],"postData":{{"mimeType":"text/plain","text":{body}}}}},"response":{{"status":200,"headers":[],"content":{{"text":""}}}}}}"#
+        )
+    };
+    let har = format!(
+        r#"{{"log":{{"version":"1.2","entries":[{},{},{}]}}}}"#,
+        entry("0", "POST", "/echo", "a=1"),
+        entry("1", "POST", "/echo", "Hi {{name}}"),
+        entry("2", "GET", "/status", ""),
+    );
+    std::fs::write(dir.path().join("t.har"), har).unwrap();
+    let out = loadmark()
+        .current_dir(dir.path())
+        .args(["import", "har", "t.har", "-o", "t.yaml", "--think", "none"])
+        .args(["--iterations", "10"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        text(&out).contains("\"POST /echo\": left out: its body holds a literal `{{`"),
+        "{}",
+        text(&out)
+    );
+    let steps = check_and_run(dir.path(), "t.yaml");
+    let counts: Vec<_> = steps
+        .iter()
+        .map(|s| (s.0.as_str(), s.1, s.2, s.3))
+        .collect();
+    assert_eq!(
+        counts,
+        [("POST /echo", 10, 10, 0), ("GET /status", 10, 10, 0)]
+    );
 }
 
 /// The built-in target, for the OpenAPI and Postman journeys.
@@ -423,6 +484,66 @@ fn check_and_run(dir: &Path, plan: &str) -> Vec<(String, u64, u64, u64)> {
         .steps
         .iter()
         .map(|s| (s.name.clone(), s.requests, s.responses, s.checks_failed))
+        .collect()
+}
+
+/// Each scenario's steps as (name, requests, responses, failed checks).
+type ScenarioCounts = Vec<(String, Vec<(String, u64, u64, u64)>)>;
+
+/// Checks a plan with `scenarios:` (`bench --check`), runs it, and returns each scenario's
+/// steps' counts (the report's `summary.scenarios[i].scenario.steps[j]`).
+fn check_and_run_scenarios(dir: &Path, plan: &str) -> ScenarioCounts {
+    let check = loadmark()
+        .current_dir(dir)
+        .args(["bench", plan, "--check"])
+        .output()
+        .unwrap();
+    assert!(check.status.success(), "{}", text(&check));
+    let out = format!("out-{plan}");
+    let run = loadmark()
+        .current_dir(dir)
+        .args(["bench", plan, "-o", &out, "-q"])
+        .output()
+        .unwrap();
+    let yaml = std::fs::read_to_string(dir.join(plan)).unwrap();
+    assert!(run.status.success(), "{}\n{yaml}", text(&run));
+    let bundle = std::fs::read_to_string(dir.join(format!("{out}/bundle.json"))).unwrap();
+    let bundle = bundle_json(&bundle).unwrap();
+    let summary = &bundle.steps[0].report.summary;
+    assert!(summary.scenario.is_none(), "several scenarios, not one");
+    summary
+        .scenarios
+        .iter()
+        .map(|sc| {
+            let steps = sc
+                .scenario
+                .steps
+                .iter()
+                .map(|s| (s.name.clone(), s.requests, s.responses, s.checks_failed))
+                .collect();
+            (sc.name.clone(), steps)
+        })
+        .collect()
+}
+
+/// Asserts every step of every scenario ran exactly `n` times, all answered, no check failed.
+fn assert_exact(scenarios: &ScenarioCounts, n: u64) {
+    for (scenario, steps) in scenarios {
+        assert!(!steps.is_empty(), "{scenario}");
+        for (step, requests, responses, failed) in steps {
+            assert_eq!(
+                (*requests, *responses, *failed),
+                (n, n, 0),
+                "{scenario}: {step}"
+            );
+        }
+    }
+}
+
+fn scenario_names(scenarios: &ScenarioCounts) -> Vec<(&str, Vec<&str>)> {
+    scenarios
+        .iter()
+        .map(|(n, steps)| (n.as_str(), steps.iter().map(|s| s.0.as_str()).collect()))
         .collect()
 }
 
@@ -486,6 +607,39 @@ fn an_openapi_document_of_the_target_runs_with_exact_counts_and_no_wrong_token()
     assert!(
         text(&out).contains("left out 2 operation(s) by --tag/--methods: POST /echo, POST /login")
     );
+    // --per-tag: a scenario per tag in one plan, each with the load asked for.
+    let out = loadmark()
+        .current_dir(dir.path())
+        .args(["import", "openapi", doc.to_str().unwrap(), "-o", "tags.yaml"])
+        .args(["--base-url", &base, "--per-tag", "--users", "2"])
+        .args(["--iterations", "20"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        text(&out).contains("GET /me (session, items: under session)"),
+        "{}",
+        text(&out)
+    );
+    std::fs::write(
+        dir.path().join("tags.secrets.csv"),
+        format!("bearer,session\n{token},{token}\n"),
+    )
+    .unwrap();
+    let (auth, cookie) = (server.auth_failures(), server.cookie_failures());
+    let scenarios = check_and_run_scenarios(dir.path(), "tags.yaml");
+    assert_eq!(
+        scenario_names(&scenarios),
+        [
+            ("probes", vec!["status", "json", "statusCode", "bytes"]),
+            ("untagged", vec!["echo"]),
+            ("session", vec!["login", "me"]),
+            ("items", vec!["listItems", "getItem"]),
+        ]
+    );
+    assert_exact(&scenarios, 20);
+    assert_eq!(server.auth_failures(), auth, "a wrong token");
+    assert_eq!(server.cookie_failures(), cookie);
 }
 
 #[test]
@@ -513,6 +667,25 @@ fn swaggers_petstore_imports_a_step_per_operation_and_passes_check() {
         .output()
         .unwrap();
     assert!(check.status.success(), "{}", text(&check));
+    // A scenario per tag: pet, store, user.
+    let out = loadmark()
+        .current_dir(dir.path())
+        .args(["import", "openapi", doc.to_str().unwrap(), "--per-tag"])
+        .args(["-o", "tags.yaml", "--duration", "5s"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let check = loadmark()
+        .current_dir(dir.path())
+        .args(["bench", "tags.yaml", "--check"])
+        .output()
+        .unwrap();
+    assert!(check.status.success(), "{}", text(&check));
+    assert!(
+        text(&check).contains("scenarios pet, store, user"),
+        "{}",
+        text(&check)
+    );
 }
 
 #[test]
@@ -563,6 +736,28 @@ fn a_postman_collection_of_the_journey_runs_with_exact_counts_and_no_wrong_token
     );
     assert_eq!(server.logins(), logins + 40);
     assert_eq!(server.login_users().get("alice"), Some(&40));
+    // Without --folder: a scenario per folder in one plan, each with 4 users and 40
+    // iterations, each with its own token.
+    let out = loadmark()
+        .current_dir(dir.path())
+        .args(["import", "postman", collection.to_str().unwrap()])
+        .args(["--environment", "env.json", "-o", "all.yaml"])
+        .args(["--users", "4", "--iterations", "40"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let (auth, logins) = (server.auth_failures(), server.logins());
+    let scenarios = check_and_run_scenarios(dir.path(), "all.yaml");
+    assert_eq!(
+        scenario_names(&scenarios),
+        [
+            ("Journey", vec!["Log in", "List items", "Open item"]),
+            ("Health", vec!["Status", "Echo form"]),
+        ]
+    );
+    assert_exact(&scenarios, 40);
+    assert_eq!(server.auth_failures(), auth, "a wrong token");
+    assert_eq!(server.logins(), logins + 40);
 }
 
 #[test]
