@@ -174,11 +174,12 @@ fn write(imported: &Imported, output: Option<&Path>) -> Result<()> {
                 .with_context(|| format!("writing {}", trial.display()))?;
             if let Err(e) = loadmark_plan::load_plan_file(&trial, cores) {
                 let _ = std::fs::remove_file(&trial);
-                return Err(anyhow::Error::new(e)
-                    .context(format!("the imported plan does not load; {} not written", path.display())));
+                return Err(anyhow::Error::new(e).context(format!(
+                    "the imported plan does not load; {} not written",
+                    path.display()
+                )));
             }
-            std::fs::rename(&trial, path)
-                .with_context(|| format!("writing {}", path.display()))?;
+            std::fs::rename(&trial, path).with_context(|| format!("writing {}", path.display()))?;
             eprintln!("loadmark import: wrote {}", path.display());
         }
         None => {

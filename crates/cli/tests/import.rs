@@ -610,7 +610,13 @@ fn an_openapi_document_of_the_target_runs_with_exact_counts_and_no_wrong_token()
     // --per-tag: a scenario per tag in one plan, each with the load asked for.
     let out = loadmark()
         .current_dir(dir.path())
-        .args(["import", "openapi", doc.to_str().unwrap(), "-o", "tags.yaml"])
+        .args([
+            "import",
+            "openapi",
+            doc.to_str().unwrap(),
+            "-o",
+            "tags.yaml",
+        ])
         .args(["--base-url", &base, "--per-tag", "--users", "2"])
         .args(["--iterations", "20"])
         .output()

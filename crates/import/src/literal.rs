@@ -6,7 +6,8 @@
 //! refuses it and points at `loadmark run --curl`, which sends a body as it is.
 
 /// Why such a request cannot be in a plan, for messages.
-pub const WHY: &str = "a plan reads `{{` as the start of a placeholder and has no escape for a literal one";
+pub const WHY: &str =
+    "a plan reads `{{` as the start of a placeholder and has no escape for a literal one";
 
 /// The first field (name, text) holding `{{`, by its name.
 pub fn holding<'a, I>(fields: I) -> Option<String>

@@ -104,7 +104,10 @@ pub fn import(text: &str, file: &str, opts: &OpenApiOptions) -> Result<Imported,
             true => tag_of(op, opts, &place, &mut several_tags),
             false => String::new(),
         };
-        groups.entry(group).or_default().push(StepDoc::Request(step));
+        groups
+            .entry(group)
+            .or_default()
+            .push(StepDoc::Request(step));
     }
     if !several_tags.is_empty() {
         warnings.push(format!(

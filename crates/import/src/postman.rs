@@ -128,10 +128,14 @@ pub fn import(
     };
     let target = url::Url::parse(&origin).ok();
     let plan = PlanDoc {
-        name: opts.common.name.clone().unwrap_or_else(|| match &opts.folder {
-            Some(f) => format!("{collection} / {f}"),
-            None => collection.to_string(),
-        }),
+        name: opts
+            .common
+            .name
+            .clone()
+            .unwrap_or_else(|| match &opts.folder {
+                Some(f) => format!("{collection} / {f}"),
+                None => collection.to_string(),
+            }),
         comments: vec![format!(
             "Imported from {file} by `loadmark import postman`: {what}."
         )],
@@ -245,7 +249,13 @@ fn select<'a>(
             warnings,
             &mut items,
         );
-        return Ok((vec![Group { name: name.clone(), items }], false));
+        return Ok((
+            vec![Group {
+                name: name.clone(),
+                items,
+            }],
+            false,
+        ));
     }
     let list = top.as_array().map(Vec::as_slice).unwrap_or_default();
     if opts.flatten || !list.iter().any(is_folder) {

@@ -186,8 +186,9 @@ fn a_literal_double_brace_is_refused_by_field() {
     ] {
         let err = import(cmd, &opts).unwrap_err().to_string();
         assert!(
-            err.starts_with(&format!("curl: the request's {field} holds a literal `{{{{`"))
-                && err.contains("loadmark run --curl"),
+            err.starts_with(&format!(
+                "curl: the request's {field} holds a literal `{{{{`"
+            )) && err.contains("loadmark run --curl"),
             "{cmd}: {err}"
         );
     }

@@ -228,14 +228,22 @@ fn bad_documents_say_where_and_versions_say_which_are_supported() {
 fn a_recorded_double_brace_leaves_its_request_out_by_name() {
     let with = |t: &str, url: &str, headers: &str, body: Option<&str>| {
         let post = body.map_or(String::new(), |b| {
-            format!(r#","postData":{{"mimeType":"text/plain","text":{}}}"#, serde_json::json!(b))
+            format!(
+                r#","postData":{{"mimeType":"text/plain","text":{}}}"#,
+                serde_json::json!(b)
+            )
         });
         format!(
             r#"{{"startedDateTime":"{t}","time":10,"request":{{"method":"POST","url":"{url}","headers":[{headers}]{post}}},"response":{{"status":200,"headers":[],"content":{{"text":""}}}}}}"#
         )
     };
     let text = har(&[
-        with("2024-01-01T00:00:00.000Z", "http://a.test/a", "", Some("x=1")),
+        with(
+            "2024-01-01T00:00:00.000Z",
+            "http://a.test/a",
+            "",
+            Some("x=1"),
+        ),
         with(
             "2024-01-01T00:00:00.100Z",
             "http://a.test/t",
@@ -271,5 +279,8 @@ fn a_recorded_double_brace_leaves_its_request_out_by_name() {
         Some("{{"),
     )]);
     let err = import(&only, "t.har", &opts()).unwrap_err().to_string();
-    assert!(err.contains("no request left to load") && err.contains("POST /t"), "{err}");
+    assert!(
+        err.contains("no request left to load") && err.contains("POST /t"),
+        "{err}"
+    );
 }

@@ -81,10 +81,26 @@ impl<'a> Builder<'a> {
         let literal = crate::literal::holding(
             [("path".to_string(), url.as_str())]
                 .into_iter()
-                .chain(query.iter().map(|(k, v)| (format!("{k} parameter"), v.as_str())))
-                .chain(query.iter().map(|(k, _)| (format!("{k} parameter"), k.as_str())))
-                .chain(headers.iter().map(|(k, v)| (format!("{k} header"), v.as_str())))
-                .chain(cookies.iter().map(|c| ("Cookie header".to_string(), c.as_str()))),
+                .chain(
+                    query
+                        .iter()
+                        .map(|(k, v)| (format!("{k} parameter"), v.as_str())),
+                )
+                .chain(
+                    query
+                        .iter()
+                        .map(|(k, _)| (format!("{k} parameter"), k.as_str())),
+                )
+                .chain(
+                    headers
+                        .iter()
+                        .map(|(k, v)| (format!("{k} header"), v.as_str())),
+                )
+                .chain(
+                    cookies
+                        .iter()
+                        .map(|c| ("Cookie header".to_string(), c.as_str())),
+                ),
         );
         if let Some(field) = literal {
             return Err(field);

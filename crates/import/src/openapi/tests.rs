@@ -278,16 +278,23 @@ fn per_tag_gives_a_scenario_per_tag_with_the_load_asked_for() {
     );
     for sc in list {
         assert_eq!(sc.load.users, 2);
-        assert_eq!((sc.load.iterations, sc.load.duration.as_deref()), (None, Some("5s")));
+        assert_eq!(
+            (sc.load.iterations, sc.load.duration.as_deref()),
+            (None, Some("5s"))
+        );
     }
     assert!(
-        out.warnings
-            .iter()
-            .any(|w| w.contains("several tags go under their first: GET /me (session, items: under session)")),
+        out.warnings.iter().any(|w| w.contains(
+            "several tags go under their first: GET /me (session, items: under session)"
+        )),
         "{:?}",
         out.warnings
     );
-    assert!(!out.yaml().contains("\nload:"), "nothing shared:\n{}", out.yaml());
+    assert!(
+        !out.yaml().contains("\nload:"),
+        "nothing shared:\n{}",
+        out.yaml()
+    );
     assert_round_trip(&out);
     // With --tag, only those tags' operations, each under the first of those kept.
     let items = OpenApiOptions {
@@ -350,7 +357,10 @@ fn an_example_with_a_double_brace_leaves_its_operation_out() {
     })
     .to_string();
     let out = import(&doc, "t.json", &OpenApiOptions::default()).unwrap();
-    let names: Vec<_> = requests(&out).iter().map(|r| r.name.clone().unwrap()).collect();
+    let names: Vec<_> = requests(&out)
+        .iter()
+        .map(|r| r.name.clone().unwrap())
+        .collect();
     assert_eq!(names, ["ok"]);
     assert_eq!(header(requests(&out)[0], "X-Key"), Some("{{csv key}}"));
     assert_eq!(requests(&out)[0].url, "/ok?t=%7B%7Bx%7D%7D");

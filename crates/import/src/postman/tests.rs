@@ -111,7 +111,11 @@ fn without_a_folder_each_folder_is_a_scenario_with_the_load_asked_for() {
     let list = scenarios(&out);
     let names: Vec<_> = list.iter().map(|(n, _)| *n).collect();
     assert_eq!(names, ["Journey", "Health"]);
-    let journey: Vec<_> = list[0].1.iter().map(|r| r.name.as_deref().unwrap()).collect();
+    let journey: Vec<_> = list[0]
+        .1
+        .iter()
+        .map(|r| r.name.as_deref().unwrap())
+        .collect();
     assert_eq!(journey, ["Log in", "List items", "Open item"]);
     assert_eq!(list[0].1[2].url, "/items/{{itemid}}", "its own extraction");
     let form = list[1].1[1];
@@ -131,14 +135,21 @@ fn without_a_folder_each_folder_is_a_scenario_with_the_load_asked_for() {
         unreachable!()
     };
     for sc in docs {
-        assert_eq!((sc.load.users, sc.load.iterations), (3, Some(7)), "{}", sc.name);
+        assert_eq!(
+            (sc.load.users, sc.load.iterations),
+            (3, Some(7)),
+            "{}",
+            sc.name
+        );
     }
     assert!(
         !out.warnings.iter().any(|w| w.contains("one scenario")),
         "{:?}",
         out.warnings
     );
-    assert!(out.yaml().contains("scenarios:\n  Journey:\n    steps:\n      - name: Log in\n"));
+    assert!(out
+        .yaml()
+        .contains("scenarios:\n  Journey:\n    steps:\n      - name: Log in\n"));
     assert_round_trip(&out);
     let err = import(JOURNEY, "journey.json", None, &folder("Nope"))
         .unwrap_err()
