@@ -19,6 +19,8 @@
 //!   load back as, which tests compare (the round trip).
 //! - Nothing is dropped silently: every header, request, option or script left out or
 //!   replaced is named in [`Imported::warnings`].
+//! - A recorded or documented `{{` (which plans have no escape for) leaves its request
+//!   out, said, or refuses a curl command: never a plan that does not load (`literal`).
 //! - Secrets (cookies, `Authorization`, API keys) recorded in a document are not written
 //!   into the plan: they become `{{csv NAME}}` columns of a data file the CLI writes with
 //!   placeholders ([`Imported::secrets`]), unless [`Options::keep_secrets`] says otherwise.
@@ -39,11 +41,13 @@ pub use secrets::Secrets;
 /// What every importer is told.
 #[derive(Debug, Clone)]
 pub struct Options {
-    /// Virtual users (scenario) or connections (single request) [default: 1].
+    /// Virtual users (scenario; each scenario's in a plan with several) or connections
+    /// (single request) [default: 1].
     pub users: usize,
-    /// Iterations (scenario) or requests (single request) [default: 1, when no duration].
+    /// Iterations (scenario, each scenario's) or requests (single request) [default: 1,
+    /// when no duration].
     pub iterations: Option<u64>,
-    /// Run for this long instead (`30s`).
+    /// Run for this long instead (`30s`; each scenario, from the run's start).
     pub duration: Option<String>,
     /// Write recorded secrets into the plan as they are, instead of `{{csv NAME}}`.
     pub keep_secrets: bool,
