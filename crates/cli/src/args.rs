@@ -4,10 +4,12 @@
 mod argv;
 #[cfg(test)]
 mod help_tests;
+mod import;
 mod plan;
 mod values;
 mod ws;
 
+pub use import::{ImportArgs, ImportCommon, ImportKind};
 pub(crate) use values::duration_arg;
 use values::{at_least_one, at_least_one_u64, basic_auth_arg, header_arg};
 pub use ws::WsArgs;
@@ -145,6 +147,9 @@ pub enum Command {
         loadmark man /usr/local/share/man/man1\n  \
         loadmark man target/man")]
     Man(crate::dist::ManArgs),
+    /// Turn a HAR recording, a curl command, an OpenAPI document or a Postman collection
+    /// into a plan file, checked by loadmark's own plan loader.
+    Import(ImportArgs),
 }
 
 impl Command {
@@ -182,7 +187,17 @@ pub enum Format {
 #[derive(Args, Debug)]
 pub struct RunArgs {
     /// The URL to load (http:// or https://)
+    #[arg(
+        required_unless_present = "curl",
+        default_value = "",
+        hide_default_value = true
+    )]
     pub url: String,
+
+    /// A curl command to load instead of URL and the request flags: its method, URL,
+    /// headers, body and TLS options, e.g. --curl "curl -X POST http://h/x -d @body.json"
+    #[arg(long = "curl", value_name = "COMMAND", help_heading = "Request", conflicts_with_all = ["method", "headers", "body", "body_file", "content_type", "basic_auth", "cookies"])]
+    pub curl: Option<String>,
 
     /// Concurrent connections, closed loop (each runs one request at a time) [default: 50];
     /// with -R, connections opened before the schedule starts (wrk2's -c)

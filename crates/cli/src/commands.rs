@@ -34,7 +34,11 @@ pub(crate) fn environment() -> Environment {
 
 pub fn dispatch(command: Command) -> Result<ExitCode> {
     match command {
-        Command::Run(args) => run(&args),
+        Command::Run(mut args) => {
+            let body = crate::import::apply_curl(&mut args)?;
+            run(&args, body)
+        }
+        Command::Import(args) => crate::import::import(&args),
         Command::Ws(args) => ws(&args),
         Command::Serve(args) => serve(&args),
         Command::Quickstart(args) => quickstart(&args),
@@ -94,8 +98,9 @@ pub(crate) fn stop_handle() -> StopHandle {
     signals().lock().expect("signal state").stop.clone()
 }
 
-fn run(args: &RunArgs) -> Result<ExitCode> {
-    let body = match args.body_path() {
+/// `curl_body`: the body of `--curl`'s command, already read.
+fn run(args: &RunArgs, curl_body: Option<Vec<u8>>) -> Result<ExitCode> {
+    let body = match args.body_path().filter(|_| curl_body.is_none()) {
         Some(path) => Some(std::fs::read(&path).map_err(|e| {
             let flag = if args.body_file.is_some() {
                 "--body-file"
@@ -104,7 +109,7 @@ fn run(args: &RunArgs) -> Result<ExitCode> {
             };
             UsageError(format!("{flag} {}: cannot read it: {e}", path.display()))
         })?),
-        None => None,
+        None => curl_body,
     };
     let mut plan = args.to_plan(body)?;
     let script = match &args.script {

@@ -11,6 +11,7 @@ mod commands;
 mod dist;
 mod events;
 mod gate;
+mod import;
 mod k8s;
 mod live;
 mod output;
