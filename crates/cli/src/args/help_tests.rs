@@ -8,7 +8,8 @@ use clap::CommandFactory;
 use super::{argv, Cli};
 
 /// Splits a shell line into words (single and double quotes, backslash in double quotes),
-/// stopping at a redirection or pipe: what the example gives loadmark, not the shell.
+/// stopping at a redirection, a pipe or a comment: what the example gives loadmark, not the
+/// shell.
 fn shell_words(line: &str) -> Vec<String> {
     let (mut words, mut word, mut in_word) = (Vec::new(), String::new(), false);
     let mut chars = line.chars();
@@ -28,6 +29,8 @@ fn shell_words(line: &str) -> Vec<String> {
                     }
                 }
             }
+            // A `#` that starts a word starts a comment, as in a shell.
+            '#' if !in_word => break,
             c if c.is_whitespace() => {
                 if in_word {
                     words.push(std::mem::take(&mut word));
@@ -79,16 +82,24 @@ fn commands() -> Vec<clap::Command> {
 #[test]
 fn shell_words_split_as_a_shell_would() {
     assert_eq!(
-        shell_words(r#"loadmark run URL -b '{"a":1}' -H "X: \"y\"" > out.txt"#),
+        shell_words(r#"loadmark run URL#1 -b '{"a":1}' -H "X: \"y\"" > out.txt"#),
         [
             "loadmark",
             "run",
-            "URL",
+            "URL#1",
             "-b",
             r#"{"a":1}"#,
             "-H",
             r#"X: "y""#
         ]
+    );
+}
+
+#[test]
+fn a_comment_ends_the_words() {
+    assert_eq!(
+        shell_words("loadmark import postman c.json   # a scenario per folder"),
+        ["loadmark", "import", "postman", "c.json"]
     );
 }
 
