@@ -9,19 +9,28 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 
 /// The subcommands, each of which gets its own man page.
-const SUBCOMMANDS: [&str; 12] = [
+const SUBCOMMANDS: [&str; 13] = [
     "run",
     "ws",
     "serve",
     "quickstart",
     "bench",
     "report",
+    "import",
     "schema",
     "merge",
     "compare",
     "k8s",
     "completions",
     "man",
+];
+
+/// Subcommands of subcommands: a page each, which their parent's page names.
+const NESTED: [(&str, &str); 4] = [
+    ("import", "curl"),
+    ("import", "har"),
+    ("import", "openapi"),
+    ("import", "postman"),
 ];
 
 fn stdout_of(cmd: &mut Command) -> String {
@@ -213,6 +222,11 @@ fn man_writes_one_page_per_subcommand_that_man_renders() {
             .iter()
             .map(|s| pages.join(format!("loadmark-{s}.1"))),
     );
+    expected.extend(
+        NESTED
+            .iter()
+            .map(|(p, s)| pages.join(format!("loadmark-{p}-{s}.1"))),
+    );
     let mut listed: Vec<_> = listed.lines().map(std::path::PathBuf::from).collect();
     listed.sort();
     expected.sort();
@@ -260,6 +274,16 @@ fn man_writes_one_page_per_subcommand_that_man_renders() {
         assert!(
             page.contains(&format!("loadmark-{sub}")),
             "{sub}'s page names itself: {page}"
+        );
+    }
+    for (parent, sub) in NESTED {
+        let name = format!("loadmark-{parent}-{sub}");
+        let page = render_man(&pages.join(format!("{name}.1")));
+        assert!(page.contains(&name), "{name}'s page names itself: {page}");
+        let up = render_man(&pages.join(format!("loadmark-{parent}.1")));
+        assert!(
+            up.contains(&format!("{name}(1)")),
+            "loadmark-{parent}(1) refers to {name}(1): {up}"
         );
     }
     std::fs::remove_dir_all(dir).unwrap();
