@@ -1,8 +1,11 @@
-//! The closed-loop executor: each connection sends its next request when the previous one
-//! ended (wrk, ab, bombardier). One of these loops runs per connection, as a task on its
-//! worker thread's event loop; everything it touches is that thread's own.
+//! The closed-loop executors, written once for every protocol: each slot (a connection, a
+//! WebSocket session, a scenario's user) starts its next request when the previous one
+//! ended (wrk, ab, bombardier), as a task on its worker thread's event loop; everything it
+//! touches is that thread's own. A fixed number of slots ([`spawn_slots`]) or a number
+//! that follows a profile ([`ramp`]); what a slot does is its protocol's [`ClosedDriver`].
 
 use std::cell::{Cell, RefCell};
+use std::future::Future;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -52,15 +55,124 @@ impl Budget {
     }
 }
 
-/// Runs one connection until the budget or the deadline says stop.
-pub(crate) async fn connection_loop<T: Transport>(
+/// When a closed-loop slot stops starting requests: the budget is spent, the load's end
+/// has come, or a ramp retired the slot.
+pub(crate) struct Until {
+    pub(crate) budget: Arc<Budget>,
+    pub(crate) end: Option<Instant>,
+    pub(crate) retire: Option<Retire>,
+}
+
+impl Until {
+    /// Past the load's end, or retired by a ramp (the budget is claimed apart).
+    pub(crate) fn reached(&self, now: Instant) -> bool {
+        self.end.is_some_and(|end| now >= end) || self.retire.as_ref().is_some_and(Retire::now)
+    }
+}
+
+/// A protocol's side of the closed loop and the ramp: one slot's life (a connection keeping
+/// its capacity busy, a WebSocket session after another, a scenario's virtual user).
+pub(crate) trait ClosedDriver<T: Transport>: 'static {
+    /// Requests one slot keeps waiting on the server at once, for the lingering task
+    /// ([`crate::linger`]); None when its slots do not linger.
+    fn waiting_per_slot(&self) -> Option<usize> {
+        None
+    }
+
+    /// Resolves when the run must stop at once (a server that refused the protocol): a ramp
+    /// then starts no more slots.
+    fn halted(&self) -> impl Future<Output = ()> {
+        std::future::pending()
+    }
+
+    /// One slot's life, until `until` says stop; `seed` is its own (virtual users' random
+    /// choices).
+    fn run_slot(
+        self: &Rc<Self>,
+        shared: Rc<Shared<T>>,
+        until: Until,
+        seed: u64,
+    ) -> impl Future<Output = ()> + 'static;
+}
+
+/// The closed model: `slots` slots of `driver` from `begin` (a scenario that starts later)
+/// until the budget or `end`.
+pub(crate) fn spawn_slots<T: Transport, D: ClosedDriver<T>>(
+    tasks: &mut JoinSet<()>,
+    driver: &Rc<D>,
+    shared: &Rc<Shared<T>>,
+    slots: usize,
+    budget: &Arc<Budget>,
+    (begin, end): (Option<Instant>, Option<Instant>),
+    seed: impl Fn(usize) -> u64,
+) {
+    for i in 0..slots {
+        let until = Until {
+            budget: budget.clone(),
+            end,
+            retire: None,
+        };
+        let run = driver.run_slot(shared.clone(), until, seed(i));
+        match begin {
+            None => tasks.spawn_local(run),
+            Some(begin) => tasks.spawn_local(async move {
+                tokio::time::sleep_until(begin.into()).await;
+                run.await
+            }),
+        };
+    }
+}
+
+/// The ramp: `driver`'s slots follow a count profile ([`ramp_slots`]), each with a seed of
+/// its own; a server that refused the protocol ends it at once.
+pub(crate) async fn ramp<T: Transport, D: ClosedDriver<T>>(
+    driver: Rc<D>,
     shared: Rc<Shared<T>>,
     budget: Arc<Budget>,
-    deadline: Option<Instant>,
+    (profile, origin, share): (Arc<Profile>, Instant, Share),
+    seed: u64,
 ) {
+    let started = Cell::new(0u64);
+    let slots = ramp_slots(profile, origin, share, |retire, end| {
+        started.set(started.get() + 1);
+        let until = Until {
+            budget: budget.clone(),
+            end: Some(end),
+            retire: Some(retire),
+        };
+        driver.run_slot(
+            shared.clone(),
+            until,
+            seed ^ started.get().wrapping_mul(0x9E37_79B9_7F4A_7C15),
+        )
+    });
+    tokio::select! {
+        () = slots => {}
+        () = driver.halted() => {}
+    }
+}
+
+/// HTTP/1.1's closed loop: one connection, one request after another.
+impl<T: Transport> ClosedDriver<T> for crate::open::Http1 {
+    fn waiting_per_slot(&self) -> Option<usize> {
+        Some(1)
+    }
+
+    fn run_slot(
+        self: &Rc<Self>,
+        shared: Rc<Shared<T>>,
+        until: Until,
+        _seed: u64,
+    ) -> impl Future<Output = ()> + 'static {
+        connection_loop(shared, until)
+    }
+}
+
+/// Runs one connection until the budget, the load's end or the ramp says stop.
+async fn connection_loop<T: Transport>(shared: Rc<Shared<T>>, until: Until) {
     let mut conn = Connection::new();
     let mut now = Instant::now();
-    while deadline.is_none_or(|d| now < d) && !scripted_wait(&shared).await && budget.claim() {
+    while !until.reached(now) && !scripted_wait(&shared).await && until.budget.claim() {
         now = perform(&shared, &mut conn, None, None).await;
     }
 }
@@ -97,28 +209,6 @@ impl Retire {
     pub(crate) fn now(&self) -> bool {
         self.id >= self.wanted.get()
     }
-}
-
-/// Follows a connection-count profile: every [`RAMP_STEP`] this worker's share of the count is
-/// recomputed; missing connections start, surplus ones retire after their current request.
-pub(crate) async fn ramp_loop<T: Transport>(
-    shared: Rc<Shared<T>>,
-    budget: Arc<Budget>,
-    profile: Arc<Profile>,
-    origin: Instant,
-    share: Share,
-) {
-    ramp_slots(profile, origin, share, move |retire, end| {
-        let (shared, budget) = (shared.clone(), budget.clone());
-        async move {
-            let mut conn = Connection::new();
-            let mut now = Instant::now();
-            while !retire.now() && now < end && !scripted_wait(&shared).await && budget.claim() {
-                now = perform(&shared, &mut conn, None, None).await;
-            }
-        }
-    })
-    .await
 }
 
 /// The ramp itself, whatever a slot runs (an HTTP/1.1 connection, or an HTTP/2 connection

@@ -1,5 +1,8 @@
 //! The open-loop executor: requests arrive on a fixed schedule, whatever the responses do
-//! (wrk2, vegeta, k6's arrival-rate executors).
+//! (wrk2, vegeta, k6's arrival-rate executors). Written once for every protocol: a
+//! [`Driver`] says how many requests one of its connections carries at once and runs a
+//! connection's life on the jobs its [`Lane`] hands it; the schedule, the pool, dropped
+//! requests and lag are the executor's, so they mean the same over every protocol.
 //!
 //! Requests are numbered from 0 over the whole run and the schedule gives each one its
 //! intended send time ([`Profile::due`]); worker `i` of `n` owns requests `i, i+n, i+2n, ...`,
@@ -11,16 +14,18 @@
 //! measured from the intended time, so a stalled server shows up in every request that had to
 //! wait (no coordinated omission).
 
-use std::cell::Cell;
-use std::rc::Rc;
+use std::cell::{Cell, RefCell};
+use std::future::{poll_fn, Future};
+use std::rc::{Rc, Weak};
 use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use loadmark_plan::{Profile, Segment};
 use tokio::task::JoinSet;
 
 use crate::connection::{perform, Connection, Shared};
-use crate::pool::{Pool, Slot};
+use crate::pool::{Due, Pool, Slot};
 use crate::transport::Transport;
 use loadmark_timer::Pacer;
 
@@ -72,17 +77,158 @@ impl Schedule {
     }
 }
 
-/// One due request: its number on the run's schedule and its intended send time.
-type Job = (u64, Instant);
+/// A protocol's side of the open loop: one connection's life, fed by the executor.
+pub(crate) trait Driver<T: Transport>: Sized + 'static {
+    /// Requests one connection carries at once: 1 over HTTP/1.1, the depth when pipelined,
+    /// the streams over HTTP/2.
+    fn capacity(&self) -> usize;
 
-/// Sends this worker's share of the schedule, then waits for its requests to end (each is
-/// bounded by the request timeout).
+    /// Resolves when the run must stop at once (a server that refused the protocol); the
+    /// schedule then ends.
+    fn halted(&self) -> impl Future<Output = ()> {
+        std::future::pending()
+    }
+
+    /// One connection's life: opens it (unless it was opened before the schedule started:
+    /// `preopened`), sends what its lane hands it as its capacity allows, records each
+    /// request's end (a sample, or a classified error) and tells the lane
+    /// ([`Lane::done`]), until the lane says it is to close and nothing is under way.
+    fn serve(
+        lane: Lane<T, Self>,
+        preopened: Option<Connection<T::Stream>>,
+    ) -> impl Future<Output = ()> + 'static;
+}
+
+/// One worker's open loop: the pool, the driver, and where connections' tasks run.
+pub(crate) struct OpenLoop<T: Transport, D> {
+    pub(crate) shared: Rc<Shared<T>>,
+    pub(crate) driver: D,
+    pool: Pool,
+    /// Where connections run; held by [`schedule_loop`] alone, so stopping it stops them.
+    tasks: Weak<RefCell<JoinSet<()>>>,
+}
+
+impl<T: Transport, D: Driver<T>> OpenLoop<T, D> {
+    /// Opens a connection for `job` (the pool may grow: checked by the caller).
+    fn grow(self: &Rc<Self>, job: Due) {
+        self.pool.open_one(false);
+        let slot = Slot::new(job.due);
+        self.pool.hand(&slot, job);
+        self.start(slot, None);
+    }
+
+    fn start(self: &Rc<Self>, slot: Rc<Slot>, preopened: Option<Connection<T::Stream>>) {
+        if let Some(tasks) = self.tasks.upgrade() {
+            let lane = Lane {
+                run: self.clone(),
+                slot,
+            };
+            tasks.borrow_mut().spawn_local(D::serve(lane, preopened));
+        }
+    }
+
+    /// Places a request at once, without a round of the event loop: on a connection with
+    /// room, or a new one if the pool may grow; false when neither.
+    fn place_now(self: &Rc<Self>, job: Due) -> bool {
+        if let Some(slot) = self.pool.take() {
+            self.pool.hand(&slot, job);
+            return true;
+        }
+        if self.pool.may_grow(Instant::now()) {
+            self.grow(job);
+            return true;
+        }
+        false
+    }
+
+    fn record_dropped(&self, due: Instant) {
+        self.shared.recorder.borrow_mut().record_dropped(due, 1);
+    }
+}
+
+/// A connection's place in the open loop, as its driver sees it.
+pub(crate) struct Lane<T: Transport, D> {
+    run: Rc<OpenLoop<T, D>>,
+    slot: Rc<Slot>,
+}
+
+impl<T: Transport, D: Driver<T>> Lane<T, D> {
+    pub(crate) fn shared(&self) -> &Rc<Shared<T>> {
+        &self.run.shared
+    }
+
+    pub(crate) fn driver(&self) -> &D {
+        &self.run.driver
+    }
+
+    /// The next request handed to this connection, waiting for one; None when it is to close.
+    pub(crate) async fn next(&self) -> Option<Due> {
+        self.slot.next_job().await
+    }
+
+    /// A request handed over and not yet taken up, without waiting.
+    pub(crate) fn try_next(&self) -> Option<Due> {
+        self.slot.try_job()
+    }
+
+    /// Ready when a request waits to be taken up; the task is also woken when the
+    /// connection is told to close ([`Lane::retired`]).
+    pub(crate) fn poll_job(&self, cx: &mut Context<'_>) -> Poll<()> {
+        self.slot.poll_job(cx)
+    }
+
+    /// Waits until a request waits to be taken up.
+    pub(crate) async fn job_waiting(&self) {
+        poll_fn(|cx| self.poll_job(cx)).await
+    }
+
+    /// Puts a request taken up back at the front, to send on the connection's next life.
+    pub(crate) fn requeue(&self, job: Due) {
+        self.slot.requeue(job);
+    }
+
+    /// Requests handed to this connection and not ended.
+    pub(crate) fn busy(&self) -> usize {
+        self.slot.busy()
+    }
+
+    /// Told to close once what it carries has ended.
+    pub(crate) fn retired(&self) -> bool {
+        self.slot.retired()
+    }
+
+    /// One of its requests ended at `now` (recorded by the driver): the connection may take
+    /// a waiting request or go back to the pool.
+    pub(crate) fn done(&self, now: Instant) {
+        let run = &self.run;
+        run.pool.done(&self.slot, now, run.shared.timeout, |due| {
+            run.record_dropped(due)
+        });
+    }
+
+    /// The connection is gone for good (it could not open, failed, or the server went
+    /// away): out of the pool before its requests are placed elsewhere.
+    pub(crate) fn gone(&self) {
+        self.run.pool.gone(&self.slot);
+    }
+
+    /// Sends a request this connection cannot (it ended before sending it, or the server
+    /// did not process it) on another connection, which may be a new one; false when none
+    /// has room and the pool may not grow. The caller ended it here first ([`Lane::done`]).
+    pub(crate) fn place_elsewhere(&self, job: Due) -> bool {
+        self.run.place_now(job)
+    }
+}
+
+/// Sends this worker's share of the schedule on `driver`'s connections, then waits for its
+/// requests to end (each is bounded by the request timeout).
 ///
 /// Each connection of the pool is one task that waits in [`Pool`] for its next request, so
 /// a request costs a pop, a wake and a push, and no task or timer of its own; the pool grows
 /// only when every connection waits on the server, as answers come ([`crate::pool`]).
-pub(crate) async fn schedule_loop<T: Transport>(
+pub(crate) async fn schedule_loop<T: Transport, D: Driver<T>>(
     shared: Rc<Shared<T>>,
+    driver: D,
     profile: Arc<Profile>,
     origin: Instant,
     share: Share,
@@ -90,27 +236,39 @@ pub(crate) async fn schedule_loop<T: Transport>(
     preopened: Vec<(Connection<T::Stream>, Duration)>,
 ) {
     let now = Instant::now();
-    let pool: Rc<Pool<Job>> = Rc::new(Pool::new(max_connections, preopened.len(), now));
+    let tasks = Rc::new(RefCell::new(JoinSet::new()));
+    let capacity = driver.capacity();
+    let run = Rc::new(OpenLoop {
+        shared: shared.clone(),
+        driver,
+        pool: Pool::new(max_connections, preopened.len(), capacity, now),
+        tasks: Rc::downgrade(&tasks),
+    });
+    let pool = &run.pool;
     let _report = ReportPool {
         shared: &shared,
-        pool: &pool,
+        pool,
     };
-    let mut connections = JoinSet::new();
     for (conn, _) in preopened {
         if pool.open_one(true) {
             let slot = Slot::new(now);
-            pool.give_back(slot.clone(), now);
-            connections.spawn_local(connection_task(
-                shared.clone(),
-                pool.clone(),
-                slot,
-                conn,
-                None,
-            ));
+            pool.list(&slot);
+            run.start(slot, Some(conn));
         }
     }
     let mut schedule = Schedule::new(profile, origin, share);
-    while let Some((k, due)) = schedule.next(&shared.idle_polling).await {
+    let halted = run.driver.halted();
+    tokio::pin!(halted);
+    loop {
+        let next = tokio::select! {
+            biased;
+            () = &mut halted => None,
+            next = schedule.next(&shared.idle_polling) => next,
+        };
+        let Some((k, due)) = next else {
+            break;
+        };
+        let job = Due::new(k, due);
         let slot = match pool.take() {
             Some(slot) => Some(slot),
             // Reading what has arrived may free a connection, cheaper than a new one. When
@@ -121,74 +279,38 @@ pub(crate) async fn schedule_loop<T: Transport>(
             None => None,
         };
         match slot {
-            Some(slot) => slot.give((k, due)),
-            None if pool.may_grow(due.max(Instant::now())) => {
-                pool.open_one(false);
-                connections.spawn_local(connection_task(
-                    shared.clone(),
-                    pool.clone(),
-                    Slot::new(due),
-                    Connection::new(),
-                    Some((k, due)),
-                ));
-            }
-            None if !pool.full() => pool.wait((k, due), Instant::now()),
-            None => shared.recorder.borrow_mut().record_dropped(due, 1),
+            Some(slot) => pool.hand(&slot, job),
+            None if pool.may_grow(due.max(Instant::now())) => run.grow(job),
+            None if !pool.full() => pool.wait(job, Instant::now()),
+            None => run.record_dropped(due),
         }
         pool.placed();
         pool.shrink(due);
-        while connections.try_join_next().is_some() {}
+        while tasks.borrow_mut().try_join_next().is_some() {}
     }
     pool.finish();
-    while connections.join_next().await.is_some() {}
+    while poll_fn(|cx| tasks.borrow_mut().poll_join_next(cx))
+        .await
+        .is_some()
+    {}
 }
 
-/// One connection of the pool: performs what it is given, then the oldest request waiting
-/// for a connection, if any, else waits in the pool again, until the pool retires it (idle
-/// too long, or the schedule is over).
-async fn connection_task<T: Transport>(
-    shared: Rc<Shared<T>>,
-    pool: Rc<Pool<Job>>,
-    slot: Rc<Slot<Job>>,
-    mut conn: Connection<T::Stream>,
-    first: Option<Job>,
-) {
-    let mut next = first;
-    loop {
-        let (k, due) = match next.take() {
-            Some(job) => job,
-            None => match slot.next_job().await {
-                Some(job) => job,
-                None => return,
-            },
-        };
-        let ended = perform(&shared, &mut conn, Some(due), Some(k)).await;
-        pool.answered();
-        next = waiting_job(&shared, &pool, &mut conn, ended);
-        if next.is_none() {
-            pool.give_back(slot.clone(), ended);
-        }
-    }
-}
+/// HTTP/1.1, one request at a time on each connection.
+pub(crate) struct Http1;
 
-/// The oldest request waiting for a connection that can still be sent; those that waited
-/// longer than the request timeout are dropped (they would time out unsent).
-fn waiting_job<T: Transport>(
-    shared: &Shared<T>,
-    pool: &Pool<Job>,
-    conn: &mut Connection<T::Stream>,
-    now: Instant,
-) -> Option<Job> {
-    while let Some(((k, due), taken_up)) = pool.next_waiting() {
-        if now.saturating_duration_since(due) >= shared.timeout {
-            pool.waited_too_long();
-            shared.recorder.borrow_mut().record_dropped(due, 1);
-            continue;
-        }
-        conn.taken_up = Some(taken_up);
-        return Some((k, due));
+impl<T: Transport> Driver<T> for Http1 {
+    fn capacity(&self) -> usize {
+        1
     }
-    None
+
+    async fn serve(lane: Lane<T, Self>, preopened: Option<Connection<T::Stream>>) {
+        let mut conn = preopened.unwrap_or_else(Connection::new);
+        while let Some(job) = lane.next().await {
+            conn.taken_up = job.taken_up;
+            let ended = perform(lane.shared(), &mut conn, Some(job.due), Some(job.k)).await;
+            lane.done(ended);
+        }
+    }
 }
 
 /// Records what the pool did when the loop ends, however it ends: a run stopped early
@@ -196,7 +318,7 @@ fn waiting_job<T: Transport>(
 /// connections opened.
 struct ReportPool<'a, T: Transport> {
     shared: &'a Shared<T>,
-    pool: &'a Pool<Job>,
+    pool: &'a Pool,
 }
 
 impl<T: Transport> Drop for ReportPool<'_, T> {
@@ -205,8 +327,8 @@ impl<T: Transport> Drop for ReportPool<'_, T> {
         if let Ok(mut recorder) = self.shared.recorder.try_borrow_mut() {
             recorder.record_pool(Instant::now(), &stats.into());
             // Requests still waiting for a connection when the run stopped were never sent.
-            for ((_, due), _) in self.pool.take_waiting() {
-                recorder.record_dropped(due, 1);
+            for job in self.pool.take_waiting() {
+                recorder.record_dropped(job.due, 1);
             }
         }
         if std::env::var_os("LOADMARK_POOL_STATS").is_some() {

@@ -1,11 +1,17 @@
-//! The open loop's pool of connections, whatever they speak (issue 43).
+//! The open loop's pool of connections, whatever they speak (issue 43): one pool for every
+//! driver ([`crate::open`]). A connection carries up to the driver's capacity at once (one
+//! request over HTTP/1.1, the pipeline's depth, HTTP/2's streams).
 //!
-//! An open loop hands each due request to a free connection. Three rules keep the pool the
+//! An open loop hands each due request to a connection with room. Three rules keep the pool the
 //! size the server needs, and the work per request independent of that size:
 //!
-//! - **O(1) hand-out.** Free connections wait on a stack (the most recently freed on top, so
+//! - **O(1) hand-out.** Idle connections wait on a stack (the most recently freed on top, so
 //!   the same few hot connections carry the load and the rest age at the bottom). Taking one
 //!   and giving it back costs a push and a pop; idle connections cost nothing per request.
+//!   Connections that carry some requests and have room for more wait on a second stack,
+//!   taken only when none is idle: requests spread over the connections and queue behind
+//!   others only when every connection carries some (a pipelined request waits for those
+//!   ahead of it; an HTTP/2 stream does not, and spreading costs it nothing).
 //! - **Grow for a slow server, not for a late client.** When no connection is free, the loop
 //!   first lets its event loop read what has arrived ([`Pool::harvest`]): responses that sat
 //!   unread while the loop was busy free their connections. Only when every connection is
@@ -34,7 +40,7 @@ use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use std::future::poll_fn;
 use std::rc::Rc;
-use std::task::{Poll, Waker};
+use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
 /// Connections the pool may open before any response has come back (see the module doc).
@@ -48,29 +54,76 @@ pub(crate) const IDLE_CLOSE: Duration = Duration::from_secs(1);
 /// How often the bottom of the stack is looked at for connections to close.
 const SHRINK_EVERY: Duration = Duration::from_millis(100);
 
+/// A due request of the open loop, whatever carries it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Due {
+    /// Its number in the whole run's schedule.
+    pub k: u64,
+    /// Its intended send time: latency counts from here.
+    pub due: Instant,
+    /// When the schedule took it up, if it had to wait for a connection with room: its lag
+    /// ends there, and the wait is the server's, as a connect made for it is.
+    pub taken_up: Option<Instant>,
+    /// Already sent once on a connection that ended without processing it.
+    pub retried: bool,
+}
+
+impl Due {
+    pub(crate) fn new(k: u64, due: Instant) -> Self {
+        Due {
+            k,
+            due,
+            taken_up: None,
+            retried: false,
+        }
+    }
+
+    /// When it went under way: when the schedule took it up if it waited, else `now`.
+    pub(crate) fn started(&self, now: Instant) -> Instant {
+        self.taken_up.unwrap_or(now)
+    }
+}
+
 /// One connection's place in the pool: where its task is handed work.
-pub(crate) struct Slot<J> {
-    job: Cell<Option<J>>,
+pub(crate) struct Slot {
+    /// Handed to the connection and not yet taken up by its task.
+    jobs: RefCell<VecDeque<Due>>,
+    /// Handed and not ended (queued here, or under way on the connection).
+    busy: Cell<usize>,
+    /// Listed on the pool's idle stack, or its stack of connections with some room.
+    on_idle: Cell<bool>,
+    on_partial: Cell<bool>,
     waker: Cell<Option<Waker>>,
-    /// When it was last given back.
+    /// When it last became idle.
     idle_since: Cell<Instant>,
     /// Told to close (idle too long, or the schedule is over).
     retire: Cell<bool>,
+    /// Closed for good, and no longer counted open.
+    gone: Cell<bool>,
 }
 
-impl<J> Slot<J> {
+impl Slot {
     pub(crate) fn new(now: Instant) -> Rc<Self> {
         Rc::new(Slot {
-            job: Cell::new(None),
+            jobs: RefCell::new(VecDeque::new()),
+            busy: Cell::new(0),
+            on_idle: Cell::new(false),
+            on_partial: Cell::new(false),
             waker: Cell::new(None),
             idle_since: Cell::new(now),
             retire: Cell::new(false),
+            gone: Cell::new(false),
         })
     }
 
-    /// Gives this (free) connection a job and wakes its task.
-    pub(crate) fn give(&self, job: J) {
-        self.job.set(Some(job));
+    /// Gives this connection a job and wakes its task.
+    fn give(&self, job: Due) {
+        self.jobs.borrow_mut().push_back(job);
+        self.busy.set(self.busy.get() + 1);
+        self.wake();
+    }
+
+    fn wake(&self) {
         if let Some(w) = self.waker.take() {
             w.wake();
         }
@@ -78,15 +131,49 @@ impl<J> Slot<J> {
 
     fn retire(&self) {
         self.retire.set(true);
-        if let Some(w) = self.waker.take() {
-            w.wake();
+        self.wake();
+    }
+
+    /// Whether it may be handed another request.
+    fn has_room(&self, capacity: usize) -> bool {
+        !self.gone.get() && !self.retire.get() && self.busy.get() < capacity
+    }
+
+    /// Requests handed to it and not ended.
+    pub(crate) fn busy(&self) -> usize {
+        self.busy.get()
+    }
+
+    /// Told to close: once what it was handed has ended, its task ends.
+    pub(crate) fn retired(&self) -> bool {
+        self.retire.get()
+    }
+
+    /// A job handed over and not yet taken up, without waiting.
+    pub(crate) fn try_job(&self) -> Option<Due> {
+        self.jobs.borrow_mut().pop_front()
+    }
+
+    /// Puts a job taken up back at the front (a connection that ended before sending it;
+    /// it stays counted busy).
+    pub(crate) fn requeue(&self, job: Due) {
+        self.jobs.borrow_mut().push_front(job);
+    }
+
+    /// Ready when a job is waiting to be taken up; else the task is woken when one comes,
+    /// or when the connection is told to close (which the task looks at itself).
+    pub(crate) fn poll_job(&self, cx: &mut Context<'_>) -> Poll<()> {
+        if !self.jobs.borrow().is_empty() {
+            return Poll::Ready(());
         }
+        self.waker.set(Some(cx.waker().clone()));
+        Poll::Pending
     }
 
     /// The connection's task waits here for its next job; None when it is to close.
-    pub(crate) async fn next_job(&self) -> Option<J> {
+    pub(crate) async fn next_job(&self) -> Option<Due> {
         poll_fn(|cx| {
-            if let Some(job) = self.job.take() {
+            if let Some(job) = self.try_job() {
                 return Poll::Ready(Some(job));
             }
             if self.retire.get() {
@@ -111,8 +198,8 @@ pub(crate) struct PoolStats {
     pub closed_idle: u64,
     /// The most connections open at once.
     pub peak: u64,
-    /// Times a due request found no connection free and the loop read what had arrived
-    /// first; of those, times that freed one.
+    /// Times a due request found no connection with room and the loop read what had
+    /// arrived first; of those, times that freed one.
     pub harvests: u64,
     pub harvest_freed: u64,
     /// Requests that waited for a connection to come free (no credit to grow), and those
@@ -132,12 +219,18 @@ impl From<PoolStats> for loadmark_metrics::PoolCounts {
     }
 }
 
-/// The free connections of one worker's open loop, and how many are open.
-pub(crate) struct Pool<J> {
-    free: RefCell<VecDeque<Rc<Slot<J>>>>,
+/// The connections of one worker's open loop with room for a request, and how many are
+/// open.
+pub(crate) struct Pool {
+    /// Connections carrying nothing, the most recently freed last.
+    idle: RefCell<VecDeque<Rc<Slot>>>,
+    /// Connections carrying some requests, with room for more (capacity above one).
+    partial: RefCell<Vec<Rc<Slot>>>,
+    /// Requests one connection carries at once.
+    capacity: usize,
     /// Requests due while every connection was busy and no credit was left, with when the
     /// schedule took each up.
-    waiting: RefCell<VecDeque<(J, Instant)>>,
+    waiting: RefCell<VecDeque<Due>>,
     /// Connections the pool may still open before more responses come back.
     credit: Cell<usize>,
     /// Requests waiting when the last due request was placed: fewer now means answers are
@@ -147,16 +240,19 @@ pub(crate) struct Pool<J> {
     cap: usize,
     floor: usize,
     last_shrink: Cell<Instant>,
-    /// The schedule is over: a connection given back closes instead of waiting.
+    /// The schedule is over: a connection that ends its last request closes.
     finished: Cell<bool>,
     pub(crate) stats: Cell<PoolStats>,
 }
 
-impl<J> Pool<J> {
-    /// A pool of at most `cap` connections that never shrinks below `floor`.
-    pub(crate) fn new(cap: usize, floor: usize, now: Instant) -> Self {
+impl Pool {
+    /// A pool of at most `cap` connections, each carrying up to `capacity` requests, that
+    /// never shrinks below `floor`.
+    pub(crate) fn new(cap: usize, floor: usize, capacity: usize, now: Instant) -> Self {
         Pool {
-            free: RefCell::new(VecDeque::new()),
+            idle: RefCell::new(VecDeque::new()),
+            partial: RefCell::new(Vec::new()),
+            capacity: capacity.max(1),
             waiting: RefCell::new(VecDeque::new()),
             credit: Cell::new(GROWTH_BURST),
             waiting_before: Cell::new(0),
@@ -175,19 +271,97 @@ impl<J> Pool<J> {
         self.stats.set(s);
     }
 
-    /// A free connection, the most recently used first.
-    pub(crate) fn take(&self) -> Option<Rc<Slot<J>>> {
-        self.free.borrow_mut().pop_back()
+    /// A connection with room: an idle one, the most recently freed first, else one that
+    /// carries some. A listing that went stale (the connection filled up, closed) is
+    /// dropped when it comes up, so each listing is looked at once.
+    pub(crate) fn take(&self) -> Option<Rc<Slot>> {
+        let mut idle = self.idle.borrow_mut();
+        while let Some(slot) = idle.pop_back() {
+            slot.on_idle.set(false);
+            if slot.has_room(self.capacity) {
+                return Some(slot);
+            }
+        }
+        drop(idle);
+        let mut partial = self.partial.borrow_mut();
+        while let Some(slot) = partial.pop() {
+            slot.on_partial.set(false);
+            if slot.has_room(self.capacity) {
+                return Some(slot);
+            }
+        }
+        None
     }
 
-    /// A connection's task is done with its job: it is free again.
-    pub(crate) fn give_back(&self, slot: Rc<Slot<J>>, now: Instant) {
-        if self.finished.get() {
-            slot.retire();
+    /// Gives `job` to `slot` (one [`Pool::take`] returned, or a new one) and lists it again
+    /// if it still has room.
+    pub(crate) fn hand(&self, slot: &Rc<Slot>, job: Due) {
+        slot.give(job);
+        self.list(slot);
+    }
+
+    /// Puts a connection with room on the stack it belongs to, unless it is listed there.
+    pub(crate) fn list(&self, slot: &Rc<Slot>) {
+        if !slot.has_room(self.capacity) {
             return;
         }
-        slot.idle_since.set(now);
-        self.free.borrow_mut().push_back(slot);
+        if slot.busy.get() == 0 {
+            if !slot.on_idle.replace(true) {
+                self.idle.borrow_mut().push_back(slot.clone());
+            }
+        } else if !slot.on_partial.replace(true) {
+            self.partial.borrow_mut().push(slot.clone());
+        }
+    }
+
+    /// One of `slot`'s requests ended at `now` (answered, failed, or sent elsewhere): the
+    /// oldest request waiting for a connection goes to it at once, those that waited longer
+    /// than `timeout` are dropped through `dropped` (they would time out unsent); else it
+    /// is listed with room again, or closes if the schedule is over and it carries nothing.
+    pub(crate) fn done(
+        &self,
+        slot: &Rc<Slot>,
+        now: Instant,
+        timeout: Duration,
+        mut dropped: impl FnMut(Instant),
+    ) {
+        self.answered();
+        slot.busy.set(slot.busy.get().saturating_sub(1));
+        if slot.gone.get() || slot.retire.get() {
+            return;
+        }
+        loop {
+            let Some(mut job) = self.waiting.borrow_mut().pop_front() else {
+                break;
+            };
+            if now.saturating_duration_since(job.due) >= timeout {
+                self.note(|s| s.waited_too_long += 1);
+                dropped(job.due);
+                continue;
+            }
+            job.taken_up.get_or_insert(now);
+            slot.give(job);
+            self.list(slot);
+            return;
+        }
+        if self.finished.get() {
+            if slot.busy.get() == 0 {
+                slot.retire();
+            }
+            return;
+        }
+        if slot.busy.get() == 0 {
+            slot.idle_since.set(now);
+        }
+        self.list(slot);
+    }
+
+    /// The connection closed for good (its task ended, or the server went away): it is no
+    /// longer counted open, and never handed another request.
+    pub(crate) fn gone(&self, slot: &Slot) {
+        if !slot.gone.replace(true) {
+            self.open.set(self.open.get().saturating_sub(1));
+        }
     }
 
     /// Whether a request due now, with every connection busy, should open a connection:
@@ -200,9 +374,10 @@ impl<J> Pool<J> {
         }
         let waiting = self.waiting.borrow();
         let draining = !waiting.is_empty() && waiting.len() < self.waiting_before.get();
-        let patient = waiting
-            .front()
-            .is_none_or(|(_, taken_up)| now.saturating_duration_since(*taken_up) < PATIENCE);
+        let patient = waiting.front().is_none_or(|job| {
+            let taken_up = job.taken_up.unwrap_or(job.due);
+            now.saturating_duration_since(taken_up) < PATIENCE
+        });
         !(draining && patient)
     }
 
@@ -219,28 +394,19 @@ impl<J> Pool<J> {
     /// A request ended on one of the pool's connections: one more connection may open, up
     /// to [`GROWTH_BURST`] at once (credit kept from a busy spell would let the next stall
     /// grow the pool by as much: the pool doubled at each stall of the server).
-    pub(crate) fn answered(&self) {
+    fn answered(&self) {
         self.credit.set((self.credit.get() + 1).min(GROWTH_BURST));
     }
 
-    /// Queues a due request for the next connection that comes free; `taken_up` is now.
-    pub(crate) fn wait(&self, job: J, taken_up: Instant) {
-        self.waiting.borrow_mut().push_back((job, taken_up));
+    /// Queues a due request for the next connection with room; it was taken up `now`.
+    pub(crate) fn wait(&self, mut job: Due, now: Instant) {
+        job.taken_up = Some(now);
+        self.waiting.borrow_mut().push_back(job);
         self.note(|s| s.waited += 1);
     }
 
-    /// The oldest request waiting for a connection, if any.
-    pub(crate) fn next_waiting(&self) -> Option<(J, Instant)> {
-        self.waiting.borrow_mut().pop_front()
-    }
-
-    /// Counts a waiting request dropped after waiting longer than the request timeout.
-    pub(crate) fn waited_too_long(&self) {
-        self.note(|s| s.waited_too_long += 1);
-    }
-
     /// Requests still waiting (the run stopping: they are dropped, never sent).
-    pub(crate) fn take_waiting(&self) -> Vec<(J, Instant)> {
+    pub(crate) fn take_waiting(&self) -> Vec<Due> {
         self.waiting.borrow_mut().drain(..).collect()
     }
 
@@ -267,9 +433,9 @@ impl<J> Pool<J> {
     }
 
     /// Every connection is busy: lets the event loop read what has arrived (one turn that
-    /// polls the sockets without blocking and runs the tasks it woke), then takes a free
-    /// connection if that freed one.
-    pub(crate) async fn harvest(&self) -> Option<Rc<Slot<J>>> {
+    /// polls the sockets without blocking and runs the tasks it woke), then takes a
+    /// connection with room if that freed one.
+    pub(crate) async fn harvest(&self) -> Option<Rc<Slot>> {
         tokio::task::yield_now().await;
         let slot = self.take();
         let freed = slot.is_some() as u64;
@@ -280,34 +446,46 @@ impl<J> Pool<J> {
         slot
     }
 
-    /// Closes connections that sat at the bottom of the stack for [`IDLE_CLOSE`], keeping
-    /// the floor; looks at most every [`SHRINK_EVERY`].
+    /// Closes connections that sat idle at the bottom of the stack for [`IDLE_CLOSE`],
+    /// keeping the floor; looks at most every [`SHRINK_EVERY`].
     pub(crate) fn shrink(&self, now: Instant) {
         if now.saturating_duration_since(self.last_shrink.get()) < SHRINK_EVERY {
             return;
         }
         self.last_shrink.set(now);
-        let mut free = self.free.borrow_mut();
+        let mut idle = self.idle.borrow_mut();
         while self.open.get() > self.floor {
-            match free.front() {
-                Some(oldest)
-                    if now.saturating_duration_since(oldest.idle_since.get()) >= IDLE_CLOSE =>
-                {
-                    let oldest = free.pop_front().expect("looked at");
-                    oldest.retire();
-                    self.open.set(self.open.get() - 1);
-                    self.note(|s| s.closed_idle += 1);
-                }
-                _ => break,
+            let Some(oldest) = idle.front() else {
+                break;
+            };
+            if !oldest.has_room(self.capacity) || oldest.busy.get() > 0 {
+                // A stale listing: it is busy or closed now.
+                let stale = idle.pop_front().expect("looked at");
+                stale.on_idle.set(false);
+                continue;
             }
+            if now.saturating_duration_since(oldest.idle_since.get()) < IDLE_CLOSE {
+                break;
+            }
+            let oldest = idle.pop_front().expect("looked at");
+            oldest.on_idle.set(false);
+            oldest.retire();
+            self.gone(&oldest);
+            self.note(|s| s.closed_idle += 1);
         }
     }
 
-    /// The schedule is over: free connections close now, busy ones after their request.
+    /// The schedule is over: idle connections close now, busy ones after their requests.
     pub(crate) fn finish(&self) {
         self.finished.set(true);
-        for slot in self.free.borrow_mut().drain(..) {
-            slot.retire();
+        for slot in self.idle.borrow_mut().drain(..) {
+            slot.on_idle.set(false);
+            if slot.busy.get() == 0 {
+                slot.retire();
+            }
+        }
+        for slot in self.partial.borrow_mut().drain(..) {
+            slot.on_partial.set(false);
         }
     }
 }
@@ -316,21 +494,58 @@ impl<J> Pool<J> {
 mod tests {
     use super::*;
 
+    const TIMEOUT: Duration = Duration::from_secs(10);
+
+    fn job(k: u64, due: Instant) -> Due {
+        Due::new(k, due)
+    }
+
+    /// Takes a connection and gives it a job, as the schedule does.
+    fn place(pool: &Pool, k: u64, now: Instant) -> Rc<Slot> {
+        let slot = pool.take().expect("a connection with room");
+        pool.hand(&slot, job(k, now));
+        slot
+    }
+
     #[test]
     fn the_most_recently_freed_connection_is_taken_first() {
         let t0 = Instant::now();
-        let pool: Pool<u32> = Pool::new(4, 0, t0);
+        let pool = Pool::new(4, 0, 1, t0);
         let (a, b) = (Slot::new(t0), Slot::new(t0));
-        pool.give_back(a.clone(), t0);
-        pool.give_back(b.clone(), t0);
+        pool.list(&a);
+        pool.list(&b);
         assert!(Rc::ptr_eq(&pool.take().unwrap(), &b));
         assert!(Rc::ptr_eq(&pool.take().unwrap(), &a));
         assert!(pool.take().is_none());
     }
 
     #[test]
+    fn requests_spread_over_idle_connections_before_queueing_behind_others() {
+        let t0 = Instant::now();
+        let pool = Pool::new(4, 0, 3, t0);
+        let (a, b) = (Slot::new(t0), Slot::new(t0));
+        pool.list(&a);
+        pool.list(&b);
+        // Both idle: one request each, then the second and third on each.
+        let first = place(&pool, 0, t0);
+        let second = place(&pool, 1, t0);
+        assert!(!Rc::ptr_eq(&first, &second), "an idle one comes first");
+        for k in 2..6 {
+            place(&pool, k, t0);
+        }
+        assert_eq!((a.busy(), b.busy()), (3, 3));
+        assert!(
+            pool.take().is_none(),
+            "every connection carries its capacity"
+        );
+        // One ends: it has room again.
+        pool.done(&a, t0, TIMEOUT, |_| panic!("nothing waits"));
+        assert!(Rc::ptr_eq(&pool.take().unwrap(), &a));
+    }
+
+    #[test]
     fn the_cap_bounds_what_opens_and_counts_why() {
-        let pool: Pool<u32> = Pool::new(3, 1, Instant::now());
+        let pool = Pool::new(3, 1, 1, Instant::now());
         assert!(pool.open_one(true));
         assert!(pool.open_one(false));
         assert!(pool.open_one(false));
@@ -341,9 +556,9 @@ mod tests {
 
     #[test]
     fn growth_spends_credit_that_answers_give_back() {
-        let pool: Pool<u32> = Pool::new(100, 1, Instant::now());
-        assert!(pool.open_one(true), "opening up front spends no credit");
         let now = Instant::now();
+        let pool = Pool::new(100, 1, 1, now);
+        assert!(pool.open_one(true), "opening up front spends no credit");
         for _ in 0..GROWTH_BURST {
             assert!(pool.may_grow(now));
             assert!(pool.open_one(false));
@@ -360,15 +575,24 @@ mod tests {
         }
         assert_eq!(pool.credit.get(), GROWTH_BURST);
         // Requests wait in order when there is nothing to grow with.
-        pool.wait(1, now);
-        pool.wait(2, now);
+        pool.wait(job(1, now), now);
+        pool.wait(job(2, now), now);
         pool.placed();
-        pool.wait(3, now);
-        assert_eq!(pool.next_waiting().map(|(j, _)| j), Some(1));
+        pool.wait(job(3, now), now);
+        // A connection that comes free takes the oldest waiting one.
+        let slot = Slot::new(now);
+        slot.give(job(0, now));
+        slot.try_job().expect("its task takes it up");
+        pool.done(&slot, now, TIMEOUT, |_| panic!("none waited too long"));
+        assert_eq!(
+            slot.try_job().map(|j| (j.k, j.taken_up)),
+            Some((1, Some(now)))
+        );
         pool.placed();
         // Answers took one (3 -> 2) before the next request fell due: draining, so it waits,
         // until the oldest has waited PATIENCE.
-        let _ = pool.next_waiting();
+        pool.done(&slot, now, TIMEOUT, |_| panic!("none waited too long"));
+        assert_eq!(slot.try_job().map(|j| j.k), Some(2));
         assert!(
             !pool.may_grow(now),
             "a draining backlog does not grow the pool"
@@ -377,24 +601,39 @@ mod tests {
             pool.may_grow(now + PATIENCE),
             "one that waited too long does"
         );
-        pool.wait(4, now);
-        assert_eq!(pool.next_waiting().map(|(j, _)| j), Some(3));
-        assert_eq!(pool.take_waiting().len(), 1);
+        pool.wait(job(4, now), now);
+        assert_eq!(pool.take_waiting().len(), 2);
         assert_eq!(pool.stats.get().waited, 4);
+    }
+
+    #[test]
+    fn a_request_that_waited_longer_than_the_timeout_is_dropped_not_sent() {
+        let t0 = Instant::now();
+        let pool = Pool::new(1, 0, 1, t0);
+        pool.wait(job(1, t0), t0);
+        pool.wait(job(2, t0 + TIMEOUT), t0 + TIMEOUT);
+        let slot = Slot::new(t0);
+        slot.give(job(0, t0));
+        slot.try_job().expect("its task takes it up");
+        let mut dropped = Vec::new();
+        pool.done(&slot, t0 + TIMEOUT, TIMEOUT, |due| dropped.push(due));
+        assert_eq!(dropped, vec![t0]);
+        assert_eq!(slot.try_job().map(|j| j.k), Some(2));
+        assert_eq!(pool.stats.get().waited_too_long, 1);
     }
 
     #[test]
     fn connections_idle_too_long_close_down_to_the_floor() {
         let t0 = Instant::now();
-        let pool: Pool<u32> = Pool::new(10, 2, t0);
+        let pool = Pool::new(10, 2, 1, t0);
         let slots: Vec<_> = (0..5).map(|_| Slot::new(t0)).collect();
         for s in &slots {
             assert!(pool.open_one(false));
-            pool.give_back(s.clone(), t0);
+            pool.list(s);
         }
         // The top one was used again later.
-        let top = pool.take().unwrap();
-        pool.give_back(top, t0 + IDLE_CLOSE);
+        let top = place(&pool, 0, t0);
+        pool.done(&top, t0 + IDLE_CLOSE, TIMEOUT, |_| {});
         pool.shrink(t0 + IDLE_CLOSE + SHRINK_EVERY);
         let s = pool.stats.get();
         assert_eq!(
@@ -402,22 +641,39 @@ mod tests {
             "the four old ones close, down to the floor of 2"
         );
         assert_eq!(pool.open.get(), 2);
-        assert!(slots[0].retire.get() && slots[1].retire.get() && slots[2].retire.get());
-        assert!(!slots[3].retire.get() && !slots[4].retire.get());
+        assert!(slots[0].retired() && slots[1].retired() && slots[2].retired());
+        assert!(!slots[3].retired() && !slots[4].retired());
     }
 
     #[test]
-    fn a_connection_given_back_after_the_schedule_ended_closes() {
+    fn a_connection_that_ends_its_last_request_after_the_schedule_closes() {
         let t0 = Instant::now();
-        let pool: Pool<u32> = Pool::new(4, 0, t0);
+        let pool = Pool::new(4, 0, 2, t0);
         let (idle, busy) = (Slot::new(t0), Slot::new(t0));
-        pool.give_back(idle.clone(), t0);
+        pool.list(&idle);
+        busy.give(job(0, t0));
+        busy.give(job(1, t0));
         pool.finish();
-        assert!(idle.retire.get(), "a free one closes at once");
+        assert!(idle.retired(), "an idle one closes at once");
         // One that was busy when the schedule ended must not wait for a job that never
-        // comes (the run then lasted until its hard stop).
-        pool.give_back(busy.clone(), t0);
-        assert!(busy.retire.get());
+        // comes (the run then lasted until its hard stop), nor close before its requests.
+        pool.done(&busy, t0, TIMEOUT, |_| {});
+        assert!(!busy.retired());
+        pool.done(&busy, t0, TIMEOUT, |_| {});
+        assert!(busy.retired());
+        assert!(pool.take().is_none());
+    }
+
+    #[test]
+    fn a_connection_gone_is_never_handed_a_request() {
+        let t0 = Instant::now();
+        let pool = Pool::new(4, 0, 4, t0);
+        assert!(pool.open_one(false));
+        let slot = Slot::new(t0);
+        pool.list(&slot);
+        pool.gone(&slot);
+        pool.gone(&slot);
+        assert_eq!(pool.open.get(), 0, "counted once");
         assert!(pool.take().is_none());
     }
 
@@ -427,19 +683,19 @@ mod tests {
             .build()
             .unwrap();
         rt.block_on(async {
-            let slot: Rc<Slot<u32>> = Slot::new(Instant::now());
+            let slot = Slot::new(Instant::now());
             let waiting = {
                 let slot = slot.clone();
                 async move { (slot.next_job().await, slot.next_job().await) }
             };
             let giver = async {
                 tokio::task::yield_now().await;
-                slot.give(7);
+                slot.give(job(7, Instant::now()));
                 tokio::task::yield_now().await;
                 slot.retire();
             };
             let ((first, second), ()) = tokio::join!(waiting, giver);
-            assert_eq!((first, second), (Some(7), None));
+            assert_eq!((first.map(|j| j.k), second), (Some(7), None));
         });
     }
 }

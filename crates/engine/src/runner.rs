@@ -24,7 +24,7 @@ use crate::source::RequestSource;
 use crate::sys::{raise_file_limit, CpuTime};
 use crate::transport::{DirectTcp, Tcp, Tls, Transport};
 use crate::unix::Unix;
-use crate::worker::{Assigned, Executor, Message, StartLine, Worker};
+use crate::worker::{Assigned, Executor, Message, Model, Protocol, StartLine, Worker};
 
 /// Stops a run from another thread (a signal handler): the load stops, and the run returns
 /// its result for the time that ran.
@@ -512,154 +512,72 @@ impl Cut<'_> {
         budget: &Arc<Budget>,
         load_end: Option<Duration>,
     ) -> (Executor, Option<Duration>) {
-        match &plan.load {
-            // ---- scenarios (crate::scenario, issue 17)
-            Load::Closed { connections, .. } if plan.scenario.is_some() => (
-                Executor::Scenario {
-                    users: self.spread(self.mine(*connections)),
-                    budget: budget.clone(),
-                },
-                load_end,
-            ),
+        let protocol = self.protocol(plan);
+        let model = match &plan.load {
+            Load::Closed { connections, .. } => Model::Closed {
+                slots: self.spread(self.mine(*connections)),
+                budget: budget.clone(),
+            },
+            Load::Ramp { connections, .. } => Model::Ramp {
+                profile: Arc::new(connections.clone()),
+                share: self.share(),
+                budget: budget.clone(),
+            },
             Load::Open {
                 rate,
                 max_connections,
                 ..
-            } if plan.scenario.is_some() => (
-                Executor::ScenarioOpen {
-                    profile: Arc::new(rate.clone()),
-                    share: self.share(),
-                    max_users: self.spread(self.mine(*max_connections).max(self.threads)),
+            } => Model::Open {
+                profile: Arc::new(rate.clone()),
+                share: self.share(),
+                max_connections: self.spread(self.mine(*max_connections).max(self.threads)),
+                // HTTP/1.1 connections open before the schedule starts; an HTTP/2 one
+                // negotiates on its own, a scenario's user is not a connection.
+                preopen: match protocol {
+                    Protocol::Http1 | Protocol::Pipelined { .. } => {
+                        self.spread(self.mine(plan.load.preopen()))
+                    }
+                    _ => 0,
                 },
-                // Iterations started before the end run their steps to the end, each
-                // request within its timeout, each think within its longest.
-                load_end.map(|end| end + scenario_span(plan) + Duration::from_millis(500)),
-            ),
-            Load::Ramp { connections, .. } if plan.scenario.is_some() => (
-                Executor::ScenarioRamp {
-                    profile: Arc::new(connections.clone()),
-                    share: self.share(),
-                    budget: budget.clone(),
-                },
-                load_end,
-            ),
-            // ---- end scenarios
-            // WebSocket sessions owe answers to messages sent before the end, and close
-            // politely: the worker waits for both (each within the timeout).
-            Load::Closed { connections, .. } if plan.websocket.is_some() => (
-                Executor::WebSocket {
-                    sessions: self.spread(self.mine(*connections)),
-                    budget: budget.clone(),
-                    spec: plan.websocket.clone().expect("checked"),
-                },
-                load_end.map(|end| end + plan.timeouts.request + Duration::from_secs(2)),
-            ),
-            Load::Ramp { connections, .. } if plan.websocket.is_some() => (
-                Executor::WebSocketRamp {
-                    profile: Arc::new(connections.clone()),
-                    share: self.share(),
-                    budget: budget.clone(),
-                    spec: plan.websocket.clone().expect("checked"),
-                },
-                load_end.map(|end| end + plan.timeouts.request + Duration::from_secs(2)),
-            ),
-            // ---- HTTP/2 (crate::http2): its own executors; HTTP/1.1 takes the arms below.
-            Load::Closed { connections, .. } if plan.protocol.http2.is_some() => (
-                Executor::Http2 {
-                    connections: self.spread(self.mine(*connections)),
-                    budget: budget.clone(),
-                    streams: plan.protocol.streams(),
-                    tls: plan.request.url.scheme().is_tls(),
-                    h2run: self.h2run.clone(),
-                },
-                load_end,
-            ),
-            Load::Open {
-                rate,
-                max_connections,
-                ..
-            } if plan.protocol.http2.is_some() => (
-                Executor::Http2Open {
-                    profile: Arc::new(rate.clone()),
-                    share: self.share(),
-                    max_connections: self.spread(self.mine(*max_connections).max(self.threads)),
-                    streams: plan.protocol.streams(),
-                    tls: plan.request.url.scheme().is_tls(),
-                    h2run: self.h2run.clone(),
-                },
-                load_end.map(|end| end + plan.timeouts.request + Duration::from_millis(500)),
-            ),
-            // ---- end HTTP/2
-            // ---- HTTP/1.1 pipelining (crate::pipeline)
-            Load::Closed { connections, .. } if plan.protocol.pipeline.is_some() => (
-                Executor::Pipeline {
-                    connections: self.spread(self.mine(*connections)),
-                    budget: budget.clone(),
-                    depth: plan.protocol.pipeline.unwrap_or(1),
-                },
-                load_end,
-            ),
-            Load::Open {
-                rate,
-                max_connections,
-                ..
-            } if plan.protocol.pipeline.is_some() => (
-                Executor::PipelineOpen {
-                    profile: Arc::new(rate.clone()),
-                    share: self.share(),
-                    max_connections: self.spread(self.mine(*max_connections).max(self.threads)),
-                    depth: plan.protocol.pipeline.unwrap_or(1),
-                    preopen: self.spread(self.mine(plan.load.preopen())),
-                },
-                load_end.map(|end| end + plan.timeouts.request + Duration::from_millis(500)),
-            ),
-            Load::Ramp { connections, .. } if plan.protocol.pipeline.is_some() => (
-                Executor::PipelineRamp {
-                    profile: Arc::new(connections.clone()),
-                    share: self.share(),
-                    budget: budget.clone(),
-                    depth: plan.protocol.pipeline.unwrap_or(1),
-                },
-                load_end,
-            ),
-            // ---- end pipelining
-            Load::Closed { connections, .. } => (
-                Executor::Closed {
-                    connections: self.spread(self.mine(*connections)),
-                    budget: budget.clone(),
-                },
-                load_end,
-            ),
-            Load::Ramp { connections, .. } => (
-                Executor::Ramp {
-                    profile: Arc::new(connections.clone()),
-                    share: self.share(),
-                    budget: budget.clone(),
-                    http2: plan.protocol.http2.map(|h| {
-                        (
-                            h.streams,
-                            plan.request.url.scheme().is_tls(),
-                            self.h2run.clone(),
-                        )
-                    }),
-                },
-                load_end,
-            ),
+            },
+        };
+        let hard_stop = match (&model, &protocol) {
+            // Iterations started before the end run their steps to the end, each request
+            // within its timeout, each think within its longest.
+            (Model::Open { .. }, Protocol::Scenario) => {
+                load_end.map(|end| end + scenario_span(plan) + Duration::from_millis(500))
+            }
             // Open-loop requests sent before the end may finish after it, each within its
             // timeout: the worker waits for them (plus a margin) instead of cutting them off.
-            Load::Open {
-                rate,
-                max_connections,
-                ..
-            } => (
-                Executor::Open {
-                    profile: Arc::new(rate.clone()),
-                    share: self.share(),
-                    max_connections: self.spread(self.mine(*max_connections).max(self.threads)),
-                    preopen: self.spread(self.mine(plan.load.preopen())),
-                },
-                load_end.map(|end| end + plan.timeouts.request + Duration::from_millis(500)),
-            ),
+            (Model::Open { .. }, _) => {
+                load_end.map(|end| end + plan.timeouts.request + Duration::from_millis(500))
+            }
+            // WebSocket sessions owe answers to messages sent before the end, and close
+            // politely: the worker waits for both (each within the timeout).
+            (_, Protocol::WebSocket { .. }) => {
+                load_end.map(|end| end + plan.timeouts.request + Duration::from_secs(2))
+            }
+            _ => load_end,
+        };
+        (Executor { model, protocol }, hard_stop)
+    }
+
+    /// The driver `plan` runs on.
+    fn protocol(&self, plan: &Plan) -> Protocol {
+        if plan.scenario.is_some() {
+            Protocol::Scenario
+        } else if let Some(spec) = &plan.websocket {
+            Protocol::WebSocket { spec: spec.clone() }
+        } else if plan.protocol.http2.is_some() {
+            Protocol::Http2 {
+                streams: plan.protocol.streams(),
+                tls: plan.request.url.scheme().is_tls(),
+                h2run: self.h2run.clone(),
+            }
+        } else if let Some(depth) = plan.protocol.pipeline {
+            Protocol::Pipelined { depth }
+        } else {
+            Protocol::Http1
         }
     }
 }

@@ -11,15 +11,17 @@ use loadmark_metrics::{Recorder, RequestsPerConnection, WorkerReport};
 use loadmark_plan::{Profile, Target, WsSpec};
 use tokio::sync::watch;
 
-use crate::closed::{connection_loop, ramp_loop, Budget};
+use crate::closed::{ramp, spawn_slots, Budget, ClosedDriver};
 use crate::connection::{preconnect, Shared};
 use crate::exchange::Scratch;
-use crate::http2::{slot_loop, H2Run, H2Shared, Negotiated};
-use crate::open::{schedule_loop, Share};
+use crate::http2::{H2Run, H2Shared, Http2, Negotiated};
+use crate::open::{schedule_loop, Driver, Http1, Share};
+use crate::pipeline::open::Pipelined;
 use crate::source::RequestSource;
 use crate::sys::{thread_cpu_time, thread_cpu_wait, BusyClock, CpuTime};
 use crate::transport::Transport;
-use crate::ws::{session_loop, WsShared};
+use crate::ws::WsShared;
+use tokio::task::JoinSet;
 
 /// What a worker tells the run.
 pub(crate) enum Message {
@@ -36,19 +38,26 @@ pub(crate) enum Message {
     ),
 }
 
-/// What a worker runs.
-pub(crate) enum Executor {
-    Closed {
-        connections: usize,
-        budget: Arc<Budget>,
-    },
+/// What a worker runs: a load model over a protocol. Every model runs every protocol's
+/// driver the same way ([`crate::closed`], [`crate::open`]).
+pub(crate) struct Executor {
+    pub(crate) model: Model,
+    pub(crate) protocol: Protocol,
+}
+
+/// How load is offered.
+pub(crate) enum Model {
+    /// A fixed number of slots (connections, sessions, users), each starting its next
+    /// request when the last ended.
+    Closed { slots: usize, budget: Arc<Budget> },
+    /// Slots whose number follows a profile (`stages`).
     Ramp {
         profile: Arc<Profile>,
         share: Share,
         budget: Arc<Budget>,
-        /// HTTP/2: streams per connection, TLS, what the run's connections share.
-        http2: Option<(usize, bool, Arc<H2Run>)>,
     },
+    /// Requests (or scenario iterations) due on a schedule, on a pool of connections (or
+    /// users) that grows on demand up to a cap.
     Open {
         profile: Arc<Profile>,
         share: Share,
@@ -56,73 +65,28 @@ pub(crate) enum Executor {
         /// Connections opened before the schedule starts.
         preopen: usize,
     },
-    /// HTTP/2 connections, each carrying `streams` closed loops.
+}
+
+/// What a slot speaks: each is one driver.
+pub(crate) enum Protocol {
+    Http1,
+    /// HTTP/1.1 with `depth` requests written at a time.
+    Pipelined {
+        depth: usize,
+    },
+    /// HTTP/2 with `streams` per connection; TLS; what the run's connections share.
     Http2 {
-        connections: usize,
-        budget: Arc<Budget>,
         streams: usize,
         tls: bool,
         h2run: Arc<H2Run>,
     },
-    /// HTTP/1.1 connections each writing `depth` requests at a time.
-    Pipeline {
-        connections: usize,
-        budget: Arc<Budget>,
-        depth: usize,
-    },
-    /// HTTP/1.1 pipelining's open loop: due requests written on connections with fewer than
-    /// `depth` unanswered.
-    PipelineOpen {
-        profile: Arc<Profile>,
-        share: Share,
-        max_connections: usize,
-        depth: usize,
-        /// Connections opened before the schedule starts.
-        preopen: usize,
-    },
-    /// Pipelined connections whose number follows a profile (`stages`).
-    PipelineRamp {
-        profile: Arc<Profile>,
-        share: Share,
-        budget: Arc<Budget>,
-        depth: usize,
-    },
-    /// HTTP/2's open loop: due requests spread over the streams of a pool of connections.
-    Http2Open {
-        profile: Arc<Profile>,
-        share: Share,
-        max_connections: usize,
-        streams: usize,
-        tls: bool,
-        h2run: Arc<H2Run>,
-    },
-    /// Scenario virtual users, each looping the scenario (issue 17, `crate::scenario`).
-    Scenario { users: usize, budget: Arc<Budget> },
-    /// Scenario virtual users whose number follows a profile (`stages`).
-    ScenarioRamp {
-        profile: Arc<Profile>,
-        share: Share,
-        budget: Arc<Budget>,
-    },
-    /// Scenario iterations started on a schedule, each on a free user up to the cap.
-    ScenarioOpen {
-        profile: Arc<Profile>,
-        share: Share,
-        max_users: usize,
-    },
-    /// WebSocket virtual users, each running one session after another.
+    /// WebSocket sessions, one after another per virtual user.
     WebSocket {
-        sessions: usize,
-        budget: Arc<Budget>,
         spec: WsSpec,
     },
-    /// WebSocket sessions whose number follows a profile (`--stages` with `-c`).
-    WebSocketRamp {
-        profile: Arc<Profile>,
-        share: Share,
-        budget: Arc<Budget>,
-        spec: WsSpec,
-    },
+    /// Scenario virtual users (issue 17, `crate::scenario`): the scenario is the
+    /// [`Assigned`]'s.
+    Scenario,
 }
 
 /// One executor of a worker: what it runs, and when it begins and ends its load.
@@ -218,7 +182,10 @@ where
             .executors
             .iter()
             .map(|a| match a.executor {
-                Executor::Open { preopen, .. } | Executor::PipelineOpen { preopen, .. } => preopen,
+                Executor {
+                    model: Model::Open { preopen, .. },
+                    ..
+                } => preopen,
                 _ => 0,
             })
             .sum();
@@ -316,248 +283,151 @@ where
     /// if it has one (`crate::linger`).
     fn spawn(
         &self,
-        mut assigned: Assigned,
+        assigned: Assigned,
         ctx: &Rc<Shared<T>>,
-        tasks: &mut tokio::task::JoinSet<()>,
+        tasks: &mut JoinSet<()>,
         run_origin: Instant,
         preopened: &mut Vec<(crate::connection::Connection<T::Stream>, Duration)>,
     ) -> Option<tokio::task::JoinHandle<()>> {
         // A scenario that starts later counts its ramp or schedule from its own start.
         let origin = run_origin + assigned.begin;
-        let begin = (!assigned.begin.is_zero()).then_some(origin);
-        let load_end = assigned.load_end_after.map(|d| origin + d);
-        let ctx = ctx.clone();
-        let mut lingering = None;
-        match &assigned.executor {
-            Executor::Closed {
-                connections,
-                budget,
-            } => {
-                lingering = linger_beside(&ctx, &self.transport, *connections);
-                for _ in 0..*connections {
-                    tasks.spawn_local(connection_loop(ctx.clone(), budget.clone(), load_end));
-                }
+        let at = Times {
+            origin,
+            begin: (!assigned.begin.is_zero()).then_some(origin),
+            load_end: assigned.load_end_after.map(|d| origin + d),
+        };
+        let Executor { model, protocol } = assigned.executor;
+        match protocol {
+            Protocol::Http1 => self.drive(Rc::new(Http1), model, ctx, tasks, at, preopened),
+            Protocol::Pipelined { depth } => {
+                let driver = Rc::new(Pipelined { depth });
+                self.drive(driver, model, ctx, tasks, at, preopened)
             }
-            Executor::Http2 {
-                connections,
-                budget,
+            Protocol::Http2 {
                 streams,
                 tls,
                 h2run,
             } => {
-                // Every stream is a request waiting on the server, as a connection is
-                // over HTTP/1.1.
-                lingering = linger_beside(&ctx, &self.transport, connections * streams);
-                let h2s = Rc::new(H2Shared::new(*tls, *streams, h2run.clone()));
-                for _ in 0..*connections {
-                    tasks.spawn_local(slot_loop(
-                        ctx.clone(),
-                        h2s.clone(),
-                        budget.clone(),
-                        load_end,
-                        None,
-                    ));
-                }
+                let h2s = Rc::new(H2Shared::new(tls, streams, h2run));
+                self.drive(Rc::new(Http2 { h2s }), model, ctx, tasks, at, preopened)
             }
-            Executor::Ramp {
-                profile,
-                share,
-                budget,
-                http2: Some((streams, tls, limit)),
-            } => {
-                tasks.spawn_local(crate::http2::ramp_loop(
-                    ctx.clone(),
-                    Rc::new(H2Shared::new(*tls, *streams, limit.clone())),
-                    budget.clone(),
-                    profile.clone(),
-                    origin,
-                    share.clone(),
-                ));
-            }
-            Executor::Ramp {
-                profile,
-                share,
-                budget,
-                http2: None,
-            } => {
-                tasks.spawn_local(ramp_loop(
-                    ctx.clone(),
-                    budget.clone(),
-                    profile.clone(),
-                    origin,
-                    share.clone(),
-                ));
-            }
-            Executor::Scenario { users, budget } => {
-                let sc = Rc::new(assigned.scenario.take().expect("a scenario plan"));
-                for user in 0..*users {
-                    tasks.spawn_local(crate::scenario::user_loop(
-                        ctx.clone(),
-                        sc.clone(),
-                        budget.clone(),
-                        (begin, load_end),
-                        user_seed(self.index, user),
-                    ));
-                }
-            }
-            Executor::ScenarioRamp {
-                profile,
-                share,
-                budget,
-            } => {
-                let sc = Rc::new(assigned.scenario.take().expect("a scenario plan"));
-                tasks.spawn_local(crate::scenario::ramp_users(
-                    ctx.clone(),
-                    sc,
-                    budget.clone(),
-                    profile.clone(),
-                    origin,
-                    share.clone(),
-                ));
-            }
-            Executor::ScenarioOpen {
-                profile,
-                share,
-                max_users,
-            } => {
-                let sc = Rc::new(assigned.scenario.take().expect("a scenario plan"));
-                tasks.spawn_local(crate::scenario::schedule_users(
-                    ctx.clone(),
-                    sc,
-                    profile.clone(),
-                    origin,
-                    share.clone(),
-                    *max_users,
-                ));
-            }
-            Executor::WebSocket {
-                sessions,
-                budget,
-                spec,
-            } => {
+            Protocol::WebSocket { spec } => {
                 let ws = Rc::new(WsShared::new(
-                    spec.clone(),
+                    spec,
                     self.url.clone(),
                     self.headers.clone(),
                     self.connect_timeout,
                     self.index as u64 + 1,
                 ));
-                for user in 0..*sessions {
-                    tasks.spawn_local(session_loop(
-                        ctx.clone(),
-                        ws.clone(),
-                        budget.clone(),
-                        (load_end, None),
-                        user_seed(self.index, user),
-                    ));
+                self.closed_model(&ws, model, ctx, tasks, at)
+            }
+            Protocol::Scenario => {
+                let sc = Rc::new(assigned.scenario.expect("a scenario plan"));
+                match model {
+                    Model::Open {
+                        profile,
+                        share,
+                        max_connections,
+                        ..
+                    } => {
+                        tasks.spawn_local(crate::scenario::schedule_users(
+                            ctx.clone(),
+                            sc,
+                            profile,
+                            origin,
+                            share,
+                            max_connections,
+                        ));
+                        None
+                    }
+                    model => self.closed_model(&sc, model, ctx, tasks, at),
                 }
-            }
-            Executor::WebSocketRamp {
-                profile,
-                share,
-                budget,
-                spec,
-            } => {
-                let ws = Rc::new(WsShared::new(
-                    spec.clone(),
-                    self.url.clone(),
-                    self.headers.clone(),
-                    self.connect_timeout,
-                    self.index as u64 + 1,
-                ));
-                tasks.spawn_local(crate::ws::ramp_sessions(
-                    ctx.clone(),
-                    ws,
-                    budget.clone(),
-                    profile.clone(),
-                    (origin, share.clone()),
-                    user_seed(self.index, 0),
-                ));
-            }
-            Executor::Pipeline {
-                connections,
-                budget,
-                depth,
-            } => {
-                lingering = linger_beside(&ctx, &self.transport, connections * depth);
-                for _ in 0..*connections {
-                    tasks.spawn_local(crate::pipeline::pipeline_loop(
-                        ctx.clone(),
-                        budget.clone(),
-                        *depth,
-                        load_end,
-                        None,
-                    ));
-                }
-            }
-            Executor::PipelineOpen {
-                profile,
-                share,
-                max_connections,
-                depth,
-                ..
-            } => {
-                tasks.spawn_local(crate::pipeline::open::schedule_loop(
-                    ctx.clone(),
-                    profile.clone(),
-                    origin,
-                    share.clone(),
-                    *max_connections,
-                    *depth,
-                    std::mem::take(preopened),
-                ));
-            }
-            Executor::PipelineRamp {
-                profile,
-                share,
-                budget,
-                depth,
-            } => {
-                tasks.spawn_local(crate::pipeline::ramp_loop(
-                    ctx.clone(),
-                    budget.clone(),
-                    profile.clone(),
-                    origin,
-                    share.clone(),
-                    *depth,
-                ));
-            }
-            Executor::Http2Open {
-                profile,
-                share,
-                max_connections,
-                streams,
-                tls,
-                h2run,
-            } => {
-                let h2s = Rc::new(H2Shared::new(*tls, *streams, h2run.clone()));
-                tasks.spawn_local(crate::http2::schedule_loop(
-                    ctx.clone(),
-                    h2s,
-                    profile.clone(),
-                    origin,
-                    share.clone(),
-                    *max_connections,
-                ));
-            }
-            Executor::Open {
-                profile,
-                share,
-                max_connections,
-                ..
-            } => {
-                tasks.spawn_local(schedule_loop(
-                    ctx.clone(),
-                    profile.clone(),
-                    origin,
-                    share.clone(),
-                    *max_connections,
-                    std::mem::take(preopened),
-                ));
             }
         }
-        lingering
     }
+
+    /// Runs `model` over a driver of requests on connections: the open loop's pool, or the
+    /// closed model's slots.
+    fn drive<D: Driver<T> + ClosedDriver<T>>(
+        &self,
+        driver: Rc<D>,
+        model: Model,
+        ctx: &Rc<Shared<T>>,
+        tasks: &mut JoinSet<()>,
+        at: Times,
+        preopened: &mut Vec<(crate::connection::Connection<T::Stream>, Duration)>,
+    ) -> Option<tokio::task::JoinHandle<()>> {
+        match model {
+            Model::Open {
+                profile,
+                share,
+                max_connections,
+                ..
+            } => {
+                let driver = Rc::into_inner(driver).expect("the open loop's own driver");
+                tasks.spawn_local(schedule_loop(
+                    ctx.clone(),
+                    driver,
+                    profile,
+                    at.origin,
+                    share,
+                    max_connections,
+                    std::mem::take(preopened),
+                ));
+                None
+            }
+            model => self.closed_model(&driver, model, ctx, tasks, at),
+        }
+    }
+
+    /// Runs the closed model or the ramp over `driver`'s slots.
+    fn closed_model<D: ClosedDriver<T>>(
+        &self,
+        driver: &Rc<D>,
+        model: Model,
+        ctx: &Rc<Shared<T>>,
+        tasks: &mut JoinSet<()>,
+        at: Times,
+    ) -> Option<tokio::task::JoinHandle<()>> {
+        let worker = self.index;
+        match model {
+            Model::Closed { slots, budget } => {
+                let lingering = driver
+                    .waiting_per_slot()
+                    .and_then(|n| linger_beside(ctx, &self.transport, slots * n));
+                let ends = (at.begin, at.load_end);
+                let seed = |user| user_seed(worker, user);
+                spawn_slots(tasks, driver, ctx, slots, &budget, ends, seed);
+                lingering
+            }
+            Model::Ramp {
+                profile,
+                share,
+                budget,
+            } => {
+                tasks.spawn_local(ramp(
+                    driver.clone(),
+                    ctx.clone(),
+                    budget,
+                    (profile, at.origin, share),
+                    user_seed(worker, 0),
+                ));
+                None
+            }
+            Model::Open { .. } => unreachable!("the plan refuses an open loop of this protocol"),
+        }
+    }
+}
+
+/// When one executor runs, on the run's clock.
+#[derive(Clone, Copy)]
+struct Times {
+    /// Where its ramp or schedule counts from.
+    origin: Instant,
+    /// When its slots start, if later than the run (a scenario's `start`).
+    begin: Option<Instant>,
+    /// When its load ends.
+    load_end: Option<Instant>,
 }
 
 /// Sleeps until the wall clock reads `at`: coarse sleeps (waking for Ctrl-C), then a

@@ -36,7 +36,7 @@ use loadmark_wire::http2::request::{prepare, Prepared};
 use loadmark_wire::http2::{Event, Failure};
 
 use super::conn::H2Conn;
-use crate::closed::Budget;
+use crate::closed::{ClosedDriver, Until};
 use crate::connection::Shared;
 use crate::source::Picked;
 use crate::transport::Transport;
@@ -237,18 +237,12 @@ impl<S, G> Drop for Live<'_, S, G> {
 /// One connection slot of a closed loop, until the budget or the deadline says stop, or a
 /// ramp retires the slot (`retire`): then the requests open on it end, and it closes, as an
 /// HTTP/1.1 connection of a ramp does after its request.
-pub(crate) async fn slot_loop<T: Transport>(
-    shared: Rc<Shared<T>>,
-    h2s: Rc<H2Shared>,
-    budget: Arc<Budget>,
-    deadline: Option<Instant>,
-    retire: Option<crate::closed::Retire>,
-) where
+async fn slot_loop<T: Transport>(shared: Rc<Shared<T>>, h2s: Rc<H2Shared>, until: Until)
+where
     T::Stream: Negotiated,
 {
-    let stopped = |now: Instant| {
-        deadline.is_some_and(|d| now >= d) || retire.as_ref().is_some_and(|r| r.now())
-    };
+    let budget = &until.budget;
+    let stopped = |now: Instant| until.reached(now);
     // Requests taken from the budget that the last connection did not end (retries).
     let mut waiting: Vec<Job> = Vec::new();
     let mut rendered = Vec::new();
@@ -374,34 +368,27 @@ pub(crate) async fn slot_loop<T: Transport>(
     }
 }
 
-/// HTTP/2 connections following a connection-count profile (`--stages` of connections):
-/// the same ramp as HTTP/1.1's ([`crate::closed::ramp_slots`]), each slot a connection with
-/// its streams; a retired slot's streams end their requests, then its connection closes.
-pub(crate) async fn ramp_loop<T: Transport>(
-    shared: Rc<Shared<T>>,
-    h2s: Rc<H2Shared>,
-    budget: Arc<Budget>,
-    profile: Arc<loadmark_plan::Profile>,
-    origin: Instant,
-    share: crate::open::Share,
-) where
+/// HTTP/2's closed loop: each slot a connection keeping its streams busy.
+impl<T: Transport> ClosedDriver<T> for super::Http2
+where
     T::Stream: Negotiated,
 {
-    let run = h2s.run.clone();
-    let ramp = crate::closed::ramp_slots(profile, origin, share, move |retire, end| {
-        slot_loop(
-            shared.clone(),
-            h2s.clone(),
-            budget.clone(),
-            Some(end),
-            Some(retire),
-        )
-    });
-    // The ramp would start new slots until its stages end; a server that does not speak
-    // HTTP/2 ends it at once.
-    tokio::select! {
-        () = ramp => {}
-        () = run.stopped() => {}
+    fn waiting_per_slot(&self) -> Option<usize> {
+        Some(self.h2s.streams())
+    }
+
+    /// A server that does not speak HTTP/2 ends a ramp at once.
+    fn halted(&self) -> impl std::future::Future<Output = ()> {
+        self.h2s.run.stopped()
+    }
+
+    fn run_slot(
+        self: &Rc<Self>,
+        shared: Rc<Shared<T>>,
+        until: Until,
+        _seed: u64,
+    ) -> impl std::future::Future<Output = ()> + 'static {
+        slot_loop(shared, self.h2s.clone(), until)
     }
 }
 

@@ -13,8 +13,8 @@ pub(crate) mod client;
 pub(crate) mod conn;
 #[cfg(test)]
 mod conn_tests;
-mod open;
+pub(crate) mod open;
 
 pub use client::Negotiated;
-pub(crate) use client::{ramp_loop, slot_loop, H2Run, H2Shared};
-pub(crate) use open::schedule_loop;
+pub(crate) use client::{H2Run, H2Shared};
+pub(crate) use open::Http2;

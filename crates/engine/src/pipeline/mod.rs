@@ -11,7 +11,6 @@
 
 use std::cell::Cell;
 use std::rc::Rc;
-use std::sync::Arc;
 use std::time::Instant;
 
 pub(crate) mod open;
@@ -20,12 +19,10 @@ use loadmark_metrics::{ErrorKind, Sample};
 use loadmark_wire::http1::{Feed, Limits, ParseError, Response, ResponseParser};
 use tokio::io::AsyncWriteExt;
 
-use crate::closed::{ramp_slots, Budget, Retire};
+use crate::closed::{ClosedDriver, Until};
 use crate::connection::Shared;
-use crate::open::Share;
 use crate::source::Picked;
 use crate::transport::{classify_io, Inbound, Transport};
-use loadmark_plan::Profile;
 
 /// A request of the batch: its place in the write buffer and whether it may go again.
 #[derive(Clone, Copy)]
@@ -48,37 +45,26 @@ impl Drop for Outstanding<'_> {
     }
 }
 
-/// Pipelined connections whose number follows a profile (`--stages`): each slot is a
-/// [`pipeline_loop`] that retires, after its batch, once the ramp wants fewer.
-pub(crate) async fn ramp_loop<T: Transport>(
-    shared: Rc<Shared<T>>,
-    budget: Arc<Budget>,
-    profile: Arc<Profile>,
-    origin: Instant,
-    share: Share,
-    depth: usize,
-) {
-    ramp_slots(profile, origin, share, move |retire, end| {
-        pipeline_loop(
-            shared.clone(),
-            budget.clone(),
-            depth,
-            Some(end),
-            Some(retire),
-        )
-    })
-    .await
+/// Pipelining's closed loop: each slot a connection writing `depth` at a time.
+impl<T: Transport> ClosedDriver<T> for open::Pipelined {
+    fn waiting_per_slot(&self) -> Option<usize> {
+        Some(self.depth)
+    }
+
+    fn run_slot(
+        self: &Rc<Self>,
+        shared: Rc<Shared<T>>,
+        until: Until,
+        _seed: u64,
+    ) -> impl std::future::Future<Output = ()> + 'static {
+        pipeline_loop(shared, self.depth, until)
+    }
 }
 
 /// One pipelined connection slot of a closed loop, until the budget, the deadline or (in a
 /// ramp) its retirement.
-pub(crate) async fn pipeline_loop<T: Transport>(
-    shared: Rc<Shared<T>>,
-    budget: Arc<Budget>,
-    depth: usize,
-    deadline: Option<Instant>,
-    retire: Option<Retire>,
-) {
+async fn pipeline_loop<T: Transport>(shared: Rc<Shared<T>>, depth: usize, until: Until) {
+    let budget = &until.budget;
     let mut retry: Vec<Job> = Vec::new();
     let mut out = Vec::new();
     let mut rendered = Vec::new();
@@ -89,7 +75,7 @@ pub(crate) async fn pipeline_loop<T: Transport>(
     let far = Instant::now() + std::time::Duration::from_secs(100 * 365 * 24 * 3600);
     let mut timer = Box::pin(tokio::time::sleep_until(far.into()));
     'connections: loop {
-        if deadline.is_some_and(|d| Instant::now() >= d) {
+        if until.reached(Instant::now()) {
             return;
         }
         let t0 = Instant::now();
@@ -112,9 +98,7 @@ pub(crate) async fn pipeline_loop<T: Transport>(
             .record_connection(now, now - t0);
         let mut carried = crate::carried::Tally::default();
         loop {
-            if deadline.is_some_and(|d| Instant::now() >= d)
-                || retire.as_ref().is_some_and(Retire::now)
-            {
+            if until.reached(Instant::now()) {
                 return;
             }
             // The batch: requests to send again first, then new ones from the budget.

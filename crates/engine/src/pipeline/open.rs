@@ -1,40 +1,44 @@
-//! HTTP/1.1 pipelining in an open loop (`--pipeline P -R RATE`): requests are due on the same
-//! schedule as one at a time ([`crate::open`]), and each due request is written at once on the
-//! connection of the worker's pool with the fewest unanswered (connections are opened up front
-//! as for HTTP/1.1), behind the ones already on it, up to P. The pool grows on demand up to the
-//! cap of connections; a request due when every connection holds P and the cap is reached is
-//! dropped and counted, as over HTTP/1.1 and HTTP/2.
+//! HTTP/1.1 pipelining's driver in the open loop (`--pipeline P -R RATE`): requests are due on
+//! the same schedule as one at a time, in the same pool ([`crate::open`]); a connection
+//! carries up to P written and unanswered, and a due request goes to an idle connection
+//! before it queues behind others on a busy one (connections are opened up front as for
+//! HTTP/1.1). Requests a connection is handed together go out in one write.
 //!
 //! Latency counts from the intended time, so a response held up behind an earlier one on its
 //! connection (head-of-line blocking, which pipelining has) shows in every request that waited.
-//! Requests due together go out in one write. A connection that ends with requests unanswered
-//! sends the idempotent ones once more on a new connection (counted as retries); the others,
-//! and every request behind a timed-out one, are errors.
+//! A connection that ends with requests unanswered sends the idempotent ones once more on a
+//! new connection (counted as retries); the others, and every request behind a timed-out one,
+//! are errors.
 
-use std::cell::{Cell, RefCell};
+use std::cell::Cell;
 use std::collections::VecDeque;
-use std::rc::Rc;
-use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use loadmark_metrics::{ErrorKind, Sample};
-use loadmark_plan::Profile;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::sync::Notify;
-use tokio::task::JoinSet;
 
 use super::{append, count_unanswered, error, timed_out, InOrder, Next};
-use crate::connection::{Connection, Shared};
-use crate::open::{Schedule, Share};
+use crate::connection::Connection;
+use crate::open::{Driver, Lane};
+use crate::pool::Due;
 use crate::transport::{classify_io, Transport};
 
-/// A request handed to a connection: when it was due and its number in the schedule.
-#[derive(Clone, Copy)]
-struct Due {
-    due: Instant,
-    k: u64,
-    /// Already sent once on a connection that ended before answering it.
-    retried: bool,
+/// HTTP/1.1 pipelining: a connection carries up to `depth` requests written and unanswered.
+pub(crate) struct Pipelined {
+    pub(crate) depth: usize,
+}
+
+impl<T: Transport> Driver<T> for Pipelined {
+    fn capacity(&self) -> usize {
+        self.depth.max(1)
+    }
+
+    fn serve(
+        lane: Lane<T, Self>,
+        preopened: Option<Connection<T::Stream>>,
+    ) -> impl std::future::Future<Output = ()> + 'static {
+        connection(lane, preopened.and_then(|mut c| c.take_stream()))
+    }
 }
 
 /// A request written and not yet answered.
@@ -44,121 +48,6 @@ struct Written {
     bytes: u64,
     head: bool,
     idempotent: bool,
-}
-
-/// One pipelined connection of the pool, with its task.
-struct Conn {
-    /// Requests handed over and not yet written.
-    queue: RefCell<VecDeque<Due>>,
-    /// Requests handed over and not yet answered (queued or written).
-    busy: Cell<usize>,
-    /// Requests are waiting in `queue`, or the schedule ended.
-    wake: Notify,
-}
-
-struct Pool {
-    conns: RefCell<Vec<Rc<Conn>>>,
-    max_connections: usize,
-    depth: usize,
-    /// The schedule has no more requests: connections end once theirs are answered.
-    done: Cell<bool>,
-}
-
-impl Conn {
-    fn new() -> Rc<Conn> {
-        Rc::new(Conn {
-            queue: RefCell::new(VecDeque::new()),
-            busy: Cell::new(0),
-            wake: Notify::new(),
-        })
-    }
-}
-
-impl Pool {
-    /// Hands `due` to the open connection with the fewest unanswered, if one has room, else
-    /// to a new one if the cap allows (true: start its task); None when every connection is
-    /// full, or when `may_grow` is false and a new one would be needed. So requests spread
-    /// over the connections and queue behind others only when every connection carries some:
-    /// pipelining adds depth, not waiting.
-    fn hand(&self, due: Due, may_grow: bool) -> Option<(Rc<Conn>, bool)> {
-        let mut conns = self.conns.borrow_mut();
-        let mut least: Option<&Rc<Conn>> = None;
-        for c in conns.iter() {
-            if least.is_none_or(|l| c.busy.get() < l.busy.get()) {
-                least = Some(c);
-                if c.busy.get() == 0 {
-                    break;
-                }
-            }
-        }
-        let (conn, new) = match least {
-            Some(c) if c.busy.get() < self.depth => (c.clone(), false),
-            _ if may_grow && conns.len() < self.max_connections => {
-                let c = Conn::new();
-                conns.push(c.clone());
-                (c, true)
-            }
-            _ => return None,
-        };
-        conn.queue.borrow_mut().push_back(due);
-        conn.busy.set(conn.busy.get() + 1);
-        Some((conn, new))
-    }
-}
-
-/// Sends this worker's share of the schedule, pipelined `depth` deep, then waits for its
-/// requests to end (each is bounded by the request timeout).
-pub(crate) async fn schedule_loop<T: Transport>(
-    shared: Rc<Shared<T>>,
-    profile: Arc<Profile>,
-    origin: Instant,
-    share: Share,
-    max_connections: usize,
-    depth: usize,
-    preopened: Vec<(Connection<T::Stream>, Duration)>,
-) {
-    let pool = Rc::new(Pool {
-        conns: RefCell::new(Vec::new()),
-        max_connections: max_connections.max(1),
-        depth: depth.max(1),
-        done: Cell::new(false),
-    });
-    let mut tasks = JoinSet::new();
-    for (mut opened, _) in preopened {
-        let conn = Conn::new();
-        pool.conns.borrow_mut().push(conn.clone());
-        let stream = opened.take_stream();
-        tasks.spawn_local(connection(shared.clone(), pool.clone(), conn, stream));
-    }
-    let mut schedule = Schedule::new(profile, origin, share);
-    while let Some((k, due)) = schedule.next(&shared.idle_polling).await {
-        let request = Due {
-            due,
-            k,
-            retried: false,
-        };
-        let mut handed = pool.hand(request, false);
-        // At the cap no connection can come of it: no round then (see crate::open).
-        if handed.is_none() && pool.conns.borrow().len() < pool.max_connections {
-            // Every connection full: let the event loop read what has arrived before the
-            // pool grows, so it grows for a slow server and not for a late loop
-            // (crate::pool).
-            tokio::task::yield_now().await;
-            handed = pool.hand(request, true);
-        }
-        match handed {
-            Some((conn, true)) => {
-                tasks.spawn_local(connection(shared.clone(), pool.clone(), conn, None));
-            }
-            Some((conn, false)) => conn.wake.notify_one(),
-            None => shared.recorder.borrow_mut().record_dropped(due, 1),
-        }
-    }
-    pool.done.set(true);
-    for conn in pool.conns.borrow().iter() {
-        conn.wake.notify_one();
-    }
-    while tasks.join_next().await.is_some() {}
 }
 
 /// Requests written on the connection and not yet answered, in order; counted in flight if
@@ -176,25 +65,21 @@ impl Drop for InFlight<'_> {
 }
 
 /// One connection's task: opens it (unless it was opened before the start; again after one
-/// ends), writes what is queued, reads the responses in order, until the schedule ended and
-/// nothing is left.
-async fn connection<T: Transport>(
-    shared: Rc<Shared<T>>,
-    pool: Rc<Pool>,
-    conn: Rc<Conn>,
-    mut preopened: Option<T::Stream>,
-) {
+/// ends), writes what it is handed, reads the responses in order, until the schedule ended
+/// and nothing is left.
+async fn connection<T: Transport>(lane: Lane<T, Pipelined>, mut preopened: Option<T::Stream>) {
+    let shared = lane.shared().clone();
     let mut out = Vec::new();
     let mut rendered = Vec::new();
     let mut responses = InOrder::new();
-    let answered = |n: usize| conn.busy.set(conn.busy.get() - n);
+    // A request taken up and not yet written: the first of the next connection.
+    let mut first: Option<Due> = None;
     loop {
-        if conn.queue.borrow().is_empty() {
-            if pool.done.get() {
-                return;
+        if first.is_none() {
+            match lane.next().await {
+                Some(job) => first = Some(job),
+                None => return,
             }
-            conn.wake.notified().await;
-            continue;
         }
         let t0 = Instant::now();
         let connected = match preopened.take() {
@@ -215,9 +100,9 @@ async fn connection<T: Transport>(
             Err(e) => {
                 // As one request at a time: the connect failure is the request's error, and
                 // the next one tries again.
-                conn.queue.borrow_mut().pop_front();
-                answered(1);
+                first = None;
                 error(&shared, e.kind, &e.message);
+                lane.done(Instant::now());
                 tokio::task::consume_budget().await;
                 continue;
             }
@@ -232,23 +117,25 @@ async fn connection<T: Transport>(
         let mut written_unanswered = 0u64;
         // Why the connection ended, if it did with requests unanswered.
         let ended: (ErrorKind, String) = 'connection: loop {
-            // Write everything queued, in one write.
-            if !conn.queue.borrow().is_empty() {
+            // Write everything handed over, in one write.
+            let mut next = first.take().or_else(|| lane.try_next());
+            if next.is_some() {
                 out.clear();
-                let started = Instant::now();
-                let first = flight.requests.len();
-                while let Some(due) = conn.queue.borrow_mut().pop_front() {
+                let now = Instant::now();
+                let was_empty = flight.requests.is_empty();
+                while let Some(due) = next {
                     let (bytes, head, idempotent) =
                         append(&shared, Some(due.k), &mut out, &mut rendered);
                     flight.requests.push_back(Written {
                         due,
-                        started,
+                        started: due.started(now),
                         bytes,
                         head,
                         idempotent,
                     });
+                    next = lane.try_next();
                 }
-                if first == 0 {
+                if was_empty {
                     responses.expect(flight.requests[0].head);
                 }
                 if let Err(e) = stream.write_all(&out).await {
@@ -258,10 +145,10 @@ async fn connection<T: Transport>(
             }
             let Some(oldest) = flight.requests.front() else {
                 // Nothing unanswered: wait for the next request, or the end.
-                if pool.done.get() && conn.queue.borrow().is_empty() {
-                    return;
+                match lane.next().await {
+                    Some(job) => first = Some(job),
+                    None => return,
                 }
-                conn.wake.notified().await;
                 continue;
             };
             let timeout_at = oldest.due.due.max(oldest.started) + shared.timeout;
@@ -270,7 +157,6 @@ async fn connection<T: Transport>(
             match responses.next(at) {
                 Ok(Next::Response(response, first_byte)) => {
                     let request = flight.requests.pop_front().expect("a request answered");
-                    answered(1);
                     carried.0 += 1;
                     written_unanswered -= request.bytes;
                     shared.recorder.borrow_mut().record(&Sample {
@@ -282,6 +168,7 @@ async fn connection<T: Transport>(
                         bytes_read: response.head_bytes + response.body_bytes,
                         bytes_written: request.bytes,
                     });
+                    lane.done(at);
                     if !response.keep_alive {
                         break 'connection (
                             ErrorKind::Closed,
@@ -319,7 +206,7 @@ async fn connection<T: Transport>(
                             }
                         },
                         // A read in progress is dropped safely: nothing it read is lost.
-                        () = conn.wake.notified() => {}
+                        () = lane.job_waiting() => {}
                     }
                 }
                 Err(e) => break 'connection (ErrorKind::Protocol, e.to_string()),
@@ -331,20 +218,18 @@ async fn connection<T: Transport>(
         let (kind, message) = ended;
         count_unanswered(&shared, responses.take_unanswered(), written_unanswered);
         let unanswered = std::mem::take(&mut flight.requests);
-        let mut queue = conn.queue.borrow_mut();
         for request in unanswered.into_iter().rev() {
             if request.idempotent && !request.due.retried && kind != ErrorKind::Timeout {
                 shared.recorder.borrow_mut().record_retry(Instant::now());
-                queue.push_front(Due {
+                lane.requeue(Due {
                     retried: true,
                     ..request.due
                 });
             } else {
-                answered(1);
                 error(&shared, kind, &message);
+                lane.done(Instant::now());
             }
         }
-        drop(queue);
         drop(carried);
     }
 }

@@ -31,7 +31,7 @@ use loadmark_plan::{
 use tokio::task::JoinSet;
 
 use crate::checks::Checks;
-use crate::closed::Budget;
+use crate::closed::{Budget, ClosedDriver, Until};
 use crate::connection::{perform_bytes, Connection, Shared};
 use crate::cookies::Jar;
 use crate::http2::client::H2Run;
@@ -523,23 +523,35 @@ fn finished<T: Transport>(shared: &Shared<T>, sc: &ScenarioShared, started: Inst
     );
 }
 
-/// Closed model: one virtual user looping the scenario until the budget (iterations) or
-/// the deadline says stop.
-pub(crate) async fn user_loop<T: Transport>(
+/// A scenario's closed loop: each slot a virtual user looping the scenario.
+impl<T: Transport> ClosedDriver<T> for ScenarioShared
+where
+    T::Stream: Negotiated,
+{
+    fn run_slot(
+        self: &Rc<Self>,
+        shared: Rc<Shared<T>>,
+        until: Until,
+        seed: u64,
+    ) -> impl std::future::Future<Output = ()> + 'static {
+        user_loop(shared, self.clone(), until, seed)
+    }
+}
+
+/// Closed model: one virtual user looping the scenario until the budget (iterations), the
+/// deadline or its ramp says stop; a surplus user of a ramp leaves after the iteration it
+/// is in.
+async fn user_loop<T: Transport>(
     shared: Rc<Shared<T>>,
     sc: Rc<ScenarioShared>,
-    budget: Arc<Budget>,
-    (begin, deadline): (Option<Instant>, Option<Instant>),
+    until: Until,
     seed: u64,
 ) where
     T::Stream: Negotiated,
 {
-    if let Some(begin) = begin {
-        tokio::time::sleep_until(begin.into()).await;
-    }
     let mut user = sc.new_user(seed);
-    while deadline.is_none_or(|d| Instant::now() < d) {
-        let Some(seq) = next_iteration(&sc, &budget) else {
+    while !until.reached(Instant::now()) {
+        let Some(seq) = next_iteration(&sc, &until.budget) else {
             break;
         };
         if let Ended::Complete(started) = iteration(&shared, &sc, &mut user, seq, None).await {
@@ -555,40 +567,6 @@ fn next_iteration(sc: &ScenarioShared, budget: &Budget) -> Option<u64> {
     budget
         .claim_numbered()
         .map(|local| sc.segment.global(local))
-}
-
-/// Closed model with `stages`: the connection ramp's slots ([`crate::closed::ramp_slots`],
-/// recomputed every ramp step) are users here. A missing user starts as a new user (a new
-/// number and row); a surplus one leaves after the iteration it is in; none starts one
-/// after the stages end.
-pub(crate) async fn ramp_users<T: Transport>(
-    shared: Rc<Shared<T>>,
-    sc: Rc<ScenarioShared>,
-    budget: Arc<Budget>,
-    profile: Arc<Profile>,
-    origin: Instant,
-    share: Share,
-) where
-    T::Stream: Negotiated,
-{
-    crate::closed::ramp_slots(profile, origin, share, move |retire, end| {
-        let (shared, sc, budget) = (shared.clone(), sc.clone(), budget.clone());
-        async move {
-            let mut user = sc.new_user(0x9E37_79B9_7F4A_7C15);
-            while !retire.now() && Instant::now() < end {
-                let Some(seq) = next_iteration(&sc, &budget) else {
-                    break;
-                };
-                if let Ended::Complete(started) =
-                    iteration(&shared, &sc, &mut user, seq, None).await
-                {
-                    finished(&shared, &sc, started);
-                }
-            }
-            user.leave(&shared).await;
-        }
-    })
-    .await
 }
 
 /// Open model: this worker's share of the iteration schedule, each on a free user (up to

@@ -18,4 +18,4 @@ mod messages;
 mod session;
 pub(crate) mod upgrade;
 
-pub(crate) use session::{ramp_sessions, session_loop, WsShared};
+pub(crate) use session::WsShared;

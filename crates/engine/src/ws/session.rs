@@ -28,12 +28,11 @@ use std::future::{poll_fn, Future};
 use std::io;
 use std::pin::Pin;
 use std::rc::Rc;
-use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use loadmark_metrics::{ErrorKind, Recorder};
-use loadmark_plan::{next_random, Profile, Target, Template, WsMode, WsPayload, WsSpec};
+use loadmark_plan::{next_random, Target, Template, WsMode, WsPayload, WsSpec};
 use loadmark_wire::ws::frame::OP_CLOSE;
 use loadmark_wire::ws::handshake;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
@@ -41,9 +40,8 @@ use tokio::time::Sleep;
 
 pub(super) use super::upgrade::Failure;
 use super::upgrade::{upgrade, Opened};
-use crate::closed::{Budget, Retire};
+use crate::closed::{Budget, ClosedDriver, Retire, Until};
 use crate::connection::Shared;
-use crate::open::Share;
 use crate::transport::{classify_io, Transport};
 
 /// Where every read of a worker's sessions lands, borrowed only inside one poll. A session
@@ -129,51 +127,41 @@ impl WsShared {
     }
 }
 
+/// WebSocket's closed loop: each slot a virtual user running sessions one after another.
+impl<T: Transport> ClosedDriver<T> for WsShared {
+    fn run_slot(
+        self: &Rc<Self>,
+        shared: Rc<Shared<T>>,
+        until: Until,
+        seed: u64,
+    ) -> impl std::future::Future<Output = ()> + 'static {
+        session_loop(shared, self.clone(), until, seed)
+    }
+}
+
 /// Runs sessions one after another until the run's end or the count is spent, or (in a
 /// ramp) until the slot is retired: then the session ends as at the run's end, politely.
-pub(crate) async fn session_loop<T: Transport>(
+async fn session_loop<T: Transport>(
     shared: Rc<Shared<T>>,
     ws: Rc<WsShared>,
-    budget: Arc<Budget>,
-    (load_end, retire): (Option<Instant>, Option<Retire>),
+    until: Until,
     seed: u64,
 ) {
     let mut rng = seed | 1;
     let mut bufs = Buffers::default();
-    let retired = || retire.as_ref().is_some_and(Retire::now);
-    while load_end.is_none_or(|end| Instant::now() < end) && !retired() {
+    let budget = &until.budget;
+    while !until.reached(Instant::now()) {
         // A sending session claims its first message before connecting, so with `-n` a
         // server that refuses every upgrade still ends the run after N attempts.
         if ws.sends() && !budget.claim() {
             break;
         }
-        let ends = (load_end, retire.as_ref());
-        let outcome = session(&shared, &ws, &budget, ends, &mut rng, &mut bufs).await;
+        let ends = (until.end, until.retire.as_ref());
+        let outcome = session(&shared, &ws, budget, ends, &mut rng, &mut bufs).await;
         if outcome == Outcome::CountSpent {
             break;
         }
     }
-}
-
-/// Sessions following a session-count profile (`--stages` with `-c`): the connection ramp
-/// of HTTP/1.1 ([`crate::closed::ramp_slots`]), each slot a virtual user running sessions;
-/// a retired slot's session closes as at the run's end.
-pub(crate) async fn ramp_sessions<T: Transport>(
-    shared: Rc<Shared<T>>,
-    ws: Rc<WsShared>,
-    budget: Arc<Budget>,
-    profile: Arc<Profile>,
-    (origin, share): (Instant, Share),
-    seed: u64,
-) {
-    let started = std::cell::Cell::new(0u64);
-    crate::closed::ramp_slots(profile, origin, share, move |retire, end| {
-        started.set(started.get() + 1);
-        let user_seed = seed ^ started.get().wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        let ends = (Some(end), Some(retire));
-        session_loop(shared.clone(), ws.clone(), budget.clone(), ends, user_seed)
-    })
-    .await
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
