@@ -55,7 +55,7 @@ impl NewRun {
 
     /// Every step of a plan file's bundle (`bench`), one run each.
     pub fn of_bundle(bundle: &Bundle, tags: &BTreeMap<String, String>) -> Vec<NewRun> {
-        let plan_hash = hex(&Sha1::digest(bundle.plan_text.as_bytes()));
+        let plan_hash = plan_file_hash(&bundle.plan_text);
         bundle
             .steps
             .iter()
@@ -69,6 +69,11 @@ impl NewRun {
             })
             .collect()
     }
+}
+
+/// The plan hash of a plan file's runs (`bench`): SHA-1 of its text.
+pub fn plan_file_hash(text: &str) -> String {
+    hex(&Sha1::digest(text.as_bytes()))
 }
 
 /// `[("c", "100"), ("rate", "5")]` as `c=100 rate=5`.
