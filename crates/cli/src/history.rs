@@ -409,57 +409,60 @@ fn detect(args: &DetectArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// What the gate judges: its series, its name in the output, its run id when it is stored
+/// (left out of its own history), and its figures.
+type Candidate = (SeriesKey, String, Option<i64>, BTreeMap<String, f64>);
+
 fn gate(args: &GateArgs) -> Result<ExitCode> {
     let metrics = metrics(&args.metrics, &["p99"])?;
     let (_, runs) = selected(&args.selection)?;
     let s = settings(&args.detect);
     let by = &args.selection.by;
     // What is judged: each series' newest run, or the runs of a result file.
-    let candidates: Vec<(SeriesKey, String, Option<i64>, BTreeMap<String, f64>)> =
-        match &args.result {
-            Some(path) => {
-                let text = std::fs::read_to_string(path).map_err(|e| {
-                    UsageError(format!("--result {}: cannot read it: {e}", path.display()))
-                })?;
-                loadmark_history::runs_of_file(&text, &Default::default())
-                    .map_err(|e| UsageError(format!("--result {}: {e}", path.display())))?
-                    .into_iter()
-                    .map(|n| {
-                        let probe = StoredRun {
-                            id: 0,
-                            recorded_at: String::new(),
-                            started_at: n.started_at.clone(),
-                            plan_hash: n.plan_hash.clone(),
-                            step: n.step,
-                            params: n.params.clone(),
-                            target: n.target.clone(),
-                            loadmark_version: n.loadmark_version.clone(),
-                            tags: n.tags.clone(),
-                            metrics: n.metrics.clone(),
-                            source: None,
-                        };
-                        (
-                            SeriesKey::of(&probe, &[]),
-                            path.display().to_string(),
-                            None,
-                            n.metrics,
-                        )
-                    })
-                    .collect()
-            }
-            None => loadmark_history::group(&runs, by)
+    let candidates: Vec<Candidate> = match &args.result {
+        Some(path) => {
+            let text = std::fs::read_to_string(path).map_err(|e| {
+                UsageError(format!("--result {}: cannot read it: {e}", path.display()))
+            })?;
+            loadmark_history::runs_of_file(&text, &Default::default())
+                .map_err(|e| UsageError(format!("--result {}: {e}", path.display())))?
                 .into_iter()
-                .filter_map(|(key, members)| {
-                    let newest = members.last()?;
-                    Some((
-                        key,
-                        format!("run {}", newest.id),
-                        Some(newest.id),
-                        newest.metrics.clone(),
-                    ))
+                .map(|n| {
+                    let probe = StoredRun {
+                        id: 0,
+                        recorded_at: String::new(),
+                        started_at: n.started_at.clone(),
+                        plan_hash: n.plan_hash.clone(),
+                        step: n.step,
+                        params: n.params.clone(),
+                        target: n.target.clone(),
+                        loadmark_version: n.loadmark_version.clone(),
+                        tags: n.tags.clone(),
+                        metrics: n.metrics.clone(),
+                        source: None,
+                    };
+                    (
+                        SeriesKey::of(&probe, &[]),
+                        path.display().to_string(),
+                        None,
+                        n.metrics,
+                    )
                 })
-                .collect(),
-        };
+                .collect()
+        }
+        None => loadmark_history::group(&runs, by)
+            .into_iter()
+            .filter_map(|(key, members)| {
+                let newest = members.last()?;
+                Some((
+                    key,
+                    format!("run {}", newest.id),
+                    Some(newest.id),
+                    newest.metrics.clone(),
+                ))
+            })
+            .collect(),
+    };
     if candidates.is_empty() {
         print_out("no runs to judge: the store has none that match\n")?;
         return Ok(ExitCode::SUCCESS);

@@ -65,12 +65,15 @@ pub fn relative(before: f64, after: f64) -> f64 {
     }
 }
 
+/// `(start, end, best split)`: a segment of the series and, once computed, its best split.
+type Segment = (usize, usize, Option<(usize, f64)>);
+
 /// The change points of `values`, in order.
 pub fn e_divisive(values: &[f64], settings: &Settings) -> Vec<ChangePoint> {
     let min = settings.min_size.max(2);
     let mut rng = Rng(settings.seed | 1);
     // Segments [start, end) not yet known to hold no change, each with its best split.
-    let mut open: Vec<(usize, usize, Option<(usize, f64)>)> = vec![(0, values.len(), None)];
+    let mut open: Vec<Segment> = vec![(0, values.len(), None)];
     let mut found: Vec<(usize, f64)> = Vec::new();
     loop {
         for seg in open.iter_mut() {
