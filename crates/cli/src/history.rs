@@ -175,7 +175,7 @@ fn selected(sel: &Selection) -> Result<(Store, Vec<StoredRun>)> {
     Ok((store, runs.into_iter().filter(keep).collect()))
 }
 
-/// `--step 2` is step 2; `--step c=100` (or `'c=100 rate=5'`) the steps with those
+/// `--step 2` is step 2; `--step connections=100` (or `'connections=100 rate=5'`) the steps with those
 /// parameters.
 fn step_matches(run: &StoredRun, wanted: &str) -> bool {
     if let Ok(n) = wanted.trim().parse::<i64>() {

@@ -106,6 +106,49 @@ fn runs_are_recorded_after_the_load_and_trended_detected_and_gated() {
         "{listed}"
     );
 
+    // A plan's steps, recorded by bench: a run each, selected by plan file and parameters;
+    // its bundle imported again adds nothing.
+    let plan = dir.path().join("sweep.yaml");
+    std::fs::write(
+        &plan,
+        format!("targets:\n  api:\n    url: {url}\nload:\n  requests: 100\nsweep:\n  connections: [1, 2]\n"),
+    )
+    .unwrap();
+    let bench_dir = dir.path().join("bench");
+    ok({
+        let mut c = loadmark();
+        c.arg("bench")
+            .arg(&plan)
+            .arg("--out")
+            .arg(&bench_dir)
+            .args(["-q", "--tag", "env=bench", "--store"])
+            .arg(&store);
+        c
+    });
+    let steps = ok({
+        let mut c = loadmark();
+        c.args(["history", "list", "--step", "connections=2", "--plan"])
+            .arg(&plan)
+            .arg("--store")
+            .arg(&store);
+        c
+    });
+    assert!(
+        steps.starts_with("1 run in") && steps.contains("step 2 (connections=2) · api"),
+        "{steps}"
+    );
+    let again = ok({
+        let mut c = loadmark();
+        c.args(["history", "import", "--store"])
+            .arg(&store)
+            .arg(bench_dir.join("bundle.json"));
+        c
+    });
+    assert!(
+        again.contains("imported 0 runs") && again.contains("(2 already stored)"),
+        "{again}"
+    );
+
     // Both runs' latency compared exactly from their stored histograms, as `compare` does.
     let stored = ok({
         let mut c = loadmark();
@@ -174,15 +217,32 @@ fn runs_are_recorded_after_the_load_and_trended_detected_and_gated() {
         store.to_str().unwrap(),
     ];
 
+    // The series' run ids, oldest first (ids are the store's to give).
+    let listed: serde_json::Value = serde_json::from_str(&ok({
+        let mut c = loadmark();
+        c.args(["history", "list", "--format", "json"]).args(sel);
+        c
+    }))
+    .unwrap();
+    let ids: Vec<i64> = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["id"].as_i64().unwrap())
+        .collect();
+    assert_eq!(ids.len(), 20);
+    let (first, change, newest) = (ids[0], ids[10], ids[19]);
     let detected = ok({
         let mut c = loadmark();
         c.args(["history", "detect", "--metric", "p99"]).args(sel);
         c
     });
-    // Runs 3 to 22 are the series; the change is at its 11th, run 13.
+    // The change is at the series' 11th run.
     assert!(detected.contains("(20 runs)"), "{detected}");
     assert!(
-        detected.contains("p99: change at run 13: +29.9% (1.00ms → 1.30ms)"),
+        detected.contains(&format!(
+            "p99: change at run {change}: +29.9% (1.00ms → 1.30ms)"
+        )),
         "{detected}"
     );
     assert!(detected.contains("1 change point\n"), "{detected}");
@@ -198,7 +258,7 @@ fn runs_are_recorded_after_the_load_and_trended_detected_and_gated() {
     assert_eq!(csv.lines().count(), 1 + 2 * 20, "{csv}");
     assert!(
         csv.lines()
-            .any(|l| l.contains(",13,") && l.contains(",p99,1290,true,")),
+            .any(|l| l.contains(&format!(",{change},")) && l.contains(",p99,1290,true,")),
         "{csv}"
     );
     let html_path = dir.path().join("trend.html");
@@ -211,11 +271,16 @@ fn runs_are_recorded_after_the_load_and_trended_detected_and_gated() {
     });
     let html = std::fs::read_to_string(&html_path).unwrap();
     assert!(
-        html.contains("data-chart=\"p99\" data-change-points=\"13\""),
+        html.contains(&format!(
+            "data-chart=\"p99\" data-change-points=\"{change}\""
+        )),
         "{html}"
     );
     assert!(
-        html.contains("<polyline class=\"line\" data-points=\"3:1000 4:1012"),
+        html.contains(&format!(
+            "<polyline class=\"line\" data-points=\"{first}:1000 {}:1012",
+            ids[1]
+        )),
         "{html}"
     );
     assert!(!html.contains("<script") && !html.contains("http://www.w3.org/2000/svg\" src"));
@@ -239,7 +304,8 @@ fn runs_are_recorded_after_the_load_and_trended_detected_and_gated() {
     let (out, err) = text(&o);
     assert!(o.status.success(), "{out}{err}");
     assert!(
-        out.contains("ok   p99: run 22") && out.contains("within the series' noise"),
+        out.contains(&format!("ok   p99: run {newest}"))
+            && out.contains("within the series' noise"),
         "{out}"
     );
     let worse = series(&c1, &dir.path().join("worse"), &[1625.0], Duration::ZERO);
@@ -479,7 +545,7 @@ fn postgres_store_migrates_takes_two_writers_and_fails_loudly_when_dropped() {
             "run",
             &url,
             "-d",
-            "3s",
+            "2s",
             "-c",
             "1",
             "-q",
@@ -489,12 +555,17 @@ fn postgres_store_migrates_takes_two_writers_and_fails_loudly_when_dropped() {
             "-o",
         ])
         .arg(&out)
+        .stdout(std::process::Stdio::null())
         .stderr(std::fs::File::create(&stderr).unwrap())
         .spawn()
         .unwrap();
+    // Connected, and its store opened and migrated (the COMMIT done): the run is under way.
     common::wait_until("loadmark connected to the store", || {
-        pg.psql("SELECT count(*) FROM pg_stat_activity WHERE application_name = 'loadmark'")
-            .is_ok_and(|n| n == "1")
+        pg.psql(
+            "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'loadmark' \
+             AND state = 'idle' AND query = 'COMMIT'",
+        )
+        .is_ok_and(|n| n == "1")
     });
     pg.daemon.signal(libc::SIGINT); // fast shutdown: sessions are ended
     pg.daemon.wait(Duration::from_secs(20)).unwrap();

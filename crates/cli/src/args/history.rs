@@ -64,7 +64,7 @@ pub enum HistoryCommand {
     /// points marked.
     #[command(after_help = "Examples:\n  \
         loadmark history trend --metric p99 --metric rps\n  \
-        loadmark history trend --metric p99 --step c=100 -o trend.html\n  \
+        loadmark history trend --metric p99 --step connections=100 -o trend.html\n  \
         loadmark history trend --metric rps --by env --format csv")]
     Trend(TrendArgs),
     /// Change points of each series (E-divisive means with a permutation test): the run
@@ -109,7 +109,7 @@ pub struct Selection {
     /// Only runs with this tag, KEY=VALUE (repeatable: all must match)
     #[arg(long = "tag", value_name = "KEY=VALUE", value_parser = tag_arg)]
     pub tags: Vec<(String, String)>,
-    /// Only this step: its number, or its parameters as KEY=VALUE (e.g. c=100)
+    /// Only this step: its number, or its parameters as KEY=VALUE (e.g. connections=100)
     #[arg(long = "step", value_name = "N|KEY=VALUE")]
     pub step: Option<String>,
     /// Only runs whose target (URL, or a plan's target name) contains this
