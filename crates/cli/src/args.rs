@@ -4,11 +4,16 @@
 mod argv;
 #[cfg(test)]
 mod help_tests;
+mod history;
 mod import;
 mod plan;
 mod values;
 mod ws;
 
+pub use history::{
+    CompareRunsArgs, DetectArgs, DetectFlags, GateArgs, HistoryArgs, HistoryCommand, HistoryFormat,
+    ImportArgs as HistoryImportArgs, ListArgs, RecordFlags, Selection, TrendArgs,
+};
 pub use import::{ImportArgs, ImportCommon, ImportKind};
 pub(crate) use values::duration_arg;
 use values::{at_least_one, at_least_one_u64, basic_auth_arg, header_arg};
@@ -150,6 +155,9 @@ pub enum Command {
     /// Turn a HAR recording, a curl command, an OpenAPI document or a Postman collection
     /// into a plan file, checked by loadmark's own plan loader.
     Import(ImportArgs),
+    /// The results history: runs recorded with --record (or imported), their trends,
+    /// change points, and a regression gate for CI.
+    History(HistoryArgs),
 }
 
 impl Command {
@@ -522,6 +530,9 @@ pub struct ReportFlags {
     #[command(flatten, next_help_heading = "Distributed (split over machines)")]
     pub split: crate::split::SplitFlags,
 
+    #[command(flatten, next_help_heading = "History")]
+    pub record: RecordFlags,
+
     #[command(flatten, next_help_heading = "Output")]
     pub table: TableFlags,
 }
@@ -636,6 +647,8 @@ pub struct BenchArgs {
     /// Extra srun option for --slurm, repeatable (e.g. --srun-arg=--partition=load)
     #[arg(long = "srun-arg", value_name = "ARG", allow_hyphen_values = true)]
     pub srun_args: Vec<String>,
+    #[command(flatten, next_help_heading = "History")]
+    pub record: RecordFlags,
 }
 
 /// The step table of Markdown, HTML and CSV-summary output: shared by `run`, `ws` and

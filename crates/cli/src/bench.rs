@@ -57,6 +57,8 @@ pub fn bench(args: &BenchArgs) -> Result<ExitCode> {
         .map_err(|e| UsageError(format!("--out {}: cannot create it: {e}", out.display())))?;
     crate::output::check_writable(&out.join("bundle.json"))
         .map_err(|e| UsageError(format!("{e:#}")))?;
+    // Opened before the steps run (a bad store is refused first), written after them.
+    let recorder = crate::history::Recorder::before_run(&args.record)?;
     let stop = stop_handle();
     let mut host = BenchHost {
         live: Live::start(&args.metrics, None, args.run_id.clone(), None)?,
@@ -99,6 +101,7 @@ pub fn bench(args: &BenchArgs) -> Result<ExitCode> {
         out.join("bundle.json").display()
     );
     print_out(loadmark_report::render_steps_text(&bundle))?;
+    let recorded = recorder.is_none_or(|r| r.record_bundle(&bundle, &out.join("bundle.json")));
     let last = bundle.steps.len().saturating_sub(1);
     let runs: Vec<Judged<'_>> = bundle
         .steps
@@ -113,7 +116,7 @@ pub fn bench(args: &BenchArgs) -> Result<ExitCode> {
         .collect();
     // A service that died failed the steps that needed it: the document says which.
     let died = !bundle.notes.is_empty() || bundle.steps.iter().any(|s| !s.notes.is_empty());
-    Ok(crate::verdict::exit_code(
+    let code = crate::verdict::exit_code(
         &runs,
         &Rules {
             interrupted: bundle.interrupted,
@@ -124,7 +127,11 @@ pub fn bench(args: &BenchArgs) -> Result<ExitCode> {
             },
             ..Default::default()
         },
-    ))
+    );
+    if !recorded && code == ExitCode::SUCCESS {
+        return Ok(ExitCode::from(crate::EXIT_RUN_FAILED));
+    }
+    Ok(code)
 }
 
 /// `bench --check`: the steps as `loadmark run` commands, the services' order, and the

@@ -39,6 +39,7 @@ pub fn dispatch(command: Command) -> Result<ExitCode> {
             run(&args, body)
         }
         Command::Import(args) => crate::import::import(&args),
+        Command::History(args) => crate::history::history(&args),
         Command::Ws(args) => ws(&args),
         Command::Serve(args) => serve(&args),
         Command::Quickstart(args) => quickstart(&args),
@@ -161,6 +162,15 @@ pub(crate) fn run_plan(
         }
         None => None,
     };
+    if flags.record.wanted() && segment.as_ref().is_some_and(|s| !s.segment.is_whole()) {
+        return Err(UsageError(
+            "--record with --segment: a segment is part of a run; record the merged result (loadmark merge ... -o all.json, then loadmark history import all.json)".into(),
+        )
+        .into());
+    }
+    // Opened before the run, so a bad store is refused before any load is spent; written
+    // only after the run has ended.
+    let recorder = crate::history::Recorder::before_run(&flags.record)?;
     let mut live = crate::live::Live::start(
         &flags.live.metrics,
         flags.live.stream.clone(),
@@ -202,17 +212,22 @@ pub(crate) fn run_plan(
         let _ = std::io::stdout().flush();
         crate::script::done(script, &report)?;
     }
+    let saved_json = output
+        .as_ref()
+        .filter(|(_, format)| *format == Format::Json)
+        .map(|(path, _)| path.clone());
     if let Some((path, format)) = output {
         write_atomic(&path, &render_with(&report, format, &flags.table))?;
         eprintln!("loadmark: report written to {}", path.display());
     }
     live.linger();
     crate::gate::write_junit(flags, &report)?;
+    let recorded = recorder.is_none_or(|r| r.record_report(&report, saved_json.as_deref()));
     let judged = Judged {
         interrupted: interrupted || report.run.interrupted,
         ..Judged::one(&report)
     };
-    Ok(crate::verdict::exit_code(
+    let code = crate::verdict::exit_code(
         &[judged],
         &Rules {
             fail_on: &flags.fail_on,
@@ -220,7 +235,12 @@ pub(crate) fn run_plan(
             interrupted,
             other_failures: Vec::new(),
         },
-    ))
+    );
+    // A run that was not recorded as asked fails, unless its own verdict already did.
+    if !recorded && code == ExitCode::SUCCESS {
+        return Ok(ExitCode::from(crate::EXIT_RUN_FAILED));
+    }
+    Ok(code)
 }
 
 pub(crate) fn execute(

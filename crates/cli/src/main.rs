@@ -11,6 +11,7 @@ mod commands;
 mod dist;
 mod events;
 mod gate;
+mod history;
 mod import;
 mod k8s;
 mod live;

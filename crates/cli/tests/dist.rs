@@ -9,7 +9,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 
 /// The subcommands, each of which gets its own man page.
-const SUBCOMMANDS: [&str; 13] = [
+const SUBCOMMANDS: [&str; 14] = [
     "run",
     "ws",
     "serve",
@@ -20,17 +20,24 @@ const SUBCOMMANDS: [&str; 13] = [
     "schema",
     "merge",
     "compare",
+    "history",
     "k8s",
     "completions",
     "man",
 ];
 
 /// Subcommands of subcommands: a page each, which their parent's page names.
-const NESTED: [(&str, &str); 4] = [
+const NESTED: [(&str, &str); 10] = [
     ("import", "curl"),
     ("import", "har"),
     ("import", "openapi"),
     ("import", "postman"),
+    ("history", "list"),
+    ("history", "trend"),
+    ("history", "detect"),
+    ("history", "gate"),
+    ("history", "import"),
+    ("history", "compare"),
 ];
 
 fn stdout_of(cmd: &mut Command) -> String {
