@@ -87,7 +87,8 @@ pub enum Command {
     #[command(after_help = "Examples:\n  \
         loadmark serve --port 8080\n  \
         loadmark serve --port 8443 --tls --http2 -t 2\n  \
-        loadmark serve --port 8080 --stall 1s --every 5s")]
+        loadmark serve --port 8080 --stall 1s --every 5s\n  \
+        loadmark serve --port 8080 --capacity 5000 --queue 50ms")]
     Serve(ServeArgs),
     /// Start the built-in target in this process and benchmark it: the whole tool in one go.
     #[command(after_help = "Examples:\n  \
@@ -574,6 +575,14 @@ pub struct ServeArgs {
     /// Also listen on this Unix domain socket (it must not exist; removed at exit)
     #[arg(long = "unix-socket", value_name = "PATH")]
     pub unix_socket: Option<PathBuf>,
+    /// Serve at most N requests per second, first come first served through one queue (a
+    /// server of known capacity, for `loadmark find`); a request that would wait longer
+    /// than --queue is answered 503 at once
+    #[arg(long = "capacity", value_name = "N", value_parser = rate_arg)]
+    pub capacity: Option<f64>,
+    /// With --capacity: the longest a request waits in the queue before it is refused
+    #[arg(long = "queue", value_parser = duration_arg, default_value = "100ms", requires = "capacity")]
+    pub queue: Duration,
 }
 
 #[derive(Args, Debug)]

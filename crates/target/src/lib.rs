@@ -113,6 +113,7 @@
 //!   message on another thread.
 
 mod body;
+mod capacity;
 mod journey;
 mod listeners;
 mod relay;
@@ -133,6 +134,7 @@ use tokio::sync::oneshot;
 pub use relay::{MAX_RELAY_BYTES, RELAY_TIMEOUT};
 pub use routes::{MAX_BODY_BYTES, MAX_DELAY, MAX_ECHO_BYTES};
 use server::Counters;
+pub use capacity::Capacity;
 pub use stall::Stall;
 pub use ws::MAX_WS_MESSAGE_BYTES;
 
@@ -175,6 +177,9 @@ pub struct ServerConfig {
     /// Also listen on this Unix domain socket (same endpoints, same protocols as the TCP
     /// port, without TLS); the file must not exist and is removed when the server stops.
     pub unix_socket: Option<std::path::PathBuf>,
+    /// Serve at most this many requests per second through one bounded queue (see
+    /// [`Capacity`]): a server whose capacity is known, for capacity searches. Default none.
+    pub capacity: Option<Capacity>,
 }
 
 impl Default for ServerConfig {
@@ -187,6 +192,7 @@ impl Default for ServerConfig {
             reuse_port: false,
             tls: false,
             unix_socket: None,
+            capacity: None,
         }
     }
 }
@@ -226,6 +232,9 @@ pub enum ServeError {
     /// never freeze or never thaw. Pick a duration between zero and `every`, e.g. 1 s of 5 s.
     #[error("a stall of {:?} every {:?} must last more than zero and less than its period", .0.duration, .0.every)]
     InvalidStall(Stall),
+    /// The capacity's rate was not a positive number (at most 10⁹ requests per second).
+    #[error("a capacity of {} requests per second: it must be above 0 and at most 10^9", .0.rate)]
+    InvalidCapacity(Capacity),
 }
 
 /// A running server. [`RunningServer::shutdown`] or dropping it stops accepting, closes every
@@ -375,7 +384,13 @@ pub fn start(config: ServerConfig) -> Result<RunningServer, ServeError> {
     if let Some(stall) = config.stall.filter(|s| !s.is_valid()) {
         return Err(ServeError::InvalidStall(stall));
     }
-    let counters = Arc::new(Counters::default());
+    if let Some(capacity) = config.capacity.filter(|c| !c.is_valid()) {
+        return Err(ServeError::InvalidCapacity(capacity));
+    }
+    let counters = Arc::new(Counters {
+        capacity: config.capacity.map(capacity::Gate::new),
+        ..Counters::default()
+    });
     let (ready_tx, ready_rx) = mpsc::channel();
     let (shutdown_tx, shutdown_rx) = oneshot::channel();
     let thread_counters = counters.clone();

@@ -1,0 +1,109 @@
+//! One step's verdict from its report: did loadmark hold the rate (its saturation verdict,
+//! its schedule lag), did the server answer at all, and which objectives held. Pure.
+
+use loadmark_metrics::ErrorKind;
+use loadmark_report::{check_thresholds, CurvePoint, Report, Threshold, LATE_LAG_P99_US};
+
+use super::search::StepVerdict;
+
+/// Below this share of the offered rate answered, the server did not keep up, whatever the
+/// objectives say (an objective on errors alone would pass a server that queues forever).
+pub const KEEP_UP_SHARE: f64 = 0.9;
+
+/// The verdict of a step offered `offered` per second, and its point on the curve.
+pub fn judge(report: &Report, objectives: &[Threshold], offered: f64) -> (StepVerdict, CurvePoint) {
+    let s = &report.summary;
+    let h = &report.totals.latency;
+    let q = |p: f64| if h.is_empty() { 0 } else { h.value_at_quantile(p) };
+    let achieved = s.rps;
+    let mut point = CurvePoint {
+        offered,
+        achieved,
+        p50_us: q(0.5),
+        p90_us: q(0.9),
+        p99_us: q(0.99),
+        completed: s.requests.completed,
+        errors: s.requests.errors,
+        failed: s.requests.errors + s.requests.non_success_responses,
+        met: false,
+        broken: Vec::new(),
+        repeat: false,
+        note: None,
+    };
+    let health = &report.run.health;
+    let lag_p99 = s
+        .schedule_lag
+        .as_ref()
+        .and_then(|l| l.percentile(99.0))
+        .unwrap_or(0);
+    let client = if health.client_saturated {
+        Some(format!(
+            "the client saturated: its busiest load thread used {:.0}% of a core",
+            report.run.client_cpu.busiest_worker * 100.0
+        ))
+    } else if lag_p99 > LATE_LAG_P99_US && !health.overloaded {
+        // Late sends the health verdict does not put on the server: the client's or the
+        // machine's (other processes on loadmark's cores).
+        Some(format!(
+            "requests left late (p99 schedule lag {:.1}ms) while the server kept up: the client or the machine could not hold the schedule",
+            lag_p99 as f64 / 1000.0
+        ))
+    } else {
+        None
+    };
+    if let Some(why) = client {
+        point.note = Some("client-limited".into());
+        return (StepVerdict::ClientLimited(why), point);
+    }
+    if let Some(why) = server_down(report) {
+        point.note = Some("server down".into());
+        return (StepVerdict::ServerDown(why), point);
+    }
+    for t in check_thresholds(objectives, report) {
+        if !t.passed {
+            let seen = t.actual.unwrap_or_else(|| "no data".into());
+            point.broken.push(format!("{} (was {seen})", t.threshold));
+        }
+    }
+    if s.dropped > 0 {
+        point
+            .broken
+            .push(format!("no request dropped (was {})", s.dropped));
+    }
+    if achieved < offered * KEEP_UP_SHARE {
+        point.broken.push(format!(
+            "achieved ≥ {:.0}% of offered (was {:.0}/s)",
+            KEEP_UP_SHARE * 100.0,
+            achieved
+        ));
+    }
+    point.met = point.broken.is_empty();
+    let verdict = if point.met {
+        StepVerdict::Met
+    } else {
+        StepVerdict::Broke(point.broken.clone())
+    };
+    (verdict, point)
+}
+
+/// The server went away: no response at all while requests failed, or most of them failing
+/// to connect. Says the error class and its first example.
+fn server_down(report: &Report) -> Option<String> {
+    let s = &report.summary;
+    let connect = s.errors.get(ErrorKind::Connect).count;
+    let gone = (s.requests.responses == 0 && s.requests.errors > 0)
+        || connect * 2 > s.requests.completed.max(1);
+    if !gone {
+        return None;
+    }
+    let (kind, stat) = s.errors.nonzero().max_by_key(|(_, stat)| stat.count)?;
+    Some(format!(
+        "{} errors ({}){}",
+        kind.as_str(),
+        stat.count,
+        stat.first_example
+            .as_deref()
+            .map(|e| format!(", e.g. {e}"))
+            .unwrap_or_default()
+    ))
+}
