@@ -148,6 +148,16 @@ pub enum Command {
         loadmark man /usr/local/share/man/man1\n  \
         loadmark man target/man")]
     Man(crate::dist::ManArgs),
+    /// Find the capacity: the highest open-loop rate at which every objective (--slo) holds,
+    /// rising from --from, then bisecting; with the latency-throughput curve and its knee.
+    #[command(after_help = "Examples:\n  \
+        loadmark find http://127.0.0.1:8080/status --slo 'p99 < 20ms' --slo 'errors < 0.1%'\n  \
+        loadmark find http://127.0.0.1:8080/json --slo 'p99.9 < 100ms' --from 1000 --to 200000 --hold 20s --http2\n  \
+        loadmark find http://127.0.0.1:8080/status --slo 'p99 < 5ms' --slo 'failed < 1%' -o capacity.html\n\n\
+        Each step holds its rate for --hold (longer when the objectives need more requests: \
+        1,522 for p99 at 95% confidence) after a --step-warmup. A step where loadmark itself \
+        saturated ends the search, said so (exit 4), never reported as the server's capacity.")]
+    Find(Box<crate::find::FindArgs>),
     /// Turn a HAR recording, a curl command, an OpenAPI document or a Postman collection
     /// into a plan file, checked by loadmark's own plan loader.
     Import(ImportArgs),

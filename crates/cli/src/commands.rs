@@ -39,6 +39,7 @@ pub fn dispatch(command: Command) -> Result<ExitCode> {
             run(&args, body)
         }
         Command::Import(args) => crate::import::import(&args),
+        Command::Find(mut args) => crate::find::find(&mut args),
         Command::Ws(args) => ws(&args),
         Command::Serve(args) => serve(&args),
         Command::Quickstart(args) => quickstart(&args),

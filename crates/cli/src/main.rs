@@ -10,6 +10,7 @@ mod bench;
 mod commands;
 mod dist;
 mod events;
+mod find;
 mod gate;
 mod import;
 mod k8s;

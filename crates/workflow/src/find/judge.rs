@@ -1,8 +1,12 @@
-//! One step's verdict from its report: did loadmark hold the rate (its saturation verdict,
-//! its schedule lag), did the server answer at all, and which objectives held. Pure.
+//! One step's verdict from its report: did the server answer at all, which objectives held,
+//! and, for a step that broke one, whether loadmark itself held the rate (its saturation
+//! verdict, its schedule lag): if not, the step measured the client and ends the search.
+//! Pure.
 
 use loadmark_metrics::ErrorKind;
-use loadmark_report::{check_thresholds, CurvePoint, Report, Threshold, LATE_LAG_P99_US};
+use loadmark_report::{
+    check_thresholds, CurvePoint, Metric, Report, Threshold, LATE_LAG_P99_US,
+};
 
 use super::search::StepVerdict;
 
@@ -51,21 +55,23 @@ pub fn judge(report: &Report, objectives: &[Threshold], offered: f64) -> (StepVe
     } else {
         None
     };
-    if let Some(why) = client {
-        point.note = Some("client-limited".into());
-        return (StepVerdict::ClientLimited(why), point);
-    }
     if let Some(why) = server_down(report) {
         point.note = Some("server down".into());
         return (StepVerdict::ServerDown(why), point);
     }
-    for t in check_thresholds(objectives, report) {
-        if !t.passed {
-            let seen = t.actual.unwrap_or_else(|| "no data".into());
-            point.broken.push(format!("{} (was {seen})", t.threshold));
+    // Whether every broken objective could be the client's doing: a latency bound that the
+    // service time alone (first byte written to last byte read, no schedule lag, no wait
+    // for a connection) met, or the rate not kept up. Errors and drops are the server's.
+    let mut client_could = true;
+    for (t, r) in objectives.iter().zip(check_thresholds(objectives, report)) {
+        if !r.passed {
+            let seen = r.actual.unwrap_or_else(|| "no data".into());
+            point.broken.push(format!("{} (was {seen})", r.threshold));
+            client_could &= met_by_service_time(t, report);
         }
     }
     if s.dropped > 0 {
+        client_could = false;
         point
             .broken
             .push(format!("no request dropped (was {})", s.dropped));
@@ -78,6 +84,13 @@ pub fn judge(report: &Report, objectives: &[Threshold], offered: f64) -> (StepVe
         ));
     }
     point.met = point.broken.is_empty();
+    // A step that met every objective although the client was late or busy stands (its
+    // latencies, counted from the intended send times, include the client's delay); one
+    // that broke an objective then may have measured the client, not the server.
+    if let (Some(why), false, true) = (client, point.met, client_could) {
+        point.note = Some("client-limited".into());
+        return (StepVerdict::ClientLimited(why), point);
+    }
     let verdict = if point.met {
         StepVerdict::Met
     } else {
@@ -106,4 +119,20 @@ fn server_down(report: &Report) -> Option<String> {
             .map(|e| format!(", e.g. {e}"))
             .unwrap_or_default()
     ))
+}
+
+/// Whether a latency objective holds on the service time (the server's part of latency).
+fn met_by_service_time(t: &Threshold, report: &Report) -> bool {
+    let h = &report.totals.service;
+    if h.is_empty() {
+        return false;
+    }
+    let v = match t.metric {
+        Metric::Percentile(p) => h.value_at_quantile(p / 100.0) as f64,
+        Metric::Mean => h.mean(),
+        Metric::Max => h.max() as f64,
+        Metric::Min => h.min() as f64,
+        _ => return false,
+    };
+    t.op.holds(v, t.limit)
 }

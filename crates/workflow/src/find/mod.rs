@@ -15,7 +15,7 @@ pub mod search;
 
 use std::time::Duration;
 
-use loadmark_plan::{Load, Plan, Profile, Stop, DEFAULT_MAX_CONNECTIONS};
+use loadmark_plan::{format_duration, Load, Plan, Profile, Stop, DEFAULT_MAX_CONNECTIONS};
 use loadmark_report::{
     broke_first, knee, CapacityInterval, CapacityResult, CurvePoint, Report, SearchEnd, Threshold,
     CAPACITY_SCHEMA_VERSION,
@@ -100,16 +100,31 @@ pub fn step_rule(opts: &FindOptions) -> String {
     let n = requests_needed(&opts.objectives);
     let count = if n > 0 {
         format!(
-            ", and at least {n} requests (so the count in the strictest objective's tail is known to ±50% at {:.0}% confidence: 1,522 for p99, whose true value then lies between the measured p98.5 and p99.5)",
+            ", and at least {} requests (so the count in the strictest objective's tail is known to ±50% at {:.0}% confidence: 1,522 for p99, whose true value then lies between the measured p98.5 and p99.5)",
+            thousands(n),
             CONFIDENCE * 100.0
         )
     } else {
         String::new()
     };
     format!(
-        "each step holds its rate for at least {:?}{count}, after a {:?} warm-up, with {:?} without load between steps",
-        opts.hold, opts.warmup, opts.cooldown
+        "each step holds its rate for at least {}{count}, after a {} warm-up, with {} without load between steps",
+        format_duration(opts.hold),
+        format_duration(opts.warmup),
+        format_duration(opts.cooldown)
     )
+}
+
+fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut o = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            o.push(',');
+        }
+        o.push(c);
+    }
+    o
 }
 
 /// Runs the search: `run` runs one step's plan and returns its report (or why it could not);
