@@ -20,20 +20,40 @@ pub struct FindArgs {
     /// An objective every step must meet (repeatable): 'p99 < 20ms', 'p99.9 < 100ms',
     /// 'mean < 5ms', 'errors < 0.1%' (transport errors), 'failed < 1%' (errors and
     /// non-2xx/3xx), 'rps > 1000'
-    #[arg(long = "slo", value_name = "OBJECTIVE", required = true, help_heading = "Search")]
+    #[arg(
+        long = "slo",
+        value_name = "OBJECTIVE",
+        required = true,
+        help_heading = "Search"
+    )]
     pub slo: Vec<String>,
     /// The first rate tried, requests (a scenario: iterations) per second
-    #[arg(long = "from", value_name = "RATE", default_value = "100", help_heading = "Search")]
+    #[arg(
+        long = "from",
+        value_name = "RATE",
+        default_value = "100",
+        help_heading = "Search"
+    )]
     pub from: f64,
     /// The highest rate tried
-    #[arg(long = "to", value_name = "RATE", default_value = "100000", help_heading = "Search")]
+    #[arg(
+        long = "to",
+        value_name = "RATE",
+        default_value = "100000",
+        help_heading = "Search"
+    )]
     pub to: f64,
     /// Each rising step multiplies the rate by this
     #[arg(long = "factor", default_value = "2", help_heading = "Search")]
     pub factor: f64,
     /// The bisection stops when the last rate that met the objectives and the first that
     /// did not are this close, in percent
-    #[arg(long = "precision", value_name = "PERCENT", default_value = "2", help_heading = "Search")]
+    #[arg(
+        long = "precision",
+        value_name = "PERCENT",
+        default_value = "2",
+        help_heading = "Search"
+    )]
     pub precision: f64,
     /// The least measured time of each step (longer when the objectives need more
     /// requests: 1,522 for p99, 15,351 for p99.9)
@@ -76,12 +96,24 @@ impl FindArgs {
         }
         let r = &self.run;
         for (given, flag) in [
-            (r.rate.is_some(), "-R/--rate (the search sets the rate: --from, --to)"),
-            (r.duration.is_some(), "-d/--duration (each step's length is --hold)"),
+            (
+                r.rate.is_some(),
+                "-R/--rate (the search sets the rate: --from, --to)",
+            ),
+            (
+                r.duration.is_some(),
+                "-d/--duration (each step's length is --hold)",
+            ),
             (r.requests.is_some(), "-n/--requests"),
             (r.stages.is_some(), "--stages"),
-            (r.warmup.is_some(), "--warmup (each step's is --step-warmup)"),
-            (!r.report.thresholds.is_empty(), "--threshold (objectives are --slo)"),
+            (
+                r.warmup.is_some(),
+                "--warmup (each step's is --step-warmup)",
+            ),
+            (
+                !r.report.thresholds.is_empty(),
+                "--threshold (objectives are --slo)",
+            ),
             (r.script.is_some(), "-s/--script"),
             (r.report.split.segment.is_some(), "--segment"),
         ] {
@@ -91,7 +123,9 @@ impl FindArgs {
         }
         let warmup = self.step_warmup.unwrap_or(Duration::from_secs(1));
         if warmup.subsec_nanos() != 0 {
-            return usage("--step-warmup: whole seconds (the per-second series is aligned on them)");
+            return usage(
+                "--step-warmup: whole seconds (the per-second series is aligned on them)",
+            );
         }
         Ok(FindOptions {
             objectives,
@@ -133,9 +167,10 @@ pub fn find(args: &mut FindArgs) -> Result<ExitCode> {
     // the request are the user's; the rate, length and warm-up are each step's.
     args.run.rate = Some(args.from);
     let body = match args.run.body_path() {
-        Some(path) => Some(std::fs::read(&path).map_err(|e| {
-            UsageError(format!("{}: cannot read it: {e}", path.display()))
-        })?),
+        Some(path) => Some(
+            std::fs::read(&path)
+                .map_err(|e| UsageError(format!("{}: cannot read it: {e}", path.display())))?,
+        ),
         None => None,
     };
     let template = args.run.to_plan(body)?;
@@ -190,12 +225,8 @@ fn run_step(
         let how = crate::split::SlurmRun::from_flags(flags, tasks)?;
         return Ok(crate::split::run_slurm(plan, &how)?.0);
     }
-    let result = crate::commands::execute(
-        plan,
-        &Part::default(),
-        true,
-        &mut crate::live::Live::none(),
-    )?;
+    let result =
+        crate::commands::execute(plan, &Part::default(), true, &mut crate::live::Live::none())?;
     Ok(crate::commands::build_report(plan, result))
 }
 

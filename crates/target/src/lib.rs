@@ -131,10 +131,10 @@ use std::thread::JoinHandle;
 
 use tokio::sync::oneshot;
 
+pub use capacity::Capacity;
 pub use relay::{MAX_RELAY_BYTES, RELAY_TIMEOUT};
 pub use routes::{MAX_BODY_BYTES, MAX_DELAY, MAX_ECHO_BYTES};
 use server::Counters;
-pub use capacity::Capacity;
 pub use stall::Stall;
 pub use ws::MAX_WS_MESSAGE_BYTES;
 

@@ -167,7 +167,10 @@ fn ok() -> Response<ResponseBody> {
 
 /// `--capacity`: the queue is full.
 pub(crate) fn over_capacity() -> Response<ResponseBody> {
-    text(StatusCode::SERVICE_UNAVAILABLE, "over capacity: the queue is full\n")
+    text(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "over capacity: the queue is full\n",
+    )
 }
 
 fn text(status: StatusCode, body: &'static str) -> Response<ResponseBody> {

@@ -5,7 +5,7 @@
 
 use loadmark_metrics::ErrorKind;
 use loadmark_report::{
-    check_thresholds, CurvePoint, Metric, Report, Threshold, LATE_LAG_P99_US,
+    check_thresholds, CurvePoint, Metric, Report, Threshold, LATE_LAG_P99_US, SATURATED_BUSY,
 };
 
 use super::search::StepVerdict;
@@ -18,7 +18,13 @@ pub const KEEP_UP_SHARE: f64 = 0.9;
 pub fn judge(report: &Report, objectives: &[Threshold], offered: f64) -> (StepVerdict, CurvePoint) {
     let s = &report.summary;
     let h = &report.totals.latency;
-    let q = |p: f64| if h.is_empty() { 0 } else { h.value_at_quantile(p) };
+    let q = |p: f64| {
+        if h.is_empty() {
+            0
+        } else {
+            h.value_at_quantile(p)
+        }
+    };
     let achieved = s.rps;
     let mut point = CurvePoint {
         offered,
@@ -40,9 +46,10 @@ pub fn judge(report: &Report, objectives: &[Threshold], offered: f64) -> (StepVe
         .as_ref()
         .and_then(|l| l.percentile(99.0))
         .unwrap_or(0);
-    let client = if health.client_saturated {
+    let busy = client_busy(report);
+    let client = if busy {
         Some(format!(
-            "the client saturated: its busiest load thread used {:.0}% of a core",
+            "the client saturated: its busiest load thread used {:.0}% of a core (and waited for one the rest of the time)",
             report.run.client_cpu.busiest_worker * 100.0
         ))
     } else if lag_p99 > LATE_LAG_P99_US && !health.overloaded {
@@ -59,19 +66,21 @@ pub fn judge(report: &Report, objectives: &[Threshold], offered: f64) -> (StepVe
         point.note = Some("server down".into());
         return (StepVerdict::ServerDown(why), point);
     }
-    // Whether every broken objective could be the client's doing: a latency bound that the
-    // service time alone (first byte written to last byte read, no schedule lag, no wait
-    // for a connection) met, or the rate not kept up. Errors and drops are the server's.
+    // Whether every broken objective could be the client's doing when it only left requests
+    // late: a latency bound that the service time alone (first byte written to last byte
+    // read, no schedule lag, no wait for a connection) met. Errors are the server's.
     let mut client_could = true;
     for (t, r) in objectives.iter().zip(check_thresholds(objectives, report)) {
         if !r.passed {
             let seen = r.actual.unwrap_or_else(|| "no data".into());
             point.broken.push(format!("{} (was {seen})", r.threshold));
-            client_could &= met_by_service_time(t, report);
+            client_could &= is_latency(t) && met_by_service_time(t, report);
         }
     }
+    // A saturated client delays its sends, its reads and its pool alike: nothing it measured
+    // is the server's alone.
+    client_could |= busy;
     if s.dropped > 0 {
-        client_could = false;
         point
             .broken
             .push(format!("no request dropped (was {})", s.dropped));
@@ -121,7 +130,26 @@ fn server_down(report: &Report) -> Option<String> {
     ))
 }
 
-/// Whether a latency objective holds on the service time (the server's part of latency).
+/// The busiest load thread ran, or was ready to run but waited for a CPU, nearly all the
+/// time: it always had work, so it could not keep the schedule (on a crowded machine the
+/// wait, not the running, is what shows).
+fn client_busy(report: &Report) -> bool {
+    let cpu = &report.run.client_cpu;
+    let threads = report.plan.load.threads().max(1) as f64;
+    let wall = report.run.elapsed_s.max(1e-9);
+    let waited = cpu.contention.as_ref().map_or(0.0, |c| c.waited_s) / threads / wall;
+    report.run.health.client_saturated || cpu.busiest_worker + waited >= SATURATED_BUSY
+}
+
+fn is_latency(t: &Threshold) -> bool {
+    matches!(
+        t.metric,
+        Metric::Percentile(_) | Metric::Mean | Metric::Max | Metric::Min
+    )
+}
+
+/// Whether a latency objective holds on the service time (the server's part of latency),
+/// within [`SERVICE_MARGIN`] of its bound.
 fn met_by_service_time(t: &Threshold, report: &Report) -> bool {
     let h = &report.totals.service;
     if h.is_empty() {
@@ -134,5 +162,10 @@ fn met_by_service_time(t: &Threshold, report: &Report) -> bool {
         Metric::Min => h.min() as f64,
         _ => return false,
     };
-    t.op.holds(v, t.limit)
+    // With a margin: a service time at the bound itself means the server was there too.
+    t.op.holds(v, t.limit * SERVICE_MARGIN)
 }
+
+/// The share of a latency bound the service time must stay under for a late client, not
+/// the server, to be blamed for the breach.
+const SERVICE_MARGIN: f64 = 0.9;

@@ -49,13 +49,20 @@ pub fn parse_objective(text: &str, origin: &str) -> Result<Threshold, ObjectiveE
     let column = op_at.unwrap_or(0);
     match t.metric {
         Metric::Rps | Metric::Checks | Metric::Check if upper && t.unit != Unit::Count => {
-            Err(located(column, "a rate or pass rate must be a lower bound: use > or >=".into()))
+            Err(located(
+                column,
+                "a rate or pass rate must be a lower bound: use > or >=".into(),
+            ))
         }
-        Metric::Rps if upper => Err(located(column, "rps must be a lower bound: 'rps > N'".into())),
+        Metric::Rps if upper => Err(located(
+            column,
+            "rps must be a lower bound: 'rps > N'".into(),
+        )),
         Metric::Rps | Metric::Checks | Metric::Check => Ok(t),
         _ if !upper => Err(located(
             column,
-            "a rising load only makes this grow: an objective bounds it from above (< or <=)".into(),
+            "a rising load only makes this grow: an objective bounds it from above (< or <=)"
+                .into(),
         )),
         _ => Ok(t),
     }
@@ -99,7 +106,9 @@ mod tests {
         assert!(parse_objective("rps > 1000", "x").is_ok());
         let e = parse_objective("p99 > 20ms", "--slo #2").unwrap_err();
         assert_eq!(e.column, 5, "{e}");
-        assert!(e.to_string().starts_with("--slo #2: objective \"p99 > 20ms\", at character 5"));
+        assert!(e
+            .to_string()
+            .starts_with("--slo #2: objective \"p99 > 20ms\", at character 5"));
         let e = parse_objective("p99 < 20xs", "--slo #1").unwrap_err();
         assert_eq!(e.column, 7, "{e}");
         let e = parse_objective("latency < 20ms", "plan.yaml:4:12").unwrap_err();

@@ -86,7 +86,9 @@ pub fn render_capacity_html(r: &CapacityResult) -> String {
             &marks_here,
         ));
     }
-    o.push_str("<h2>Steps, in the order run</h2>\n<table class=\"num\" data-table=\"curve\">\n<tr>");
+    o.push_str(
+        "<h2>Steps, in the order run</h2>\n<table class=\"num\" data-table=\"curve\">\n<tr>",
+    );
     for h in CURVE_HEADER {
         let _ = write!(o, "<th>{h}</th>");
     }

@@ -91,7 +91,11 @@ pub(crate) fn curve_row(p: &CurvePoint) -> [String; 8] {
         format!("broke {}", p.broken.join(", "))
     };
     [
-        format!("{}{}", rate(p.offered), if p.repeat { " (repeat)" } else { "" }),
+        format!(
+            "{}{}",
+            rate(p.offered),
+            if p.repeat { " (repeat)" } else { "" }
+        ),
         rate(p.achieved),
         format_us(p.p50_us as f64),
         format_us(p.p90_us as f64),
