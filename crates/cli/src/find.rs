@@ -114,7 +114,6 @@ impl FindArgs {
                 !r.report.thresholds.is_empty(),
                 "--threshold (objectives are --slo)",
             ),
-            (r.script.is_some(), "-s/--script"),
             (r.report.split.segment.is_some(), "--segment"),
         ] {
             if given {
@@ -173,7 +172,22 @@ pub fn find(args: &mut FindArgs) -> Result<ExitCode> {
         ),
         None => None,
     };
-    let template = args.run.to_plan(body)?;
+    let mut template = args.run.to_plan(body)?;
+    let script = match &args.run.script {
+        Some(path) => {
+            if flags.split.slurm.is_some() {
+                return Err(
+                    UsageError("--script with --slurm: run it without --slurm".into()).into(),
+                );
+            }
+            Some(crate::script::prepare(
+                &mut template,
+                path,
+                &args.run.script_args,
+            )?)
+        }
+        None => None,
+    };
     let flags = &args.run.report;
     let stop = crate::commands::stop_handle();
     let quiet = flags.quiet;
@@ -181,7 +195,7 @@ pub fn find(args: &mut FindArgs) -> Result<ExitCode> {
     let result = find::find(
         &template,
         &opts,
-        |plan| run_step(plan, flags).map_err(|e| e.into_boxed_dyn_error()),
+        |plan| run_step(plan, flags, script.as_ref()).map_err(|e| e.into_boxed_dyn_error()),
         |verdict, point| {
             step += 1;
             if quiet {
@@ -191,6 +205,7 @@ pub fn find(args: &mut FindArgs) -> Result<ExitCode> {
                 StepVerdict::Met => "met".to_string(),
                 StepVerdict::Broke(b) => format!("broke {}", b.join(", ")),
                 StepVerdict::ClientLimited(w) => format!("client-limited: {w}"),
+                StepVerdict::Late(w) => format!("not counted, runs again: {w}"),
                 StepVerdict::ServerDown(w) => format!("server down: {w}"),
             };
             eprintln!(
@@ -220,13 +235,17 @@ pub fn find(args: &mut FindArgs) -> Result<ExitCode> {
 fn run_step(
     plan: &loadmark_plan::Plan,
     flags: &crate::args::ReportFlags,
+    script: Option<&loadmark_script::Script>,
 ) -> Result<loadmark_report::Report> {
     if let Some(tasks) = flags.split.slurm {
         let how = crate::split::SlurmRun::from_flags(flags, tasks)?;
         return Ok(crate::split::run_slurm(plan, &how)?.0);
     }
-    let result =
-        crate::commands::execute(plan, &Part::default(), true, &mut crate::live::Live::none())?;
+    let part = Part {
+        script: script.and_then(|s| s.hooks()),
+        ..Part::default()
+    };
+    let result = crate::commands::execute(plan, &part, true, &mut crate::live::Live::none())?;
     Ok(crate::commands::build_report(plan, result))
 }
 

@@ -76,6 +76,11 @@
 //!   until it closes too (at most 2 s), so the server's FIN never turns into a reset that
 //!   would destroy echoes the client has not read yet.
 //!
+//! With [`ServerConfig::capacity`] set, every request goes through one first-come-first-served
+//! queue served at exactly N requests per second, and one that would wait longer than the
+//! queue bound is answered 503 at once (see [`Capacity`]): a server whose capacity is
+//! known, for testing `loadmark find`.
+//!
 //! With [`ServerConfig::stall`] set, requests arriving during the last `duration` of every
 //! `every` (counted from start) are held until that window ends, whatever their path.
 //!

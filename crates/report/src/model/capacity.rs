@@ -58,8 +58,8 @@ pub struct CurvePoint {
     /// A repeat of a boundary step (for the interval), not a step of the search proper.
     #[serde(default)]
     pub repeat: bool,
-    /// What ended the search here, when something other than an objective did (the client
-    /// saturated, the server went away).
+    /// Why this step's verdict does not count, or ended the search: `client late` (the
+    /// step broke while loadmark was late or busy; it runs again), `server down`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
 }
@@ -69,11 +69,12 @@ pub struct CurvePoint {
 pub struct CapacityInterval {
     /// The highest rate that met every objective every time it ran.
     pub low: f64,
-    /// The lowest rate that broke an objective every time it ran.
+    /// The lowest rate above `low` that broke an objective in at least one of its runs.
     pub high: f64,
-    /// How many times each of the two ran.
+    /// How many times each of the two ran, and in how many runs `high` broke one.
     pub runs_low: u32,
     pub runs_high: u32,
+    pub broke_high: u32,
 }
 
 /// A whole capacity search.

@@ -68,7 +68,8 @@ pub fn judge(report: &Report, objectives: &[Threshold], offered: f64) -> (StepVe
     }
     // Whether every broken objective could be the client's doing when it only left requests
     // late: a latency bound that the service time alone (first byte written to last byte
-    // read, no schedule lag, no wait for a connection) met. Errors are the server's.
+    // read, no schedule lag, no wait for a connection) met. Errors are the server's answer
+    // (an overloaded server makes requests late too: its pool must grow).
     let mut client_could = true;
     for (t, r) in objectives.iter().zip(check_thresholds(objectives, report)) {
         if !r.passed {
@@ -97,8 +98,8 @@ pub fn judge(report: &Report, objectives: &[Threshold], offered: f64) -> (StepVe
     // latencies, counted from the intended send times, include the client's delay); one
     // that broke an objective then may have measured the client, not the server.
     if let (Some(why), false, true) = (client, point.met, client_could) {
-        point.note = Some("client-limited".into());
-        return (StepVerdict::ClientLimited(why), point);
+        point.note = Some("client late".into());
+        return (StepVerdict::Late(why), point);
     }
     let verdict = if point.met {
         StepVerdict::Met

@@ -24,6 +24,10 @@ use loadmark_report::{
 pub use objective::{parse_objective, requests_needed, ObjectiveError, CONFIDENCE};
 pub use search::{Next, Search, SearchConfig, StepVerdict};
 
+/// How many times a step that broke while the client was late runs again before the search
+/// ends as client-limited.
+pub const LATE_RETRIES: u32 = 2;
+
 /// Everything a search needs besides the plan.
 #[derive(Debug, Clone)]
 pub struct FindOptions {
@@ -119,7 +123,7 @@ fn thousands(n: u64) -> String {
     let digits = n.to_string();
     let mut o = String::new();
     for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
             o.push(',');
         }
         o.push(c);
@@ -147,7 +151,7 @@ pub fn find(
     let mut curve: Vec<CurvePoint> = Vec::new();
     let mut last_word = None;
     let end = loop {
-        let (rate, repeat) = match search.next() {
+        let (rate, repeat) = match search.next_step() {
             Next::Probe { rate, repeat } => (rate, repeat),
             Next::Done(end) => break end,
         };
@@ -157,13 +161,26 @@ pub fn find(
         if !curve.is_empty() && !opts.cooldown.is_zero() {
             std::thread::sleep(opts.cooldown);
         }
-        let report = run(&step_plan(template, rate, opts))
-            .map_err(|source| FindError::Step { rate, source })?;
-        let interrupted = report.run.interrupted;
-        let (verdict, mut point) = judge::judge(&report, &opts.objectives, rate);
-        point.repeat = repeat;
-        seen(&verdict, &point);
-        curve.push(point);
+        let mut tries = 0;
+        let (verdict, interrupted) = loop {
+            let report = run(&step_plan(template, rate, opts))
+                .map_err(|source| FindError::Step { rate, source })?;
+            let interrupted = report.run.interrupted;
+            let (verdict, mut point) = judge::judge(&report, &opts.objectives, rate);
+            point.repeat = repeat;
+            seen(&verdict, &point);
+            curve.push(point);
+            tries += 1;
+            match verdict {
+                // Other processes may have crowded loadmark for a moment: try again, after
+                // the cooldown, before blaming the client.
+                StepVerdict::Late(_) if tries <= LATE_RETRIES && !interrupted && !stopped() => {
+                    std::thread::sleep(opts.cooldown);
+                }
+                StepVerdict::Late(why) => break (StepVerdict::ClientLimited(why), interrupted),
+                other => break (other, interrupted),
+            }
+        };
         if interrupted {
             break SearchEnd::Interrupted;
         }
@@ -195,8 +212,9 @@ fn result(
         (true, Some(low), Some(high)) => Some(CapacityInterval {
             low,
             high,
-            runs_low: search.runs_at(low),
-            runs_high: search.runs_at(high),
+            runs_low: search.runs_at(low).0,
+            runs_high: search.runs_at(high).0,
+            broke_high: search.runs_at(high).1,
         }),
         _ => None,
     };

@@ -2,9 +2,10 @@
 //! far. Rates rise geometrically from `from` (×`factor`) up to `to`; after the first
 //! failure, a bisection between the last rate that met every objective and the first that
 //! did not, until they are within `precision` of each other; then both boundary rates run
-//! `repeats` more times. A repeat that contradicts its first verdict widens the interval
-//! to the rates whose verdicts never changed, so the answer is a rate that met the
-//! objectives every time it ran. Tested without a clock or a server.
+//! `repeats` more times. A rate that broke an objective in any of its runs counts as
+//! broken: a repeat at the lower boundary that breaks moves the boundary down and the
+//! bisection resumes below it, so the answer is a rate that met the objectives every time
+//! it ran, and the boundary never moves up again (no cycles). Tested without a clock.
 
 use loadmark_report::SearchEnd;
 
@@ -31,6 +32,11 @@ pub enum StepVerdict {
     Broke(Vec<String>),
     /// loadmark could not hold the rate: why.
     ClientLimited(String),
+    /// The step broke an objective while loadmark left requests late or was busy (its own
+    /// work, or other processes on its cores): the step says nothing of the server. The
+    /// driver runs it again a few times before calling it [`StepVerdict::ClientLimited`];
+    /// the search never records it.
+    Late(String),
     /// The server went away: the error class and an example.
     ServerDown(String),
 }
@@ -54,9 +60,6 @@ pub struct Search {
     runs: Vec<(f64, bool)>,
     steps: usize,
     ended: Option<SearchEnd>,
-    /// Rates still to repeat, in order.
-    pending: Vec<f64>,
-    repeating: bool,
 }
 
 impl Search {
@@ -66,35 +69,37 @@ impl Search {
             runs: Vec::new(),
             steps: 0,
             ended: None,
-            pending: Vec::new(),
-            repeating: false,
         }
     }
 
     /// The highest rate that met every objective each time it ran.
     pub fn last_pass(&self) -> Option<f64> {
-        self.always(true).into_iter().reduce(f64::max)
+        self.rates(true).reduce(f64::max)
     }
 
-    /// The lowest rate that broke an objective each time it ran.
+    /// The lowest rate above [`Self::last_pass`] that broke an objective at least once.
     pub fn first_fail(&self) -> Option<f64> {
-        self.always(false)
-            .into_iter()
-            .filter(|&r| self.last_pass().is_none_or(|p| r > p))
+        let pass = self.last_pass();
+        self.rates(false)
+            .filter(|&r| pass.is_none_or(|p| r > p))
             .reduce(f64::min)
     }
 
-    /// How many times `rate` ran.
-    pub fn runs_at(&self, rate: f64) -> u32 {
-        self.runs.iter().filter(|(r, _)| *r == rate).count() as u32
+    /// How many times `rate` ran, and how many of those broke an objective.
+    pub fn runs_at(&self, rate: f64) -> (u32, u32) {
+        let runs = self.runs.iter().filter(|(r, _)| *r == rate);
+        let broke = runs.clone().filter(|(_, met)| !met).count() as u32;
+        (runs.count() as u32, broke)
     }
 
-    fn always(&self, met: bool) -> Vec<f64> {
-        self.runs
-            .iter()
-            .map(|(r, _)| *r)
-            .filter(|&r| self.runs.iter().all(|(q, m)| *q != r || *m == met))
-            .collect()
+    /// Rates whose every run met (`met`), or that broke at least once (`!met`): a verdict
+    /// that changed from run to run counts as broken, so the boundary only moves down and
+    /// the search cannot cycle.
+    fn rates(&self, met: bool) -> impl Iterator<Item = f64> + Clone + '_ {
+        self.runs.iter().map(|(r, _)| *r).filter(move |&r| {
+            let all_met = self.runs.iter().all(|(q, m)| *q != r || *m);
+            all_met == met
+        })
     }
 
     /// Records the verdict of the step at `rate`.
@@ -103,13 +108,15 @@ impl Search {
         match verdict {
             StepVerdict::Met => self.runs.push((rate, true)),
             StepVerdict::Broke(_) => self.runs.push((rate, false)),
-            StepVerdict::ClientLimited(_) => self.ended = Some(SearchEnd::ClientLimited),
+            StepVerdict::ClientLimited(_) | StepVerdict::Late(_) => {
+                self.ended = Some(SearchEnd::ClientLimited)
+            }
             StepVerdict::ServerDown(_) => self.ended = Some(SearchEnd::ServerDown),
         }
     }
 
     /// The next step, or the end.
-    pub fn next(&mut self) -> Next {
+    pub fn next_step(&mut self) -> Next {
         if let Some(end) = &self.ended {
             return Next::Done(end.clone());
         }
@@ -129,7 +136,8 @@ impl Search {
         let Some(pass) = pass else {
             return Next::Done(SearchEnd::BrokeAtFrom);
         };
-        if !self.repeating && (fail - pass) / pass > self.cfg.precision {
+        if (fail - pass) / pass > self.cfg.precision {
+            // (After a repeat at the boundary broke, the bisection resumes below it.)
             // Rounded to whole requests per second: steps read better, and nothing finer
             // is measurable.
             let mid = ((pass + fail) / 2.0).round();
@@ -141,19 +149,16 @@ impl Search {
         self.finish_or_repeat(pass, fail)
     }
 
+    /// Both boundary rates run `1 + repeats` times in all (the lower first, so a break
+    /// there is found before time goes to the upper), then the search is done.
     fn finish_or_repeat(&mut self, pass: f64, fail: f64) -> Next {
-        if !self.repeating {
-            self.repeating = true;
-            self.pending = (0..self.cfg.repeats).flat_map(|_| [pass, fail]).collect();
-            self.pending.reverse();
+        let wanted = 1 + self.cfg.repeats;
+        for rate in [pass, fail] {
+            if self.runs_at(rate).0 < wanted {
+                return Next::Probe { rate, repeat: true };
+            }
         }
-        // A repeat that contradicts its first verdict leaves that rate out of both ends: the
-        // interval widens to the rates whose verdicts never changed, and the search does
-        // not bisect again (near capacity verdicts can flip for ever on a noisy machine).
-        match self.pending.pop() {
-            Some(rate) => Next::Probe { rate, repeat: true },
-            None => Next::Done(SearchEnd::Found),
-        }
+        Next::Done(SearchEnd::Found)
     }
 
     fn probe(&self, rate: f64) -> Next {
@@ -187,7 +192,7 @@ mod tests {
         let mut s = Search::new(cfg);
         let mut rates = Vec::new();
         loop {
-            match s.next() {
+            match s.next_step() {
                 Next::Probe { rate, .. } => {
                     rates.push(rate);
                     s.record(rate, &verdict(rate));
@@ -215,7 +220,7 @@ mod tests {
         let (pass, fail) = (s.last_pass().unwrap(), s.first_fail().unwrap());
         assert!(pass <= 5_000.0 && fail > 5_000.0, "{pass} {fail}");
         assert!((fail - pass) / pass <= 0.02);
-        assert_eq!((s.runs_at(pass), s.runs_at(fail)), (3, 3));
+        assert_eq!((s.runs_at(pass), s.runs_at(fail)), ((3, 0), (3, 3)));
         assert!(rates.len() < 20, "{rates:?}");
     }
 
@@ -262,7 +267,13 @@ mod tests {
         assert_eq!(end, SearchEnd::Found);
         let pass = s.last_pass().unwrap();
         assert!(s.runs.iter().all(|(r, m)| *r != pass || *m));
-        assert!(pass <= 4950.0 && s.first_fail().unwrap() > 5000.0);
+        let fail = s.first_fail().unwrap();
+        // The rate that broke once is now the upper end, broken in 1 of its runs.
+        assert!(
+            pass < fail && fail <= 5000.0 && fail > 4950.0,
+            "{pass} {fail}"
+        );
+        assert_eq!(s.runs_at(fail).1, 1);
         // A budget ends it.
         let (_, end, rates) = against(
             SearchConfig {

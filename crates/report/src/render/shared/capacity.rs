@@ -10,7 +10,7 @@ pub(crate) fn rate(v: f64) -> String {
     let digits = whole.to_string();
     let mut o = String::new();
     for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
             o.push(',');
         }
         o.push(c);
@@ -42,15 +42,15 @@ pub(crate) fn facts(r: &CapacityResult) -> Vec<(&'static str, String)> {
         o.push((
             "Interval",
             format!(
-                "{} to {} {per_s}: every run at {} met the objectives ({} of {}), every run at {} broke one ({} of {})",
+                "{} to {} {per_s}: every run at {} met the objectives ({} of {}), {} of {} runs at {} broke one",
                 rate(i.low),
                 rate(i.high),
                 rate(i.low),
                 i.runs_low,
                 i.runs_low,
-                rate(i.high),
+                i.broke_high,
                 i.runs_high,
-                i.runs_high
+                rate(i.high),
             ),
         ));
     }
