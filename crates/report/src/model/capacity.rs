@@ -67,12 +67,13 @@ pub struct CurvePoint {
 /// Where the capacity lies, from repeating the boundary steps.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CapacityInterval {
-    /// The highest rate that met every objective every time it ran.
+    /// The highest rate that met every objective in most of its runs.
     pub low: f64,
-    /// The lowest rate above `low` that broke an objective in at least one of its runs.
+    /// The lowest rate above `low` that broke one in most of its runs.
     pub high: f64,
-    /// How many times each of the two ran, and in how many runs `high` broke one.
+    /// How many times each of the two ran, and in how many runs each broke an objective.
     pub runs_low: u32,
+    pub broke_low: u32,
     pub runs_high: u32,
     pub broke_high: u32,
 }

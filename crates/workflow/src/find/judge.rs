@@ -4,6 +4,7 @@
 //! Pure.
 
 use loadmark_metrics::ErrorKind;
+use loadmark_plan::Stop;
 use loadmark_report::{
     check_thresholds, CurvePoint, Metric, Report, Threshold, LATE_LAG_P99_US, SATURATED_BUSY,
 };
@@ -138,8 +139,15 @@ fn client_busy(report: &Report) -> bool {
     let cpu = &report.run.client_cpu;
     let threads = report.plan.load.threads().max(1) as f64;
     let wall = report.run.elapsed_s.max(1e-9);
-    let waited = cpu.contention.as_ref().map_or(0.0, |c| c.waited_s) / threads / wall;
-    report.run.health.client_saturated || cpu.busiest_worker + waited >= SATURATED_BUSY
+    // Over the schedule, not the wall time: requests still in flight when the schedule
+    // ends keep the run open, idle, for up to --timeout, which would dilute the share.
+    let schedule = match report.plan.stop {
+        Stop::Duration(d) => d.as_secs_f64().clamp(1e-9, wall),
+        Stop::Requests(_) => wall,
+    };
+    let ran = cpu.busiest_worker * wall / schedule;
+    let waited = cpu.contention.as_ref().map_or(0.0, |c| c.waited_s) / threads / schedule;
+    report.run.health.client_saturated || ran + waited >= SATURATED_BUSY
 }
 
 fn is_latency(t: &Threshold) -> bool {

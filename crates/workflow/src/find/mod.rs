@@ -213,6 +213,7 @@ fn result(
             low,
             high,
             runs_low: search.runs_at(low).0,
+            broke_low: search.runs_at(low).1,
             runs_high: search.runs_at(high).0,
             broke_high: search.runs_at(high).1,
         }),
@@ -226,7 +227,7 @@ fn result(
     let rate = |r: Option<f64>| r.map_or("none".to_string(), |r| format!("{r:.0}/s"));
     let message = match &end {
         SearchEnd::Found => format!(
-            "capacity {}: the highest rate that met every objective",
+            "capacity {}: the highest rate that met every objective (in most of its runs)",
             rate(capacity)
         ),
         SearchEnd::MetAtTo => format!(

@@ -42,12 +42,12 @@ pub(crate) fn facts(r: &CapacityResult) -> Vec<(&'static str, String)> {
         o.push((
             "Interval",
             format!(
-                "{} to {} {per_s}: every run at {} met the objectives ({} of {}), {} of {} runs at {} broke one",
+                "{} to {} {per_s}: {} of {} runs at {} met the objectives, {} of {} at {} broke one",
                 rate(i.low),
                 rate(i.high),
+                i.runs_low - i.broke_low,
+                i.runs_low,
                 rate(i.low),
-                i.runs_low,
-                i.runs_low,
                 i.broke_high,
                 i.runs_high,
                 rate(i.high),
