@@ -9,8 +9,9 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 
 /// The subcommands, each of which gets its own man page.
-const SUBCOMMANDS: [&str; 13] = [
+const SUBCOMMANDS: [&str; 14] = [
     "run",
+    "find",
     "ws",
     "serve",
     "quickstart",
