@@ -92,7 +92,8 @@ pub enum Command {
     #[command(after_help = "Examples:\n  \
         loadmark serve --port 8080\n  \
         loadmark serve --port 8443 --tls --http2 -t 2\n  \
-        loadmark serve --port 8080 --stall 1s --every 5s")]
+        loadmark serve --port 8080 --stall 1s --every 5s\n  \
+        loadmark serve --port 8080 --capacity 5000 --queue 50ms")]
     Serve(ServeArgs),
     /// Start the built-in target in this process and benchmark it: the whole tool in one go.
     #[command(after_help = "Examples:\n  \
@@ -152,6 +153,16 @@ pub enum Command {
         loadmark man /usr/local/share/man/man1\n  \
         loadmark man target/man")]
     Man(crate::dist::ManArgs),
+    /// Find the capacity: the highest open-loop rate at which every objective (--slo) holds,
+    /// rising from --from, then bisecting; with the latency-throughput curve and its knee.
+    #[command(after_help = "Examples:\n  \
+        loadmark find http://127.0.0.1:8080/status --slo 'p99 < 20ms' --slo 'errors < 0.1%'\n  \
+        loadmark find http://127.0.0.1:8080/json --slo 'p99.9 < 100ms' --from 1000 --to 200000 --hold 20s --http2\n  \
+        loadmark find http://127.0.0.1:8080/status --slo 'p99 < 5ms' --slo 'failed < 1%' -o capacity.html\n\n\
+        Each step holds its rate for --hold (longer when the objectives need more requests: \
+        1,522 for p99 at 95% confidence) after a --step-warmup. A step where loadmark itself \
+        saturated ends the search, said so (exit 4), never reported as the server's capacity.")]
+    Find(Box<crate::find::FindArgs>),
     /// Turn a HAR recording, a curl command, an OpenAPI document or a Postman collection
     /// into a plan file, checked by loadmark's own plan loader.
     Import(ImportArgs),
@@ -585,6 +596,14 @@ pub struct ServeArgs {
     /// Also listen on this Unix domain socket (it must not exist; removed at exit)
     #[arg(long = "unix-socket", value_name = "PATH")]
     pub unix_socket: Option<PathBuf>,
+    /// Serve at most N requests per second, first come first served through one queue (a
+    /// server of known capacity, for `loadmark find`); a request that would wait longer
+    /// than --queue is answered 503 at once
+    #[arg(long = "capacity", value_name = "N", value_parser = rate_arg)]
+    pub capacity: Option<f64>,
+    /// With --capacity: the longest a request waits in the queue before it is refused
+    #[arg(long = "queue", value_parser = duration_arg, default_value = "100ms", requires = "capacity")]
+    pub queue: Duration,
 }
 
 #[derive(Args, Debug)]

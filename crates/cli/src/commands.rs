@@ -40,6 +40,7 @@ pub fn dispatch(command: Command) -> Result<ExitCode> {
         }
         Command::Import(args) => crate::import::import(&args),
         Command::History(args) => crate::history::history(&args),
+        Command::Find(mut args) => crate::find::find(&mut args),
         Command::Ws(args) => ws(&args),
         Command::Serve(args) => serve(&args),
         Command::Quickstart(args) => quickstart(&args),
@@ -323,6 +324,10 @@ fn serve(args: &ServeArgs) -> Result<ExitCode> {
         reuse_port: args.reuse_port,
         tls: args.tls,
         unix_socket: args.unix_socket.clone(),
+        capacity: args.capacity.map(|rate| loadmark_target::Capacity {
+            rate,
+            queue: args.queue,
+        }),
     })?;
     // The certificate is new each start: clients that verify need it in a file.
     let cert_note = match server.tls_cert_pem() {
@@ -344,7 +349,7 @@ fn serve(args: &ServeArgs) -> Result<ExitCode> {
     };
     let signals = signals();
     print_out(format!(
-        "loadmark target listening on {}://{}{unix_note} ({}{} thread{}{}){cert_note}; Ctrl-C stops it\n",
+        "loadmark target listening on {}://{}{unix_note} ({}{} thread{}{}{}){cert_note}; Ctrl-C stops it\n",
         if args.tls { "https" } else { "http" },
         server.local_addr(),
         match (args.http2, args.tls) {
@@ -357,6 +362,10 @@ fn serve(args: &ServeArgs) -> Result<ExitCode> {
         match (args.stall, args.every) {
             (Some(s), Some(e)) => format!(", freezing {s:?} every {e:?}"),
             _ => String::new(),
+        },
+        match args.capacity {
+            Some(n) => format!(", at most {n} req/s, queue {:?}", args.queue),
+            None => String::new(),
         }
     ))?;
     let _ = signals.lock().expect("signal state").received.recv();

@@ -10,6 +10,7 @@ mod bench;
 mod commands;
 mod dist;
 mod events;
+mod find;
 mod gate;
 mod history;
 mod import;

@@ -11,6 +11,7 @@ use std::process::{Command, Stdio};
 /// The subcommands, each of which gets its own man page.
 const SUBCOMMANDS: [&str; 14] = [
     "run",
+    "find",
     "ws",
     "serve",
     "quickstart",

@@ -37,33 +37,37 @@ mod render;
 mod units;
 
 pub use model::{
-    bundle_schema, check_thresholds, compare, differences, equivalent_command, is_stream,
-    mann_whitney, merge_reports, merge_reports_with, merge_with_options, parse_thresholds,
-    plan_hash, read_result, reproduce_command, result_schema, rfc3339, stream_schema, Build,
-    Bundle, BundleService, BundleStep, BundleTarget, ClientCpu, CompareSettings, Compared,
-    Comparison, CpuContention, Environment, FailIf, FailIfError, GateResult, Health, HostState,
-    MergeError, MergeOptions, Metric, MetricDelta, NamedScenarioSummary, Op, Part, ProtocolFacts,
-    ProtocolSummary, Purpose, ReadError, Report, RequestCounts, ResultError, RpsStats, RunFacts,
-    RunInfo, ScenarioFigures, ScenarioSummary, ServerUsage, ServiceUsage, Split, SplitProblem,
-    StepSummary, Stream, StreamError, StreamLine, StreamSecond, StreamStart, Summary, Threshold,
-    ThresholdError, ThresholdResult, Unit, UsageSample, Verdict, WsSummary, COMPARED, HELD_RATE,
-    LATENCY_DEFINITION, LATE_LAG_P99_US, MIN_SECONDS, OPEN_LATENCY_DEFINITION, SATURATED_BUSY,
-    SCHEMA_VERSION, SKEW_TRUST_S, THRESHOLD_METRICS,
+    broke_first, bundle_schema, check_thresholds, compare, differences, equivalent_command,
+    is_stream, knee, mann_whitney, merge_reports, merge_reports_with, merge_with_options,
+    parse_thresholds, plan_hash, read_result, reproduce_command, result_schema, rfc3339,
+    stream_schema, Build, Bundle, BundleService, BundleStep, BundleTarget, CapacityInterval,
+    CapacityResult, ClientCpu, CompareSettings, Compared, Comparison, CpuContention, CurvePoint,
+    Environment, FailIf, FailIfError, GateResult, Health, HostState, MergeError, MergeOptions,
+    Metric, MetricDelta, NamedScenarioSummary, Op, Part, ProtocolFacts, ProtocolSummary, Purpose,
+    ReadError, Report, RequestCounts, ResultError, RpsStats, RunFacts, RunInfo, ScenarioFigures,
+    ScenarioSummary, SearchEnd, ServerUsage, ServiceUsage, Split, SplitProblem, StepSummary,
+    Stream, StreamError, StreamLine, StreamSecond, StreamStart, Summary, Threshold, ThresholdError,
+    ThresholdResult, Unit, UsageSample, Verdict, WsSummary, CAPACITY_SCHEMA_VERSION, COMPARED,
+    HELD_RATE, KNEE_LATENCY_FACTOR, KNEE_THROUGHPUT_SHARE, LATENCY_DEFINITION, LATE_LAG_P99_US,
+    MIN_SECONDS, OPEN_LATENCY_DEFINITION, SATURATED_BUSY, SCHEMA_VERSION, SKEW_TRUST_S,
+    THRESHOLD_METRICS,
 };
 pub use render::csv::{
     render_bundle_csv, render_bundle_csv_steps, render_bundle_csv_summary, render_csv,
     render_csv_steps, render_csv_summary,
 };
-pub use render::html::{render_comparison_html, render_html, render_html_bundle};
+pub use render::html::{
+    render_capacity_html, render_comparison_html, render_html, render_html_bundle,
+};
 pub use render::junit::{render_junit, render_junit_with_checks};
-pub use render::markdown::{render_comparison_markdown, render_markdown};
+pub use render::markdown::{render_capacity_markdown, render_comparison_markdown, render_markdown};
 pub use render::shared::styles::{style_blocks, StyleBlock};
 pub use render::shared::table::{
     cell as table_cell, columns as table_columns, header as table_header, Cell,
 };
 pub use render::text::{
-    render_comparison_text, render_steps_text, render_text, render_text_titled,
-    render_thresholds_text,
+    render_capacity_text, render_comparison_text, render_steps_text, render_text,
+    render_text_titled, render_thresholds_text,
 };
 pub use units::{format_bytes, format_pct, format_us};
 

@@ -76,6 +76,11 @@
 //!   until it closes too (at most 2 s), so the server's FIN never turns into a reset that
 //!   would destroy echoes the client has not read yet.
 //!
+//! With [`ServerConfig::capacity`] set, every request goes through one first-come-first-served
+//! queue served at exactly N requests per second, and one that would wait longer than the
+//! queue bound is answered 503 at once (see [`Capacity`]): a server whose capacity is
+//! known, for testing `loadmark find`.
+//!
 //! With [`ServerConfig::stall`] set, requests arriving during the last `duration` of every
 //! `every` (counted from start) are held until that window ends, whatever their path.
 //!
@@ -113,6 +118,7 @@
 //!   message on another thread.
 
 mod body;
+mod capacity;
 mod journey;
 mod listeners;
 mod relay;
@@ -130,6 +136,7 @@ use std::thread::JoinHandle;
 
 use tokio::sync::oneshot;
 
+pub use capacity::Capacity;
 pub use relay::{MAX_RELAY_BYTES, RELAY_TIMEOUT};
 pub use routes::{MAX_BODY_BYTES, MAX_DELAY, MAX_ECHO_BYTES};
 use server::Counters;
@@ -175,6 +182,9 @@ pub struct ServerConfig {
     /// Also listen on this Unix domain socket (same endpoints, same protocols as the TCP
     /// port, without TLS); the file must not exist and is removed when the server stops.
     pub unix_socket: Option<std::path::PathBuf>,
+    /// Serve at most this many requests per second through one bounded queue (see
+    /// [`Capacity`]): a server whose capacity is known, for capacity searches. Default none.
+    pub capacity: Option<Capacity>,
 }
 
 impl Default for ServerConfig {
@@ -187,6 +197,7 @@ impl Default for ServerConfig {
             reuse_port: false,
             tls: false,
             unix_socket: None,
+            capacity: None,
         }
     }
 }
@@ -226,6 +237,9 @@ pub enum ServeError {
     /// never freeze or never thaw. Pick a duration between zero and `every`, e.g. 1 s of 5 s.
     #[error("a stall of {:?} every {:?} must last more than zero and less than its period", .0.duration, .0.every)]
     InvalidStall(Stall),
+    /// The capacity's rate was not a positive number (at most 10⁹ requests per second).
+    #[error("a capacity of {} requests per second: it must be above 0 and at most 10^9", .0.rate)]
+    InvalidCapacity(Capacity),
 }
 
 /// A running server. [`RunningServer::shutdown`] or dropping it stops accepting, closes every
@@ -375,7 +389,13 @@ pub fn start(config: ServerConfig) -> Result<RunningServer, ServeError> {
     if let Some(stall) = config.stall.filter(|s| !s.is_valid()) {
         return Err(ServeError::InvalidStall(stall));
     }
-    let counters = Arc::new(Counters::default());
+    if let Some(capacity) = config.capacity.filter(|c| !c.is_valid()) {
+        return Err(ServeError::InvalidCapacity(capacity));
+    }
+    let counters = Arc::new(Counters {
+        capacity: config.capacity.map(capacity::Gate::new),
+        ..Counters::default()
+    });
     let (ready_tx, ready_rx) = mpsc::channel();
     let (shutdown_tx, shutdown_rx) = oneshot::channel();
     let thread_counters = counters.clone();

@@ -165,6 +165,14 @@ fn ok() -> Response<ResponseBody> {
     text(StatusCode::OK, "OK")
 }
 
+/// `--capacity`: the queue is full.
+pub(crate) fn over_capacity() -> Response<ResponseBody> {
+    text(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "over capacity: the queue is full\n",
+    )
+}
+
 fn text(status: StatusCode, body: &'static str) -> Response<ResponseBody> {
     let mut r = with_type(
         Response::new(ResponseBody::full(Bytes::from_static(body.as_bytes()))),

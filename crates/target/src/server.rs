@@ -57,6 +57,8 @@ pub(crate) struct Counters {
     /// Set by [`crate::RunningServer::record_tags`]: keep each request's loadmark tags.
     pub recording: std::sync::atomic::AtomicBool,
     pub tags: std::sync::Mutex<Vec<crate::Tag>>,
+    /// `--capacity`: the one queue every request goes through (shared like the counters).
+    pub capacity: Option<crate::capacity::Gate>,
 }
 
 /// Keeps the `X-Loadmark-Seq` and `X-Loadmark-Segment` headers of a request, when present.
@@ -284,6 +286,20 @@ impl Service<Request<Incoming>> for Target {
         }
         if self.counters.recording.load(Ordering::Relaxed) {
             record_tag(&req, &self.counters);
+        }
+        if let Some(gate) = &self.counters.capacity {
+            let counters = self.counters.clone();
+            let slot = self.relay_slot();
+            return match gate.admit(Instant::now()) {
+                Some(done) => Reply::Later(counted(self.counters.clone(), async move {
+                    tokio::time::sleep_until(done.into()).await;
+                    answer(req, &counters, slot).await
+                })),
+                None => {
+                    self.counters.requests.fetch_add(1, Ordering::Relaxed);
+                    Reply::Ready(Some(routes::over_capacity()))
+                }
+            };
         }
         // Checked only when a stall is configured: no clock read per request otherwise.
         if let Some(wait) = self

@@ -33,6 +33,7 @@
 //!   process around them.
 
 pub mod bench;
+pub mod find;
 pub mod gate;
 pub mod k8s;
 pub mod launch;
@@ -48,6 +49,10 @@ pub use observer::{Event, Host, HostError, Observer};
 pub fn is_usage(e: &(dyn std::error::Error + 'static)) -> bool {
     if let Some(e) = e.downcast_ref::<bench::BenchError>() {
         e.is_usage()
+    } else if let Some(e) = e.downcast_ref::<find::FindError>() {
+        e.is_usage()
+    } else if e.downcast_ref::<find::ObjectiveError>().is_some() {
+        true
     } else if let Some(e) = e.downcast_ref::<slurm::SlurmError>() {
         e.is_usage()
     } else if let Some(e) = e.downcast_ref::<segment::SegmentError>() {

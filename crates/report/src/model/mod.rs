@@ -7,6 +7,7 @@
 
 mod alike;
 mod bundle;
+mod capacity;
 mod compare;
 mod environment;
 mod health;
@@ -25,6 +26,10 @@ pub(crate) use bundle::COMMAND_LINE;
 pub use bundle::{
     equivalent_command, reproduce_command, Bundle, BundleService, BundleStep, BundleTarget,
     ServerUsage, ServiceUsage, UsageSample,
+};
+pub use capacity::{
+    broke_first, knee, CapacityInterval, CapacityResult, CurvePoint, SearchEnd,
+    CAPACITY_SCHEMA_VERSION, KNEE_LATENCY_FACTOR, KNEE_THROUGHPUT_SHARE,
 };
 pub use compare::{
     compare, mann_whitney, CompareSettings, Compared, Comparison, FailIf, FailIfError, GateResult,

@@ -87,6 +87,7 @@ pub(crate) fn per_step_chart(
             XAxis::Linear(x_label),
             y_label,
             &lines,
+            &[],
         ));
     }
     o.push_str("</div></section>\n");
@@ -120,7 +121,25 @@ fn tick_text(v: f64) -> String {
 }
 
 pub(crate) fn chart(id: &str, title: &str, x: XAxis, y_label: &str, lines: &[Line]) -> String {
-    chart_in(FULL, id, title, x, y_label, lines)
+    chart_in(FULL, id, title, x, y_label, lines, &[])
+}
+
+/// A vertical line across a chart at `x`, labelled at its top (a capacity search's knee).
+pub(crate) struct Mark {
+    pub x: f64,
+    pub label: String,
+}
+
+/// As [`chart`], with vertical marks drawn over the lines.
+pub(crate) fn chart_marked(
+    id: &str,
+    title: &str,
+    x: XAxis,
+    y_label: &str,
+    lines: &[Line],
+    marks: &[Mark],
+) -> String {
+    chart_in(FULL, id, title, x, y_label, lines, marks)
 }
 
 /// The size of a chart, and the top of its y axis when several charts must share one (small
@@ -145,6 +164,7 @@ fn chart_in(
     x: XAxis,
     y_label: &str,
     lines: &[Line],
+    marks: &[Mark],
 ) -> String {
     let (w, h) = (frame.w, frame.h);
     let mut o = String::new();
@@ -296,6 +316,17 @@ fn chart_in(
                 sy(py)
             );
         }
+    }
+    for mark in marks.iter().filter(|m| m.x >= x_min && m.x <= x_max) {
+        let xx = sx(mark.x);
+        let _ = writeln!(
+            o,
+            "<line x1=\"{xx:.1}\" y1=\"{T}\" x2=\"{xx:.1}\" y2=\"{:.1}\" class=\"mark\" stroke=\"#444\" stroke-dasharray=\"4 3\"/><text x=\"{:.1}\" y=\"{:.1}\" class=\"tick\">{}</text>",
+            T + ph,
+            xx + 4.0,
+            T + 12.0,
+            esc(&mark.label)
+        );
     }
     o.push_str("</svg>\n");
     legend(&mut o, lines.iter().map(|l| l.name.as_str()));

@@ -9,6 +9,7 @@
 //!
 //! Imports `model`, `units`, `render::shared` and its own section modules, never another format.
 
+mod capacity;
 mod chart;
 mod checks;
 mod compare;
@@ -17,6 +18,7 @@ mod table;
 mod usage;
 mod websocket;
 
+pub use capacity::render_capacity_html;
 pub use compare::render_comparison_html;
 
 use std::fmt::Write as _;

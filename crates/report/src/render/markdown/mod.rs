@@ -2,8 +2,10 @@
 //!
 //! Imports `model`, `units`, `render::shared` and its own sections, never another format.
 
+mod capacity;
 mod sections;
 
+pub use capacity::render_capacity_markdown;
 pub use sections::render_comparison_markdown;
 
 use std::fmt::Write;

@@ -5,6 +5,7 @@
 //! format adds only its own markup around them. Imports `model` and `units`, never a
 //! format's renderer.
 
+pub(crate) mod capacity;
 pub(crate) mod compare_table;
 pub(crate) mod styles;
 pub(crate) mod table;

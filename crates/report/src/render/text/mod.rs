@@ -3,11 +3,13 @@
 //! Imports `model`, `units`, `render::shared` and its own section modules, never another
 //! format.
 
+mod capacity;
 mod compare;
 mod histogram;
 mod sections;
 mod websocket;
 
+pub use capacity::render_capacity_text;
 pub use compare::{render_comparison_text, render_steps_text};
 pub use sections::render_thresholds_text;
 

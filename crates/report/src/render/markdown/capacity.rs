@@ -1,0 +1,28 @@
+//! A capacity search as Markdown: the verdict's facts as a table, then the curve.
+
+use std::fmt::Write;
+
+use crate::model::CapacityResult;
+use crate::render::shared::capacity::{curve_row, facts, CURVE_HEADER};
+
+fn cell(s: &str) -> String {
+    s.replace('|', "\\|")
+}
+
+/// Renders a capacity search as Markdown, ready to commit.
+pub fn render_capacity_markdown(r: &CapacityResult) -> String {
+    let mut o = format!("# Capacity of {}\n\n| | |\n|---|---|\n", r.url);
+    for (label, value) in facts(r) {
+        let _ = writeln!(o, "| {label} | {} |", cell(&value));
+    }
+    o.push_str("\n## Latency against throughput\n\n| ");
+    o.push_str(&CURVE_HEADER.join(" | "));
+    o.push_str(" |\n|");
+    o.push_str(&"---:|".repeat(CURVE_HEADER.len() - 1));
+    o.push_str("---|\n");
+    for p in r.sorted_curve() {
+        let row: Vec<String> = curve_row(p).iter().map(|c| cell(c)).collect();
+        let _ = writeln!(o, "| {} |", row.join(" | "));
+    }
+    o
+}
