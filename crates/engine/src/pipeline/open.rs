@@ -81,31 +81,13 @@ async fn connection<T: Transport>(lane: Lane<T, Pipelined>, mut preopened: Optio
                 None => return,
             }
         }
-        let t0 = Instant::now();
-        let connected = match preopened.take() {
-            // Counted by the worker when it opened it.
-            Some(stream) => Ok((stream, false)),
-            None => shared.transport.connect().await.map(|s| (s, true)),
-        };
-        let mut stream = match connected {
-            Ok((s, false)) => s,
-            Ok((s, true)) => {
-                let now = Instant::now();
-                shared
-                    .recorder
-                    .borrow_mut()
-                    .record_connection(now, now - t0);
-                s
-            }
-            Err(e) => {
-                // As one request at a time: the connect failure is the request's error, and
-                // the next one tries again.
-                first = None;
-                error(&shared, e.kind, &e.message);
-                lane.done(Instant::now());
-                tokio::task::consume_budget().await;
-                continue;
-            }
+        let Some(mut stream) = open_stream(&lane, preopened.take()).await else {
+            // As one request at a time: the connect failure is the request's error, and the
+            // next one tries again.
+            first = None;
+            lane.done(Instant::now());
+            tokio::task::consume_budget().await;
+            continue;
         };
         let mut carried = crate::carried::Tally::default();
         let mut flight = InFlight {
@@ -212,24 +194,59 @@ async fn connection<T: Transport>(lane: Lane<T, Pipelined>, mut preopened: Optio
                 Err(e) => break 'connection (ErrorKind::Protocol, e.to_string()),
             }
         };
-        // The unanswered: once more on the new connection, ahead of the queue, if they may
-        // be; else errors. Requests behind a timed-out one are not sent again (the server
-        // may be working on them).
-        let (kind, message) = ended;
+        give_back_unanswered(&lane, flight.requests.drain(..), ended);
         count_unanswered(&shared, responses.take_unanswered(), written_unanswered);
-        let unanswered = std::mem::take(&mut flight.requests);
-        for request in unanswered.into_iter().rev() {
-            if request.idempotent && !request.due.retried && kind != ErrorKind::Timeout {
-                shared.recorder.borrow_mut().record_retry(Instant::now());
-                lane.requeue(Due {
-                    retried: true,
-                    ..request.due
-                });
-            } else {
-                error(&shared, kind, &message);
-                lane.done(Instant::now());
-            }
-        }
         drop(carried);
+    }
+}
+
+/// The connection, opened before the start or now (counted here; a failure is recorded as
+/// the request's error).
+async fn open_stream<T: Transport>(
+    lane: &Lane<T, Pipelined>,
+    preopened: Option<T::Stream>,
+) -> Option<T::Stream> {
+    // Counted by the worker when it opened it.
+    if let Some(stream) = preopened {
+        return Some(stream);
+    }
+    let shared = lane.shared();
+    let t0 = Instant::now();
+    match shared.transport.connect().await {
+        Ok(stream) => {
+            let now = Instant::now();
+            shared
+                .recorder
+                .borrow_mut()
+                .record_connection(now, now - t0);
+            Some(stream)
+        }
+        Err(e) => {
+            error(shared, e.kind, &e.message);
+            None
+        }
+    }
+}
+
+/// The requests a connection ended with unanswered: once more on the next connection, ahead
+/// of the others, if they may be; else errors. Requests behind a timed-out one are not sent
+/// again (the server may be working on them).
+fn give_back_unanswered<T: Transport>(
+    lane: &Lane<T, Pipelined>,
+    unanswered: impl DoubleEndedIterator<Item = Written>,
+    (kind, message): (ErrorKind, String),
+) {
+    let shared = lane.shared();
+    for request in unanswered.rev() {
+        if request.idempotent && !request.due.retried && kind != ErrorKind::Timeout {
+            shared.recorder.borrow_mut().record_retry(Instant::now());
+            lane.requeue(Due {
+                retried: true,
+                ..request.due
+            });
+        } else {
+            error(shared, kind, &message);
+            lane.done(Instant::now());
+        }
     }
 }
