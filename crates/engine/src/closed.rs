@@ -16,6 +16,7 @@ use tokio::task::JoinSet;
 
 use crate::connection::{perform, Connection, Shared};
 use crate::open::Share;
+use crate::settle;
 use crate::transport::Transport;
 
 /// How often a ramp adjusts its connection count.
@@ -185,10 +186,9 @@ async fn scripted_wait<T: Transport>(shared: &Shared<T>) -> bool {
         Ok(Some(wait)) => tokio::time::sleep(wait).await,
         Ok(None) => {}
         Err(message) => {
-            let now = Instant::now();
-            shared.recorder.borrow_mut().record_error(
+            settle::failure(
+                &shared.recorder,
                 loadmark_metrics::ErrorKind::Script,
-                now,
                 &message,
             );
             // A failing delay() must not spin the event loop without yielding.

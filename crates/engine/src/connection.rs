@@ -1,6 +1,7 @@
-//! One connection and one request on it: connect when needed, write, read one response,
-//! classify, record. Every executor (closed loop, open loop) drives requests through here, so
-//! counting and classification have exactly one implementation.
+//! One HTTP/1.1 connection and one request on it: connect when needed, write, read one
+//! response, classify, and hand the outcome to `crate::settle`, where every driver's requests
+//! end. Every executor (closed loop, open loop) drives HTTP/1.1 requests through here, so their
+//! classification has exactly one implementation.
 //!
 //! Every request ends as exactly one response or one error (or is abandoned in flight by the
 //! executor). The rules for servers that misbehave, in one place:
@@ -36,8 +37,9 @@ use tokio::io::{AsyncRead, ReadBuf};
 use tokio::time::Sleep;
 
 use crate::exchange::{
-    excerpt, exchange, Batch, Failure, Progress, Reader, Scratch, SCRATCH_BYTES,
+    excerpt, exchange, Batch, Exchange, Failure, Progress, Reader, Scratch, SCRATCH_BYTES,
 };
+use crate::settle::{self, Outcome};
 use crate::source::{Meta, Picked, RequestSource};
 use crate::transport::{Handshake, Inbound, Transport};
 
@@ -135,12 +137,6 @@ impl<S> Drop for Connection<S> {
     }
 }
 
-/// How a request ended.
-enum Outcome {
-    Response(Sample),
-    Failed(Failure),
-}
-
 /// Performs one request on `conn`, opening it first if needed, and records the outcome.
 ///
 /// `scheduled` is the intended send time of an open-loop request (latency is measured from
@@ -164,21 +160,16 @@ pub(crate) async fn perform<T: Transport>(
     shared.activity.request_ended(conn.stamped());
     match outcome {
         Outcome::Response(sample) => {
-            let mut recorder = shared.recorder.borrow_mut();
-            recorder.record(&sample);
             // --- issue 17: checks; one branch when there are none ---
-            if let Some(checks) = &shared.checks {
-                record_checks(checks, &sample, &mut conn.reader, &mut recorder);
+            match &shared.checks {
+                None => settle::response(&shared.recorder, &sample),
+                Some(checks) => record_checked(shared, checks, &sample, &mut conn.reader),
             }
             // --- end issue 17 ---
             sample.ended
         }
         Outcome::Failed(f) => {
-            let now = Instant::now();
-            shared
-                .recorder
-                .borrow_mut()
-                .record_error(f.kind, now, &f.message);
+            let now = settle::failure(&shared.recorder, f.kind, &f.message);
             // A failure can come without the event loop ever being asked (a refused connect
             // on loopback fails inside `connect`): without this a connection loop against a
             // dead server never yields, the worker never hands over its seconds or turns its
@@ -241,12 +232,13 @@ impl<S> Connection<S> {
     }
 }
 
-/// Evaluates the checks on the response just recorded; a large capture buffer is given back.
-fn record_checks(
+/// Records a response with its checks, judged on what was kept of it; a large capture buffer
+/// is given back.
+fn record_checked<T: Transport>(
+    shared: &Shared<T>,
     checks: &crate::checks::Checks,
     sample: &Sample,
     reader: &mut Reader,
-    recorder: &mut loadmark_metrics::Recorder,
 ) {
     let view = crate::checks::View {
         status: sample.status,
@@ -257,7 +249,7 @@ fn record_checks(
         overflow: reader.overflow,
         message: false,
     };
-    checks.record(&view, sample.ended, recorder);
+    settle::checked(&mut shared.recorder.borrow_mut(), sample, checks, &view);
     if reader.capture.capacity() > SCRATCH_BYTES {
         reader.capture = Vec::new();
     }
@@ -395,22 +387,8 @@ async fn send<T: Transport>(
     on_air: &Cell<bool>,
     capture: bool,
 ) -> Outcome {
-    if let Some(stream) = conn.stream.as_mut() {
-        match check_idle(stream, &shared.scratch).await {
-            Idle::Open => {}
-            Idle::Closed => conn.close(),
-            Idle::Unsolicited(n, start) => {
-                let message = format!(
-                    "{n} bytes arrived on an idle keep-alive connection, answering no request \
-                     (starting {start:?}); connection closed, this request not sent"
-                );
-                conn.close();
-                return Outcome::Failed(Failure {
-                    kind: ErrorKind::Protocol,
-                    message,
-                });
-            }
-        }
+    if let Some(refused) = look_before_reuse(shared, conn).await {
+        return refused;
     }
     // Open loop: the request is under way once its task runs, before any connect. So the
     // schedule lag (intended to this instant) is the client's own lateness only, and a
@@ -480,80 +458,21 @@ async fn send<T: Transport>(
             script_error,
             ..
         } = batch;
-        // A new connection is recorded once its first write showed whether (and when) it was
-        // up; a connect that failed is the request's error, whatever the exchange made of it.
-        // A request that ends without a response still moved bytes: they count in the
-        // totals without a sample (a retry's first attempt received none, and its written
-        // bytes go on with `bytes_written`).
-        let count_unanswered = |received: u64| {
-            if received > 0 || bytes_written > 0 {
-                shared
-                    .recorder
-                    .borrow_mut()
-                    .record_bytes(Instant::now(), received, bytes_written);
-            }
-        };
         let mut started = started;
         if let Some(opened) = opened {
-            let handshake = conn
-                .stream
-                .as_ref()
-                .map_or(Handshake::Done, |s| s.handshake());
-            match opened.record(shared, handshake) {
+            match connection_up(shared, conn, opened) {
                 // The closed loop times a request from its first byte written, which could
                 // not be before the connection was up.
                 Ok(up) if scheduled.is_none() => started = started.max(up),
                 Ok(_) => {}
                 Err(f) => {
-                    conn.close();
-                    count_unanswered(progress.received);
+                    count_unanswered(shared, progress.received, bytes_written);
                     return Outcome::Failed(f);
                 }
             }
         }
-        match result {
-            Ok(Ok(ex)) => {
-                conn.carried += 1 + earlier.len() as u64;
-                // After a request that said `Connection: close`, the connection is closed by
-                // the client even when the server kept it open (RFC 9112 §9.6).
-                if !ex.reusable || meta.close {
-                    conn.close();
-                }
-                // A kernel stamp never precedes the request (a real-time clock stepped
-                // back mid-run is the only way it could).
-                let first_byte = ex.first_byte.max(started);
-                // Pipelined responses before the last: each one a response of its own,
-                // timed from the batch's first byte written.
-                let mut earlier_bytes = 0;
-                for &(status, ended, bytes) in &earlier {
-                    earlier_bytes += bytes;
-                    shared.recorder.borrow_mut().record(&Sample {
-                        scheduled,
-                        started,
-                        first_byte,
-                        ended: ended.max(first_byte),
-                        status,
-                        bytes_read: bytes,
-                        bytes_written: 0,
-                    });
-                }
-                if let Some(message) = script_error {
-                    count_unanswered(progress.received - earlier_bytes);
-                    return Outcome::Failed(Failure {
-                        kind: ErrorKind::Script,
-                        message,
-                    });
-                }
-                return Outcome::Response(Sample {
-                    scheduled,
-                    started,
-                    first_byte,
-                    ended: ex.ended.max(first_byte),
-                    status: ex.status,
-                    bytes_read: progress.received - earlier_bytes,
-                    bytes_written,
-                });
-            }
+        let exchanged = match result {
+            Ok(Ok(exchanged)) => exchanged,
             Ok(Err(f)) => {
                 conn.close();
                 let server_closed =
@@ -561,7 +480,7 @@ async fn send<T: Transport>(
                 if reused && server_closed && !retried {
                     if !meta.idempotent {
                         // The server may have acted on it before closing: never sent twice.
-                        count_unanswered(0);
+                        count_unanswered(shared, 0, bytes_written);
                         return Outcome::Failed(Failure {
                             kind: f.kind,
                             message: format!(
@@ -572,21 +491,151 @@ async fn send<T: Transport>(
                         });
                     }
                     retried = true;
-                    shared.recorder.borrow_mut().record_retry(Instant::now());
+                    settle::retry(&shared.recorder);
                     continue;
                 }
-                count_unanswered(progress.received);
+                count_unanswered(shared, progress.received, bytes_written);
                 return Outcome::Failed(f);
             }
             Err(_) => {
                 conn.close();
-                count_unanswered(progress.received);
+                count_unanswered(shared, progress.received, bytes_written);
                 return Outcome::Failed(Failure {
                     kind: ErrorKind::Timeout,
                     message: timeout_message(shared, &progress, bytes.len()),
                 });
             }
+        };
+        let timing = Timing {
+            scheduled,
+            started,
+            received: progress.received,
+            written: bytes_written,
+        };
+        return answered(
+            shared,
+            conn,
+            &meta,
+            exchanged,
+            (earlier, script_error),
+            timing,
+        );
+    }
+}
+
+/// A new connection is recorded once its first write showed whether (and when) it was up: a
+/// connect that failed is the request's error (the connection closed), whatever the exchange
+/// made of it.
+fn connection_up<T: Transport>(
+    shared: &Shared<T>,
+    conn: &mut Connection<T::Stream>,
+    opened: Opened,
+) -> Result<Instant, Failure> {
+    let handshake = conn
+        .stream
+        .as_ref()
+        .map_or(Handshake::Done, |s| s.handshake());
+    opened
+        .record(shared, handshake)
+        .inspect_err(|_| conn.close())
+}
+
+/// Before a kept-alive connection is reused: closed if the server closed it, and the request
+/// refused (not sent) when bytes arrived on it that answer no request.
+async fn look_before_reuse<T: Transport>(
+    shared: &Shared<T>,
+    conn: &mut Connection<T::Stream>,
+) -> Option<Outcome> {
+    let stream = conn.stream.as_mut()?;
+    match check_idle(stream, &shared.scratch).await {
+        Idle::Open => None,
+        Idle::Closed => {
+            conn.close();
+            None
         }
+        Idle::Unsolicited(n, start) => {
+            conn.close();
+            Some(Outcome::Failed(Failure {
+                kind: ErrorKind::Protocol,
+                message: format!(
+                    "{n} bytes arrived on an idle keep-alive connection, answering no request \
+                     (starting {start:?}); connection closed, this request not sent"
+                ),
+            }))
+        }
+    }
+}
+
+/// When a request was due and written, and the bytes it moved (a retry's first attempt
+/// included).
+struct Timing {
+    scheduled: Option<Instant>,
+    started: Instant,
+    received: u64,
+    written: u64,
+}
+
+/// A request whose response arrived: the responses before the last of a pipelined batch are
+/// settled here, each one a response of its own timed from the batch's first byte written;
+/// the last is the outcome (or the script's error, when `response()` failed on it).
+fn answered<T: Transport>(
+    shared: &Shared<T>,
+    conn: &mut Connection<T::Stream>,
+    meta: &Meta,
+    ex: Exchange,
+    (earlier, script_error): (Vec<(u16, Instant, u64)>, Option<String>),
+    t: Timing,
+) -> Outcome {
+    conn.carried += 1 + earlier.len() as u64;
+    // After a request that said `Connection: close`, the connection is closed by the client
+    // even when the server kept it open (RFC 9112 §9.6).
+    if !ex.reusable || meta.close {
+        conn.close();
+    }
+    // A kernel stamp never precedes the request (a real-time clock stepped back mid-run is
+    // the only way it could).
+    let first_byte = ex.first_byte.max(t.started);
+    let mut earlier_bytes = 0;
+    for &(status, ended, bytes) in &earlier {
+        earlier_bytes += bytes;
+        let sample = Sample {
+            scheduled: t.scheduled,
+            started: t.started,
+            first_byte,
+            ended: ended.max(first_byte),
+            status,
+            bytes_read: bytes,
+            bytes_written: 0,
+        };
+        settle::response(&shared.recorder, &sample);
+    }
+    if let Some(message) = script_error {
+        count_unanswered(shared, t.received - earlier_bytes, t.written);
+        return Outcome::Failed(Failure {
+            kind: ErrorKind::Script,
+            message,
+        });
+    }
+    Outcome::Response(Sample {
+        scheduled: t.scheduled,
+        started: t.started,
+        first_byte,
+        ended: ex.ended.max(first_byte),
+        status: ex.status,
+        bytes_read: t.received - earlier_bytes,
+        bytes_written: t.written,
+    })
+}
+
+/// A request that ends without a response still moved bytes: they count in the totals
+/// without a sample (a retry's first attempt received none, and its written bytes go on
+/// with the retry's).
+fn count_unanswered<T: Transport>(shared: &Shared<T>, received: u64, written: u64) {
+    if received > 0 || written > 0 {
+        shared
+            .recorder
+            .borrow_mut()
+            .record_bytes(Instant::now(), received, written);
     }
 }
 

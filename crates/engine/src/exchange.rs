@@ -272,25 +272,8 @@ async fn receive<S: AsyncRead + AsyncWrite + Inbound + Unpin>(
                 None
             };
             let drop_body = droppable.is_some();
-            let polled = if let Some(left) = droppable {
-                // The last byte is read, not dropped: that read also takes any bytes past the
-                // body (a protocol error, shown by their start) and tells the event loop the
-                // socket is drained, so the next request's idle check costs no syscall.
-                stream.poll_discard(cx, usize::try_from(left - 1).unwrap_or(usize::MAX))
-            } else {
-                if buf.len() < keep + MIN_READ_BYTES {
-                    buf.resize((keep + MIN_READ_BYTES).max(SCRATCH_BYTES), 0);
-                }
-                buf[..keep].copy_from_slice(pending);
-                let room = match *head_hint {
-                    hint if hint > 0 && keep == 0 && first_byte.is_none() => hint,
-                    _ => buf.len() - keep,
-                };
-                let mut rb = ReadBuf::new(&mut buf[keep..keep + room]);
-                Pin::new(&mut *stream)
-                    .poll_read(cx, &mut rb)
-                    .map_ok(|()| rb.filled().len())
-            };
+            let hint = (*head_hint > 0 && keep == 0 && first_byte.is_none()).then_some(*head_hint);
+            let polled = poll_read_more(stream, cx, &mut buf, pending, droppable, hint);
             let n = match polled {
                 Poll::Pending => return Poll::Pending,
                 Poll::Ready(Ok(n)) => n,
@@ -357,53 +340,108 @@ async fn receive<S: AsyncRead + AsyncWrite + Inbound + Unpin>(
                     None => continue,
                 }
             }
-            let mut data = &buf[..keep + n];
-            loop {
-                match parser.feed(data) {
-                    Err(e) => return Poll::Ready(Err(parse_failure(e))),
-                    Ok(Feed::Done { consumed, response }) => {
-                        if capture {
-                            keep_bytes(captured, overflow, &data[..consumed]);
-                        }
-                        let rest = &data[consumed..];
-                        batch.ended(rest.len());
-                        if batch.left > 1 {
-                            // A pipelined batch: the next response starts in `rest`, or
-                            // in a later read. Checks read the batch's last response.
-                            batch.left -= 1;
-                            let bytes = response.head_bytes + response.body_bytes;
-                            batch.earlier.push((response.status, ended(), bytes));
-                            parser.reset(batch.head);
-                            if capture {
-                                captured.clear();
-                                *overflow = false;
-                            }
-                            data = rest;
-                            if data.is_empty() {
-                                pending.clear();
-                                break;
-                            }
-                            continue;
-                        }
-                        pending.clear();
-                        return done(
-                            response,
-                            (!rest.is_empty()).then(|| (rest.len(), excerpt(rest))),
-                        );
-                    }
-                    Ok(Feed::NeedMore { consumed }) => {
-                        if capture {
-                            keep_bytes(captured, overflow, &data[..consumed]);
-                        }
-                        pending.clear();
-                        pending.extend_from_slice(&data[consumed..]);
-                        break;
-                    }
-                }
+            let kept = (&mut *captured, &mut *overflow);
+            match feed_read(
+                parser,
+                &buf[..keep + n],
+                batch,
+                pending,
+                capture.then_some(kept),
+                ended,
+            ) {
+                Err(e) => return Poll::Ready(Err(e)),
+                Ok(Some((response, extra))) => return done(response, extra),
+                Ok(None) => {}
             }
         }
     })
     .await
+}
+
+/// Reads more of the response: into the scratch buffer after the bytes kept from an earlier
+/// read (`pending`, copied to its start), at most `hint` bytes when the next head's length is
+/// known; or, for a long body no one reads (`droppable` bytes left), drops all of it but its
+/// last byte unread.
+fn poll_read_more<S: AsyncRead + Inbound + Unpin>(
+    stream: &mut S,
+    cx: &mut std::task::Context<'_>,
+    buf: &mut Vec<u8>,
+    pending: &[u8],
+    droppable: Option<u64>,
+    hint: Option<usize>,
+) -> Poll<io::Result<usize>> {
+    if let Some(left) = droppable {
+        // The last byte is read, not dropped: that read also takes any bytes past the body
+        // (a protocol error, shown by their start) and tells the event loop the socket is
+        // drained, so the next request's idle check costs no syscall.
+        return stream.poll_discard(cx, usize::try_from(left - 1).unwrap_or(usize::MAX));
+    }
+    let keep = pending.len();
+    if buf.len() < keep + MIN_READ_BYTES {
+        buf.resize((keep + MIN_READ_BYTES).max(SCRATCH_BYTES), 0);
+    }
+    buf[..keep].copy_from_slice(pending);
+    let room = hint.unwrap_or(buf.len() - keep);
+    let mut rb = ReadBuf::new(&mut buf[keep..keep + room]);
+    Pin::new(&mut *stream)
+        .poll_read(cx, &mut rb)
+        .map_ok(|()| rb.filled().len())
+}
+
+/// Parses `data` (the bytes kept from an earlier read, then the new ones): the batch's last
+/// response once it is complete, with the bytes that followed it (a protocol error); `None`
+/// when more must be read (what is not parsed yet is kept in `pending`). The responses of a
+/// pipelined batch before its last are put in the batch, each ended at `ended()`. `kept`:
+/// where the response's bytes go when checks read it.
+fn feed_read(
+    parser: &mut ResponseParser,
+    mut data: &[u8],
+    batch: &mut Batch<'_>,
+    pending: &mut Vec<u8>,
+    mut kept: Option<(&mut Vec<u8>, &mut bool)>,
+    ended: impl Fn() -> Instant,
+) -> Result<Option<(Response, Option<(usize, String)>)>, Failure> {
+    loop {
+        match parser.feed(data) {
+            Err(e) => return Err(parse_failure(e)),
+            Ok(Feed::Done { consumed, response }) => {
+                if let Some((captured, overflow)) = kept.as_mut() {
+                    keep_bytes(captured, overflow, &data[..consumed]);
+                }
+                let rest = &data[consumed..];
+                batch.ended(rest.len());
+                if batch.left > 1 {
+                    // A pipelined batch: the next response starts in `rest`, or in a later
+                    // read. Checks read the batch's last response.
+                    batch.left -= 1;
+                    let bytes = response.head_bytes + response.body_bytes;
+                    batch.earlier.push((response.status, ended(), bytes));
+                    parser.reset(batch.head);
+                    if let Some((captured, overflow)) = kept.as_mut() {
+                        captured.clear();
+                        **overflow = false;
+                    }
+                    data = rest;
+                    if data.is_empty() {
+                        pending.clear();
+                        return Ok(None);
+                    }
+                    continue;
+                }
+                pending.clear();
+                let extra = (!rest.is_empty()).then(|| (rest.len(), excerpt(rest)));
+                return Ok(Some((response, extra)));
+            }
+            Ok(Feed::NeedMore { consumed }) => {
+                if let Some((captured, overflow)) = kept.as_mut() {
+                    keep_bytes(captured, overflow, &data[..consumed]);
+                }
+                pending.clear();
+                pending.extend_from_slice(&data[consumed..]);
+                return Ok(None);
+            }
+        }
+    }
 }
 
 /// Keeps what the parser consumed when checks read the response (issue 17), up to

@@ -43,6 +43,7 @@ mod proxy;
 mod runner;
 mod scenario;
 pub mod script;
+mod settle;
 mod source;
 mod sys;
 pub mod transport;

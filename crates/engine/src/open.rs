@@ -26,6 +26,7 @@ use tokio::task::JoinSet;
 
 use crate::connection::{perform, Connection, Shared};
 use crate::pool::{Due, Pool, Slot};
+use crate::settle;
 use crate::transport::Transport;
 use loadmark_timer::Pacer;
 
@@ -142,7 +143,7 @@ impl<T: Transport, D: Driver<T>> OpenLoop<T, D> {
     }
 
     fn record_dropped(&self, due: Instant) {
-        self.shared.recorder.borrow_mut().record_dropped(due, 1);
+        settle::dropped(&mut self.shared.recorder.borrow_mut(), due, 1);
     }
 }
 
@@ -328,7 +329,7 @@ impl<T: Transport> Drop for ReportPool<'_, T> {
             recorder.record_pool(Instant::now(), &stats.into());
             // Requests still waiting for a connection when the run stopped were never sent.
             for job in self.pool.take_waiting() {
-                recorder.record_dropped(job.due, 1);
+                settle::dropped(&mut recorder, job.due, 1);
             }
         }
         if std::env::var_os("LOADMARK_POOL_STATS").is_some() {

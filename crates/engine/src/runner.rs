@@ -10,7 +10,7 @@ use std::time::{Duration, Instant, SystemTime};
 use loadmark_metrics::{
     Aggregate, Busy, ConnectionSpread, RequestsPerConnection, Second, SeriesPoint, Snapshot, Totals,
 };
-use loadmark_plan::{Load, Plan, Segment, Stop};
+use loadmark_plan::{Load, NamedScenario, Plan, Segment, Stop};
 use tokio::sync::watch;
 
 use crate::closed::Budget;
@@ -256,28 +256,10 @@ where
     };
     let start = Arc::new(StartLine::new(threads));
     let segment = Arc::new(part.segment.clone());
-    let budget_of = |plan: &Plan| {
-        Arc::new(Budget::new(match plan.stop {
-            Stop::Requests(n) if !matches!(plan.load, Load::Open { .. }) => {
-                Some(segment.share_of(n))
-            }
-            Stop::Requests(n) => Some(n),
-            Stop::Duration(_) => None,
-        }))
-    };
-    let budget = budget_of(plan);
-    // A plan with several scenarios: each one's plan and budget, shared by every worker.
-    let scenarios: Vec<_> = plan
-        .scenario_plans()
-        .into_iter()
-        .map(|(named, sub)| {
-            let budget = budget_of(&sub);
-            (named, sub, budget)
-        })
-        .collect();
     // HTTP/2: the lowest stream limit a server set below --streams, and whether the server
     // speaks HTTP/2 at all.
     let h2run = Arc::new(H2Run::default());
+    let budgets = Budgets::of(plan, &segment);
     let (tx, rx) = mpsc::channel();
     let mut handles = Vec::with_capacity(threads);
     for index in 0..threads {
@@ -287,61 +269,12 @@ where
             segment: &segment,
             h2run: &h2run,
         };
-        let assigned: Vec<(Assigned, Option<Duration>)> = if plan.scenarios.is_empty() {
-            let (executor, hard_stop) = cut.executor(plan, &budget, load_end);
-            let scenario = ScenarioShared::new(
-                plan,
-                (index as u64, threads as u64),
-                &segment,
-                h2run.clone(),
-                None,
-            );
-            vec![(
-                Assigned {
-                    executor,
-                    scenario,
-                    begin: Duration::ZERO,
-                    load_end_after: load_end,
-                },
-                hard_stop,
-            )]
-        } else {
-            scenarios
-                .iter()
-                .map(|(named, sub, budget)| {
-                    let end = sub_load_end(sub);
-                    let (executor, hard_stop) = cut.executor(sub, budget, end);
-                    let scenario = ScenarioShared::new(
-                        sub,
-                        (index as u64, threads as u64),
-                        &segment,
-                        h2run.clone(),
-                        Some(&named.name),
-                    );
-                    let begin = named.start;
-                    let assigned = Assigned {
-                        executor,
-                        scenario,
-                        begin,
-                        load_end_after: end,
-                    };
-                    (assigned, hard_stop.map(|h| begin + h))
-                })
-                .collect()
-        };
-        // The worker stops when its last executor's hard stop passes (never, while one has
-        // none: it ends when its tasks do).
-        let hard_stop = assigned
-            .iter()
-            .map(|(_, h)| *h)
-            .collect::<Option<Vec<Duration>>>()
-            .and_then(|h| h.into_iter().max());
-        let executors = assigned.into_iter().map(|(a, _)| a).collect();
+        let (executors, hard_stop_after) = cut.assign(plan, &budgets, load_end);
         let worker = Worker {
             index,
             executors,
             start: start.clone(),
-            hard_stop_after: hard_stop,
+            hard_stop_after,
             transport: transport.clone(),
             source: Some({
                 let source = RequestSource::new(plan, index as u64, threads as u64, &segment)?;
@@ -369,47 +302,17 @@ where
     let (origin, started_at, start_skew) = start.open(part.start_at, &|| stop.is_stopped());
     let load_end = load_end.map(|d| origin + d);
 
-    let mut aggregate = Aggregate::new(threads, plan.warmup.as_secs());
-    // Kept only from one progress call to the next: a second is dropped once handed over.
-    aggregate.keep_seconds();
     let machine_before = crate::sys::machine_cpu_ticks();
-    let mut client_cpu = CpuTime::default();
-    let mut cpu_wait = Duration::ZERO;
-    let mut busiest_worker = 0.0f64;
-    let mut requests_per_connection = RequestsPerConnection::default();
-    let mut done = 0;
-    let mut last_progress = Instant::now();
-    while done < threads {
-        match rx.recv_timeout(Duration::from_millis(500)) {
-            Ok(Message::Tick(i, report)) => aggregate.add_from(i, report),
-            Ok(Message::Done(i, report, cpu, busy, carried, waited)) => {
-                aggregate.add_from(i, report);
-                cpu_wait += waited;
-                requests_per_connection.add(&carried);
-                client_cpu += cpu;
-                busiest_worker = busiest_worker.max(busy);
-                done += 1;
-            }
-            Err(mpsc::RecvTimeoutError::Timeout) => {}
-            Err(mpsc::RecvTimeoutError::Disconnected) => break,
-        }
-        if last_progress.elapsed() >= Duration::from_millis(450) {
-            last_progress = Instant::now();
-            let seconds = aggregate.take_seconds();
-            on_progress(&Progress {
-                elapsed: origin.elapsed(),
-                completed: aggregate.completed_so_far(),
-                last_second: aggregate.series().last(),
-                failed: aggregate.snapshot().failed(),
-                totals: aggregate.snapshot(),
-                seconds: &seconds,
-                in_flight: aggregate.in_flight_now(),
-                open_connections: open.now(),
-                busiest_worker: aggregate.busiest_now(),
-                finished: false,
-            });
-        }
-    }
+    let mut heard = Heard::new(threads, plan.warmup);
+    heard.listen(&rx, (origin, &open), on_progress);
+    let Heard {
+        threads: _,
+        mut aggregate,
+        client_cpu,
+        cpu_wait,
+        busiest_worker,
+        requests_per_connection,
+    } = heard;
     let elapsed = origin.elapsed();
     let machine_busy = match (machine_before, crate::sys::machine_cpu_ticks()) {
         (Some((b0, t0)), Some((b1, t1))) if t1 > t0 => {
@@ -419,18 +322,7 @@ where
     };
     aggregate.finish_held();
     let seconds = aggregate.take_seconds();
-    on_progress(&Progress {
-        elapsed,
-        completed: aggregate.completed_so_far(),
-        last_second: aggregate.series().last(),
-        failed: aggregate.snapshot().failed(),
-        totals: aggregate.snapshot(),
-        seconds: &seconds,
-        in_flight: aggregate.in_flight_now(),
-        open_connections: open.now(),
-        busiest_worker: aggregate.busiest_now(),
-        finished: true,
-    });
+    on_progress(&progress_of(&aggregate, &seconds, elapsed, &open, true));
     drop(seconds);
     for h in handles {
         if h.join().is_err() {
@@ -473,6 +365,120 @@ where
     })
 }
 
+/// The run's counts, shared by every worker: the whole plan's, and each scenario's of a plan
+/// with several.
+struct Budgets<'p> {
+    run: Arc<Budget>,
+    scenarios: Vec<(&'p NamedScenario, Plan, Arc<Budget>)>,
+}
+
+impl<'p> Budgets<'p> {
+    fn of(plan: &'p Plan, segment: &Segment) -> Self {
+        let budget_of = |plan: &Plan| {
+            Arc::new(Budget::new(match plan.stop {
+                Stop::Requests(n) if !matches!(plan.load, Load::Open { .. }) => {
+                    Some(segment.share_of(n))
+                }
+                Stop::Requests(n) => Some(n),
+                Stop::Duration(_) => None,
+            }))
+        };
+        Budgets {
+            run: budget_of(plan),
+            scenarios: plan
+                .scenario_plans()
+                .into_iter()
+                .map(|(named, sub)| {
+                    let budget = budget_of(&sub);
+                    (named, sub, budget)
+                })
+                .collect(),
+        }
+    }
+}
+
+/// What the run loop hears from its workers: their seconds, and at their ends what each
+/// spent.
+struct Heard {
+    threads: usize,
+    aggregate: Aggregate,
+    client_cpu: CpuTime,
+    cpu_wait: Duration,
+    busiest_worker: f64,
+    requests_per_connection: RequestsPerConnection,
+}
+
+impl Heard {
+    fn new(threads: usize, warmup: Duration) -> Self {
+        let mut aggregate = Aggregate::new(threads, warmup.as_secs());
+        // Kept only from one progress call to the next: a second is dropped once handed over.
+        aggregate.keep_seconds();
+        Heard {
+            threads,
+            aggregate,
+            client_cpu: CpuTime::default(),
+            cpu_wait: Duration::ZERO,
+            busiest_worker: 0.0,
+            requests_per_connection: RequestsPerConnection::default(),
+        }
+    }
+
+    /// Until every worker is done: their reports added as they come, progress told about
+    /// twice a second.
+    fn listen(
+        &mut self,
+        rx: &mpsc::Receiver<Message>,
+        (origin, open): (Instant, &OpenConnections),
+        on_progress: &mut dyn FnMut(&Progress),
+    ) {
+        let mut done = 0;
+        let mut last_progress = Instant::now();
+        while done < self.threads {
+            match rx.recv_timeout(Duration::from_millis(500)) {
+                Ok(Message::Tick(i, report)) => self.aggregate.add_from(i, report),
+                Ok(Message::Done(i, report, cpu, busy, carried, waited)) => {
+                    self.aggregate.add_from(i, report);
+                    self.cpu_wait += waited;
+                    self.requests_per_connection.add(&carried);
+                    self.client_cpu += cpu;
+                    self.busiest_worker = self.busiest_worker.max(busy);
+                    done += 1;
+                }
+                Err(mpsc::RecvTimeoutError::Timeout) => {}
+                Err(mpsc::RecvTimeoutError::Disconnected) => break,
+            }
+            if last_progress.elapsed() >= Duration::from_millis(450) {
+                last_progress = Instant::now();
+                let seconds = self.aggregate.take_seconds();
+                let now = progress_of(&self.aggregate, &seconds, origin.elapsed(), open, false);
+                on_progress(&now);
+            }
+        }
+    }
+}
+
+/// Where the run stands, for the live view and the progress line.
+fn progress_of<'a>(
+    aggregate: &'a Aggregate,
+    seconds: &'a [Second],
+    elapsed: Duration,
+    open: &OpenConnections,
+    finished: bool,
+) -> Progress<'a> {
+    Progress {
+        elapsed,
+        completed: aggregate.completed_so_far(),
+        last_second: aggregate.series().last(),
+        failed: aggregate.snapshot().failed(),
+        totals: aggregate.snapshot(),
+        seconds,
+        in_flight: aggregate.in_flight_now(),
+        open_connections: open.now(),
+        busiest_worker: aggregate.busiest_now(),
+        finished,
+    }
+}
+
 /// How a plan's load is cut into one worker's executor: this worker's share of every count
 /// (the run's connections spread over its threads, this segment's part of them) and of
 /// every schedule.
@@ -484,6 +490,51 @@ struct Cut<'a> {
 }
 
 impl Cut<'_> {
+    /// This worker's executors (one, or one per scenario of a plan with several), and when
+    /// the worker stops: when its last executor's hard stop passes (never, while one has
+    /// none: it ends when its tasks do).
+    fn assign(
+        &self,
+        plan: &Plan,
+        budgets: &Budgets,
+        load_end: Option<Duration>,
+    ) -> (Vec<Assigned>, Option<Duration>) {
+        let scenario = |plan: &Plan, name: Option<&str>| {
+            let share = (self.index as u64, self.threads as u64);
+            ScenarioShared::new(plan, share, self.segment, self.h2run.clone(), name)
+        };
+        let assigned: Vec<(Assigned, Option<Duration>)> = if plan.scenarios.is_empty() {
+            let (executor, hard_stop) = self.executor(plan, &budgets.run, load_end);
+            let assigned = Assigned {
+                executor,
+                scenario: scenario(plan, None),
+                begin: Duration::ZERO,
+                load_end_after: load_end,
+            };
+            vec![(assigned, hard_stop)]
+        } else {
+            (budgets.scenarios.iter())
+                .map(|(named, sub, budget)| {
+                    let end = sub_load_end(sub);
+                    let (executor, hard_stop) = self.executor(sub, budget, end);
+                    let begin = named.start;
+                    let assigned = Assigned {
+                        executor,
+                        scenario: scenario(sub, Some(&named.name)),
+                        begin,
+                        load_end_after: end,
+                    };
+                    (assigned, hard_stop.map(|h| begin + h))
+                })
+                .collect()
+        };
+        let hard_stop = (assigned.iter())
+            .map(|(_, h)| *h)
+            .collect::<Option<Vec<Duration>>>()
+            .and_then(|h| h.into_iter().max());
+        (assigned.into_iter().map(|(a, _)| a).collect(), hard_stop)
+    }
+
     /// This worker's part of `n`: as even as possible, the first threads taking the rest.
     fn spread(&self, n: usize) -> usize {
         n / self.threads + usize::from(self.index < n % self.threads)

@@ -38,6 +38,7 @@ use loadmark_wire::http2::{Event, Failure};
 use super::conn::H2Conn;
 use crate::closed::{ClosedDriver, Until};
 use crate::connection::Shared;
+use crate::settle;
 use crate::source::Picked;
 use crate::transport::Transport;
 
@@ -265,7 +266,7 @@ where
             Err(f) => {
                 // The connect failure is the waiting request's error (as over HTTP/1.1).
                 waiting.pop();
-                record_error(&shared, f.kind, &f.message);
+                settle::failure(&shared.recorder, f.kind, &f.message);
                 tokio::task::consume_budget().await;
                 continue;
             }
@@ -293,7 +294,7 @@ where
                 let prepared = match pick(&shared, &h2s, None, &mut rendered) {
                     Ok(p) => p,
                     Err(message) => {
-                        record_error(&shared, ErrorKind::Protocol, &message);
+                        settle::failure(&shared.recorder, ErrorKind::Protocol, &message);
                         continue;
                     }
                 };
@@ -321,19 +322,19 @@ where
                     Event::Response { tag, answer } => {
                         answered += 1;
                         let sample = answer.sample(None, tag.started);
-                        shared.recorder.borrow_mut().record(&sample);
+                        settle::response(&shared.recorder, &sample);
                         // For the lingering task (`crate::linger`), as over HTTP/1.1.
                         shared.activity.request_ended(stamped);
                     }
                     Event::Failed { tag, failure } => {
                         if failure.unprocessed && !tag.retried {
-                            shared.recorder.borrow_mut().record_retry(Instant::now());
+                            settle::retry(&shared.recorder);
                             waiting.push(Job {
                                 started: Some(tag.started),
                                 retried: true,
                             });
                         } else {
-                            record_error(&shared, failure.kind, &failure.message);
+                            settle::failure(&shared.recorder, failure.kind, &failure.message);
                         }
                         last_failure = Some(failure);
                     }
@@ -361,7 +362,7 @@ where
                         "the HTTP/2 connection ended before it answered any request".into(),
                     ),
                 };
-                record_error(&shared, kind, &message);
+                settle::failure(&shared.recorder, kind, &message);
             }
             tokio::task::consume_budget().await;
         }
@@ -444,13 +445,6 @@ where
         .borrow_mut()
         .record_connection(now, now - t0);
     Ok(conn)
-}
-
-pub(crate) fn record_error<T: Transport>(shared: &Shared<T>, kind: ErrorKind, message: &str) {
-    shared
-        .recorder
-        .borrow_mut()
-        .record_error(kind, Instant::now(), &message);
 }
 
 /// The next request, prepared: fixed ones once per run, templated ones each time.

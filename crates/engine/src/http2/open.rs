@@ -16,10 +16,11 @@ use std::time::Instant;
 use loadmark_metrics::ErrorKind;
 use loadmark_wire::http2::Event;
 
-use super::client::{connect, pick, record_error, H2Shared, Live, Negotiated};
+use super::client::{connect, pick, H2Shared, Live, Negotiated};
 use crate::connection::Connection;
 use crate::open::{Driver, Lane};
 use crate::pool::Due;
+use crate::settle;
 use crate::transport::Transport;
 
 /// HTTP/2: a connection carries up to `--streams` requests at once.
@@ -69,7 +70,7 @@ where
             // Every request handed to a connection that could not open fails with it.
             lane.gone();
             while lane.try_next().is_some() {
-                record_error(&shared, f.kind, &f.message);
+                settle::failure(&shared.recorder, f.kind, &f.message);
                 lane.done(Instant::now());
             }
             return;
@@ -96,7 +97,7 @@ where
                     job.due.max(now) + shared.timeout,
                 ),
                 Err(message) => {
-                    record_error(&shared, ErrorKind::Protocol, &message);
+                    settle::failure(&shared.recorder, ErrorKind::Protocol, &message);
                     lane.done(now);
                 }
             }
@@ -126,7 +127,7 @@ where
                 Event::Response { tag, answer } => {
                     answered += 1;
                     let sample = answer.sample(Some(tag.job.due), tag.started);
-                    shared.recorder.borrow_mut().record(&sample);
+                    settle::response(&shared.recorder, &sample);
                     lane.done(Instant::now());
                 }
                 Event::Failed { tag, failure } => {
@@ -140,9 +141,9 @@ where
                     };
                     lane.done(Instant::now());
                     if failure.unprocessed && !tag.job.retried && lane.place_elsewhere(again) {
-                        shared.recorder.borrow_mut().record_retry(Instant::now());
+                        settle::retry(&shared.recorder);
                     } else {
-                        record_error(&shared, failure.kind, &failure.message);
+                        settle::failure(&shared.recorder, failure.kind, &failure.message);
                     }
                 }
             }
@@ -157,7 +158,7 @@ where
     while let Some(job) = lane.try_next() {
         lane.done(Instant::now());
         if !lane.place_elsewhere(job) {
-            shared.recorder.borrow_mut().record_dropped(job.due, 1);
+            settle::dropped(&mut shared.recorder.borrow_mut(), job.due, 1);
         }
     }
 }

@@ -21,6 +21,7 @@ use tokio::io::AsyncWriteExt;
 
 use crate::closed::{ClosedDriver, Until};
 use crate::connection::Shared;
+use crate::settle;
 use crate::source::Picked;
 use crate::transport::{classify_io, Inbound, Transport};
 
@@ -84,7 +85,7 @@ async fn pipeline_loop<T: Transport>(shared: Rc<Shared<T>>, depth: usize, until:
             Err(e) => {
                 // As over one request at a time: the connect failure is a request's error.
                 if retry.pop().is_some() || budget.claim() {
-                    error(&shared, e.kind, &e.message);
+                    settle::failure(&shared.recorder, e.kind, &e.message);
                     tokio::task::consume_budget().await;
                     continue;
                 }
@@ -132,87 +133,23 @@ async fn pipeline_loop<T: Transport>(shared: Rc<Shared<T>>, depth: usize, until:
             if let Err(e) = stream.write_all(&out).await {
                 outstanding.n = 0;
                 for _ in &jobs {
-                    error(
-                        &shared,
+                    settle::failure(
+                        &shared.recorder,
                         classify_io(&e, ErrorKind::Write),
                         &format!("write: {e}"),
                     );
                 }
                 continue 'connections;
             }
-            // Responses in order, each parsed from where the previous one ended (bytes past
-            // the last one of a batch answer nothing and are dropped with the batch).
-            let mut answered = 0;
-            responses.clear();
-            responses.expect(jobs[0].head);
-            // When the bytes being parsed arrived: the kernel's stamp where it gives one, so
-            // a response read late (the worker napping, `crate::linger`) keeps its latency.
-            let mut at = Instant::now();
-            let ended_early: Option<(ErrorKind, String)> = loop {
-                let (response, first) = match responses.next(at) {
-                    Ok(Next::Response(response, first)) => (response, first),
-                    Ok(Next::NeedRead) => {
-                        let read =
-                            read_before(&mut stream, responses.space(), &mut timer, timeout_at);
-                        match read.await {
-                            Err(_) => break Some(timed_out(&shared)),
-                            Ok(Ok(0)) => {
-                                break Some((
-                                    ErrorKind::Closed,
-                                    format!(
-                                        "the server closed the connection with {} of {} \
-                                         pipelined requests unanswered",
-                                        jobs.len() - answered,
-                                        jobs.len()
-                                    ),
-                                ))
-                            }
-                            Ok(Ok(n)) => {
-                                responses.filled(n);
-                                at = stream.arrival().unwrap_or_else(Instant::now);
-                            }
-                            Ok(Err(e)) => {
-                                break Some((
-                                    classify_io(&e, ErrorKind::Read),
-                                    format!("read: {e}"),
-                                ))
-                            }
-                        }
-                        continue;
-                    }
-                    Err(e) => break Some((ErrorKind::Protocol, e.to_string())),
-                };
-                shared.recorder.borrow_mut().record(&Sample {
-                    scheduled: None,
-                    started,
-                    first_byte: first,
-                    ended: at,
-                    status: response.status,
-                    bytes_read: response.head_bytes + response.body_bytes,
-                    bytes_written: jobs[answered].written,
-                });
-                answered += 1;
-                carried.0 += 1;
-                shared.activity.request_ended(stream.arrival().is_some());
-                outstanding.n -= 1;
-                if !response.keep_alive {
-                    // Nothing more comes on this connection (none unanswered: a plain
-                    // reconnect).
-                    break Some((
-                        ErrorKind::Closed,
-                        format!(
-                            "the server closed the connection (Connection: close) with {} of \
-                             {} pipelined requests unanswered",
-                            jobs.len() - answered,
-                            jobs.len()
-                        ),
-                    ));
-                }
-                if answered == jobs.len() {
-                    break None;
-                }
-                responses.expect(jobs[answered].head);
-            };
+            let (answered, ended_early) = read_batch(
+                &shared,
+                &mut stream,
+                (&mut responses, &mut timer),
+                &jobs,
+                (started, timeout_at),
+                (&mut carried, &mut outstanding),
+            )
+            .await;
             outstanding.n = 0;
             // What crossed the connection without a response to carry it: requests written
             // and not answered, and bytes read past the last answer (a partial response).
@@ -221,20 +158,109 @@ async fn pipeline_loop<T: Transport>(shared: Rc<Shared<T>>, depth: usize, until:
             let Some((kind, message)) = ended_early else {
                 continue;
             };
-            // Whatever was not answered: once more on a new connection if it may be, else
-            // an error. A timed-out request is not sent again (the server may be working).
-            for job in &jobs[answered..] {
-                if job.idempotent && !job.retried && kind != ErrorKind::Timeout {
-                    shared.recorder.borrow_mut().record_retry(Instant::now());
-                    retry.push(Job {
-                        retried: true,
-                        ..*job
-                    });
-                } else {
-                    error(&shared, kind, &message);
-                }
-            }
+            give_back(&shared, &jobs[answered..], (kind, &message), &mut retry);
             continue 'connections;
+        }
+    }
+}
+
+/// The batch's responses, in order, each parsed from where the previous one ended (bytes
+/// past the last one of a batch answer nothing and are dropped with the batch): how many
+/// were answered, and why the connection ended before the last one if it did.
+async fn read_batch<T: Transport>(
+    shared: &Shared<T>,
+    stream: &mut T::Stream,
+    (responses, timer): (&mut InOrder, &mut std::pin::Pin<Box<tokio::time::Sleep>>),
+    jobs: &[Job],
+    (started, timeout_at): (Instant, Instant),
+    (carried, outstanding): (&mut crate::carried::Tally, &mut Outstanding<'_>),
+) -> (usize, Option<(ErrorKind, String)>) {
+    let mut answered = 0;
+    responses.clear();
+    responses.expect(jobs[0].head);
+    let unanswered = |answered: usize| {
+        format!(
+            "{} of {} pipelined requests unanswered",
+            jobs.len() - answered,
+            jobs.len()
+        )
+    };
+    // When the bytes being parsed arrived: the kernel's stamp where it gives one, so a
+    // response read late (the worker napping, `crate::linger`) keeps its latency.
+    let mut at = Instant::now();
+    loop {
+        let (response, first) = match responses.next(at) {
+            Ok(Next::Response(response, first)) => (response, first),
+            Ok(Next::NeedRead) => {
+                match read_before(stream, responses.space(), timer, timeout_at).await {
+                    Err(_) => return (answered, Some(timed_out(shared))),
+                    Ok(Ok(0)) => {
+                        let why = format!(
+                            "the server closed the connection with {}",
+                            unanswered(answered)
+                        );
+                        return (answered, Some((ErrorKind::Closed, why)));
+                    }
+                    Ok(Ok(n)) => {
+                        responses.filled(n);
+                        at = stream.arrival().unwrap_or_else(Instant::now);
+                    }
+                    Ok(Err(e)) => {
+                        let kind = classify_io(&e, ErrorKind::Read);
+                        return (answered, Some((kind, format!("read: {e}"))));
+                    }
+                }
+                continue;
+            }
+            Err(e) => return (answered, Some((ErrorKind::Protocol, e.to_string()))),
+        };
+        let sample = Sample {
+            scheduled: None,
+            started,
+            first_byte: first,
+            ended: at,
+            status: response.status,
+            bytes_read: response.head_bytes + response.body_bytes,
+            bytes_written: jobs[answered].written,
+        };
+        settle::response(&shared.recorder, &sample);
+        answered += 1;
+        carried.0 += 1;
+        shared.activity.request_ended(stream.arrival().is_some());
+        outstanding.n -= 1;
+        if !response.keep_alive {
+            // Nothing more comes on this connection (none unanswered: a plain reconnect).
+            let why = format!(
+                "the server closed the connection (Connection: close) with {}",
+                unanswered(answered)
+            );
+            return (answered, Some((ErrorKind::Closed, why)));
+        }
+        if answered == jobs.len() {
+            return (answered, None);
+        }
+        responses.expect(jobs[answered].head);
+    }
+}
+
+/// Requests a connection ended without answering: once more on a new connection if they
+/// may be, else an error each. A timed-out request is not sent again (the server may be
+/// working on it).
+fn give_back<T: Transport>(
+    shared: &Shared<T>,
+    unanswered: &[Job],
+    (kind, message): (ErrorKind, &str),
+    retry: &mut Vec<Job>,
+) {
+    for job in unanswered {
+        if job.idempotent && !job.retried && kind != ErrorKind::Timeout {
+            settle::retry(&shared.recorder);
+            retry.push(Job {
+                retried: true,
+                ..*job
+            });
+        } else {
+            settle::failure(&shared.recorder, kind, &message);
         }
     }
 }
@@ -403,11 +429,4 @@ fn count_unanswered<T: Transport>(shared: &Shared<T>, read: u64, written: u64) {
             .borrow_mut()
             .record_bytes(Instant::now(), read, written);
     }
-}
-
-fn error<T: Transport>(shared: &Shared<T>, kind: ErrorKind, message: &str) {
-    shared
-        .recorder
-        .borrow_mut()
-        .record_error(kind, Instant::now(), &message);
 }

@@ -17,10 +17,11 @@ use std::time::Instant;
 use loadmark_metrics::{ErrorKind, Sample};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use super::{append, count_unanswered, error, timed_out, InOrder, Next};
+use super::{append, count_unanswered, timed_out, InOrder, Next};
 use crate::connection::Connection;
 use crate::open::{Driver, Lane};
 use crate::pool::Due;
+use crate::settle;
 use crate::transport::{classify_io, Transport};
 
 /// HTTP/1.1 pipelining: a connection carries up to `depth` requests written and unanswered.
@@ -141,15 +142,18 @@ async fn connection<T: Transport>(lane: Lane<T, Pipelined>, mut preopened: Optio
                     let request = flight.requests.pop_front().expect("a request answered");
                     carried.0 += 1;
                     written_unanswered -= request.bytes;
-                    shared.recorder.borrow_mut().record(&Sample {
-                        scheduled: Some(request.due.due),
-                        started: request.started,
-                        first_byte,
-                        ended: at,
-                        status: response.status,
-                        bytes_read: response.head_bytes + response.body_bytes,
-                        bytes_written: request.bytes,
-                    });
+                    settle::response(
+                        &shared.recorder,
+                        &Sample {
+                            scheduled: Some(request.due.due),
+                            started: request.started,
+                            first_byte,
+                            ended: at,
+                            status: response.status,
+                            bytes_read: response.head_bytes + response.body_bytes,
+                            bytes_written: request.bytes,
+                        },
+                    );
                     lane.done(at);
                     if !response.keep_alive {
                         break 'connection (
@@ -222,7 +226,7 @@ async fn open_stream<T: Transport>(
             Some(stream)
         }
         Err(e) => {
-            error(shared, e.kind, &e.message);
+            settle::failure(&shared.recorder, e.kind, &e.message);
             None
         }
     }
@@ -239,13 +243,13 @@ fn give_back_unanswered<T: Transport>(
     let shared = lane.shared();
     for request in unanswered.rev() {
         if request.idempotent && !request.due.retried && kind != ErrorKind::Timeout {
-            shared.recorder.borrow_mut().record_retry(Instant::now());
+            settle::retry(&shared.recorder);
             lane.requeue(Due {
                 retried: true,
                 ..request.due
             });
         } else {
-            error(shared, kind, &message);
+            settle::failure(&shared.recorder, kind, &message);
             lane.done(Instant::now());
         }
     }

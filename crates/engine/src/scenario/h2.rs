@@ -31,6 +31,7 @@ use crate::connection::Shared;
 use crate::http2::client::connect;
 use crate::http2::conn::H2Conn;
 use crate::http2::Negotiated;
+use crate::settle;
 use crate::transport::{Inbound, Transport};
 
 /// A user's HTTP/2 connection and what it answered.
@@ -134,7 +135,7 @@ where
                 }
                 if unprocessed && !retried {
                     retried = true;
-                    shared.recorder.borrow_mut().record_retry(Instant::now());
+                    settle::retry(&shared.recorder);
                     continue;
                 }
                 return Err((kind, message));

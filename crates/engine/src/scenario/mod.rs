@@ -37,14 +37,15 @@ use crate::cookies::Jar;
 use crate::http2::client::H2Run;
 use crate::http2::Negotiated;
 use crate::open::{Schedule, Share};
+use crate::settle;
 use crate::source::Meta;
 use crate::transport::Transport;
 
 mod h2;
-mod settle;
+mod response;
 mod ws;
 
-use settle::{cut, settle};
+use response::{cut, settle};
 
 /// A request step, ready to run.
 struct StepRun {
@@ -382,7 +383,7 @@ where
             Err((kind, message)) => {
                 let now = Instant::now();
                 let mut rec = shared.recorder.borrow_mut();
-                rec.record_error(kind, now, &message);
+                settle::failure_at(&mut rec, kind, now, &message);
                 let stats = rec.scenario_in(now, sc.slot());
                 stats.record_step(index, &sc.names, StepOutcome::Error(kind, &message));
                 stats.aborted += 1;

@@ -12,6 +12,7 @@ use loadmark_wire::ws::frame::{
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use crate::checks::View;
+use crate::settle;
 
 use super::session::{Failure, Live, Owed, KEPT_READ_CAPACITY};
 
@@ -205,7 +206,12 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Live<'_, S> {
                     // request in a message of its own with `"status":404` is not a success.
                     if let Some(checks) = self.checks {
                         let latency = now.saturating_duration_since(owed.since());
-                        checks.record(&View::message(payload, latency), now, &mut rec);
+                        settle::message_checked(
+                            &mut rec,
+                            checks,
+                            &View::message(payload, latency),
+                            now,
+                        );
                     }
                 }
             }
@@ -304,7 +310,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Live<'_, S> {
 /// Records the answer to `owed`; false when it came too late and counts as a timeout.
 fn answered(rec: &mut Recorder, owed: &Owed, now: Instant, timeout: Duration) -> bool {
     if now >= owed.since() + timeout {
-        rec.record_error(
+        settle::failure_at(
+            rec,
             ErrorKind::Timeout,
             now,
             &format_args!(
@@ -314,7 +321,7 @@ fn answered(rec: &mut Recorder, owed: &Owed, now: Instant, timeout: Duration) ->
         );
         false
     } else {
-        rec.record_round_trip(owed.intended, owed.sent, now);
+        settle::round_trip(rec, owed.intended, owed.sent, now);
         true
     }
 }

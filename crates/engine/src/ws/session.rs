@@ -42,6 +42,7 @@ pub(super) use super::upgrade::Failure;
 use super::upgrade::{upgrade, Opened};
 use crate::closed::{Budget, ClosedDriver, Retire, Until};
 use crate::connection::Shared;
+use crate::settle;
 use crate::transport::{classify_io, Transport};
 
 /// Where every read of a worker's sessions lands, borrowed only inside one poll. A session
@@ -230,11 +231,7 @@ async fn session<T: Transport>(
             if expects {
                 shared.in_flight.set(shared.in_flight.get() - 1);
             }
-            let now = Instant::now();
-            shared
-                .recorder
-                .borrow_mut()
-                .record_error(failure.kind, now, &failure.message);
+            settle::failure(&shared.recorder, failure.kind, &failure.message);
             return Outcome::Ended;
         }
     };
@@ -295,7 +292,7 @@ async fn session<T: Transport>(
                 .set(shared.in_flight.get() - live.owed.len() as u64);
             live.owed.clear();
             for _ in 0..unanswered {
-                rec.record_error(failure.kind, end, &failure.message);
+                settle::failure_at(&mut rec, failure.kind, end, &failure.message);
             }
         }
     }
@@ -350,6 +347,33 @@ pub(super) struct Live<'a, S> {
     pub(super) checks: Option<&'a crate::checks::Checks>,
 }
 
+/// Where a session's sending stands: in echo and send modes, message `k` is due at
+/// `start + k * interval`.
+struct Pace {
+    start: Instant,
+    interval: Duration,
+    next_send: Instant,
+    due_so_far: u32,
+    /// The next message is claimed from the run's count already (the first one is, before
+    /// connecting).
+    claimed: bool,
+    sending: bool,
+    /// The run's count ran out while this session sent.
+    count_spent: bool,
+}
+
+impl Pace {
+    /// One more message from the run's count: the one claimed already, or a new claim.
+    fn claim(&mut self, budget: &Budget) -> bool {
+        std::mem::take(&mut self.claimed) || budget.claim()
+    }
+
+    fn advance(&mut self) {
+        self.due_so_far += 1;
+        self.next_send = self.start + self.interval * self.due_so_far;
+    }
+}
+
 impl<S: AsyncRead + AsyncWrite + Unpin> Live<'_, S> {
     /// Runs the session to its end: `Ok(true)` when the run's count is spent, `Ok(false)`
     /// at its own end, `Err` when it ended abnormally.
@@ -365,14 +389,17 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Live<'_, S> {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };
-        let mut sending = self.ws.sends();
-        // The first message was claimed before connecting.
-        let mut claimed = sending;
-        let mut count_spent = false;
-        let mut due_so_far: u32 = 0;
-        // Echo and send modes: message `k` is due at `start + k * interval`.
-        let interval = spec.interval.unwrap_or(Duration::ZERO);
-        let mut next_send = start;
+        let sending = self.ws.sends();
+        let mut pace = Pace {
+            start,
+            interval: spec.interval.unwrap_or(Duration::ZERO),
+            next_send: start,
+            due_so_far: 0,
+            // The first message was claimed before connecting.
+            claimed: sending,
+            sending,
+            count_spent: false,
+        };
         let mut next_ping = spec.ping.map(|p| start + p);
         let mut closing: Option<Instant> = None;
         let far = start + Duration::from_secs(100 * 365 * 24 * 3600);
@@ -390,78 +417,24 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Live<'_, S> {
                 stop_at = Some(now);
             }
             if closing.is_none() {
-                if sending && stop_at.is_some_and(|t| now >= t) {
-                    sending = false;
-                    // Messages that fell due before the end and have not left yet (the
-                    // loop woke after the end, or a burst held them back) go out now, as
-                    // any late message does; only those a server that stopped reading
-                    // holds back, or due longer ago than --timeout, are dropped, and
-                    // counted (issue 42: held-back sends were counted as never sent).
-                    let end = stop_at.expect("checked");
-                    let mut dropped = 0;
-                    while spec.interval.is_some() && next_send < end {
-                        if !claimed && !budget.claim() {
-                            break;
-                        }
-                        claimed = false;
-                        let stale = next_send + timeout <= now;
-                        if stale || self.backlog() >= WRITE_BACKLOG {
-                            dropped += 1;
-                        } else {
-                            self.send_message(Some(next_send), now);
-                        }
-                        due_so_far += 1;
-                        next_send = start + interval * due_so_far;
-                    }
-                    if dropped > 0 {
-                        self.recorder.borrow_mut().record_dropped(now, dropped);
-                    }
+                if let Some(end) = stop_at.filter(|&t| pace.sending && now >= t) {
+                    pace.sending = false;
+                    self.send_due_before(end, &mut pace, budget, now, timeout);
                 }
                 // Sends held back are moot once sending is over; waking for them would spin.
-                self.held_back &= sending;
-                if sending {
+                self.held_back &= pace.sending;
+                if pace.sending {
                     match spec.mode {
                         WsMode::Echo | WsMode::Send => {
-                            // Messages due go out now, each with its own intended time, in
-                            // bursts short enough that reading keeps up, and only while the
-                            // server reads what was sent. One due longer ago than its answer
-                            // may take could only time out: it is dropped, and counted.
-                            self.held_back = false;
-                            let (mut burst, mut dropped) = (0, 0);
-                            while next_send <= now {
-                                let stale = next_send + timeout <= now;
-                                if !stale && (self.backlog() >= WRITE_BACKLOG || burst == MAX_BURST)
-                                {
-                                    self.held_back = true;
-                                    break;
-                                }
-                                if !claimed && !budget.claim() {
-                                    sending = false;
-                                    count_spent = true;
-                                    break;
-                                }
-                                claimed = false;
-                                if stale {
-                                    dropped += 1;
-                                } else {
-                                    self.send_message(Some(next_send), now);
-                                    burst += 1;
-                                }
-                                due_so_far += 1;
-                                next_send = start + interval * due_so_far;
-                            }
-                            if dropped > 0 {
-                                self.recorder.borrow_mut().record_dropped(now, dropped);
-                            }
+                            self.send_due(&mut pace, budget, now, timeout);
                         }
                         WsMode::Request => {
                             if self.owed.is_empty() {
-                                if claimed || budget.claim() {
-                                    claimed = false;
+                                if pace.claim(budget) {
                                     self.send_message(None, now);
                                 } else {
-                                    sending = false;
-                                    count_spent = true;
+                                    pace.sending = false;
+                                    pace.count_spent = true;
                                 }
                             }
                         }
@@ -476,35 +449,12 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Live<'_, S> {
                     }
                 }
             }
-            // Answers owed for longer than the timeout.
-            while let Some(owed) = self.owed.front() {
-                if owed.since() + timeout > now {
-                    break;
-                }
-                let owed = self.owed.pop_front().expect("front exists");
-                self.in_flight.set(self.in_flight.get() - 1);
-                self.recorder.borrow_mut().record_error(
-                    ErrorKind::Timeout,
-                    now,
-                    &format_args!(
-                        "no answer to message #{} within {timeout:?} (--timeout)",
-                        owed.seq
-                    ),
-                );
-                if spec.mode == WsMode::Request {
-                    // A late reply would be taken for the next request's: start afresh.
-                    sending = false;
-                }
+            if self.expire_owed(now, timeout) && spec.mode == WsMode::Request {
+                // A late reply would be taken for the next request's: start afresh.
+                pace.sending = false;
             }
-            while self
-                .pings
-                .front()
-                .is_some_and(|(_, at)| *at + timeout <= now)
-            {
-                self.pings.pop_front();
-            }
-            let done_sending =
-                !sending && (spec.mode != WsMode::Receive || stop_at.is_some_and(|t| now >= t));
+            let done_sending = !pace.sending
+                && (spec.mode != WsMode::Receive || stop_at.is_some_and(|t| now >= t));
             if closing.is_none() && done_sending && self.owed.is_empty() {
                 let mut payload = [0u8; 2];
                 payload.copy_from_slice(&1000u16.to_be_bytes());
@@ -512,32 +462,18 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Live<'_, S> {
                 closing = Some(now + CLOSE_WAIT.min(timeout));
             }
             if closing.is_some_and(|c| now >= c) {
-                return Ok(count_spent);
+                return Ok(pace.count_spent);
             }
             // Sleep until the next thing to do.
-            let mut wake = far;
-            if let Some(c) = closing {
-                wake = wake.min(c);
-            } else {
-                if sending && matches!(spec.mode, WsMode::Echo | WsMode::Send) && !self.held_back {
-                    wake = wake.min(next_send);
-                }
-                // The session's end, while it is still ahead: once passed, waking for it
-                // again would spin.
-                if let Some(t) = stop_at.filter(|&t| t > now) {
-                    wake = wake.min(t);
-                }
-                if let Some(p) = next_ping {
-                    wake = wake.min(p);
-                }
-                // A retired slot says so without a wake-up: look at the ramp's pace.
-                if retire.is_some() {
-                    wake = wake.min(now + crate::closed::RAMP_STEP);
-                }
-            }
-            if let Some(owed) = self.owed.front() {
-                wake = wake.min(owed.since() + timeout);
-            }
+            let wake = match closing {
+                Some(c) => c,
+                None => self.next_wake(&pace, stop_at, next_ping, retire.is_some(), now),
+            };
+            let wake = match self.owed.front() {
+                Some(owed) => wake.min(owed.since() + timeout),
+                None => wake,
+            };
+            let wake = wake.min(far);
             if wake != armed {
                 sleep.as_mut().reset(wake.into());
                 armed = wake;
@@ -545,40 +481,175 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Live<'_, S> {
             let io = poll_fn(|cx| self.poll_io(cx, sleep.as_mut())).await;
             let now = Instant::now();
             self.flush_byte_counts(now);
-            match io {
-                Io::Timer | Io::Writable => {}
-                Io::Read => {
-                    if self.on_read(now)? {
-                        // The server's Close: the end of a closing session, or an early end.
-                        if closing.is_some() {
-                            return Ok(count_spent);
-                        }
-                        return Err(self.closed_early(start, now));
-                    }
-                }
-                Io::Eof if closing.is_some() => return Ok(count_spent),
-                Io::Eof => {
-                    return Err(Failure {
-                        kind: ErrorKind::Closed,
-                        message: format!(
-                            "the server dropped the connection without a Close frame {:.1}s into the session",
-                            (now - start).as_secs_f64()
-                        ),
-                    })
-                }
-                Io::ReadFailed(e) => {
-                    return Err(Failure {
-                        kind: classify_io(&e, ErrorKind::Read),
-                        message: format!("reading: {e}"),
-                    })
-                }
-                Io::WriteFailed(e) => {
-                    return Err(Failure {
-                        kind: classify_io(&e, ErrorKind::Write),
-                        message: format!("writing: {e}"),
-                    })
-                }
+            if self.after_io(io, (start, now), closing.is_some())? {
+                return Ok(pace.count_spent);
             }
+        }
+    }
+
+    /// At the session's end: messages that fell due before it and have not left yet (the
+    /// loop woke after the end, or a burst held them back) go out now, as any late message
+    /// does; only those a server that stopped reading holds back, or due longer ago than
+    /// --timeout, are dropped, and counted (issue 42: held-back sends were counted as never
+    /// sent).
+    fn send_due_before(
+        &mut self,
+        end: Instant,
+        pace: &mut Pace,
+        budget: &Budget,
+        now: Instant,
+        timeout: Duration,
+    ) {
+        let mut dropped = 0;
+        while self.ws.spec.interval.is_some() && pace.next_send < end {
+            if !pace.claim(budget) {
+                break;
+            }
+            let stale = pace.next_send + timeout <= now;
+            if stale || self.backlog() >= WRITE_BACKLOG {
+                dropped += 1;
+            } else {
+                self.send_message(Some(pace.next_send), now);
+            }
+            pace.advance();
+        }
+        if dropped > 0 {
+            settle::dropped(&mut self.recorder.borrow_mut(), now, dropped);
+        }
+    }
+
+    /// Echo and send modes: messages due go out now, each with its own intended time, in
+    /// bursts short enough that reading keeps up, and only while the server reads what was
+    /// sent. One due longer ago than its answer may take could only time out: it is
+    /// dropped, and counted.
+    fn send_due(&mut self, pace: &mut Pace, budget: &Budget, now: Instant, timeout: Duration) {
+        self.held_back = false;
+        let (mut burst, mut dropped) = (0, 0);
+        while pace.next_send <= now {
+            let stale = pace.next_send + timeout <= now;
+            if !stale && (self.backlog() >= WRITE_BACKLOG || burst == MAX_BURST) {
+                self.held_back = true;
+                break;
+            }
+            if !pace.claim(budget) {
+                pace.sending = false;
+                pace.count_spent = true;
+                break;
+            }
+            if stale {
+                dropped += 1;
+            } else {
+                self.send_message(Some(pace.next_send), now);
+                burst += 1;
+            }
+            pace.advance();
+        }
+        if dropped > 0 {
+            settle::dropped(&mut self.recorder.borrow_mut(), now, dropped);
+        }
+    }
+
+    /// Answers owed for longer than the timeout are timeouts; true when there was one.
+    /// Pings unanswered as long are forgotten.
+    fn expire_owed(&mut self, now: Instant, timeout: Duration) -> bool {
+        let mut expired = false;
+        while let Some(owed) = self.owed.front() {
+            if owed.since() + timeout > now {
+                break;
+            }
+            let owed = self.owed.pop_front().expect("front exists");
+            self.in_flight.set(self.in_flight.get() - 1);
+            settle::failure_at(
+                &mut self.recorder.borrow_mut(),
+                ErrorKind::Timeout,
+                now,
+                &format_args!(
+                    "no answer to message #{} within {timeout:?} (--timeout)",
+                    owed.seq
+                ),
+            );
+            expired = true;
+        }
+        while self
+            .pings
+            .front()
+            .is_some_and(|(_, at)| *at + timeout <= now)
+        {
+            self.pings.pop_front();
+        }
+        expired
+    }
+
+    /// When the session next has something to do, while it is not closing.
+    fn next_wake(
+        &self,
+        pace: &Pace,
+        stop_at: Option<Instant>,
+        next_ping: Option<Instant>,
+        retired_by_ramp: bool,
+        now: Instant,
+    ) -> Instant {
+        let mut wake: Option<Instant> = None;
+        let mut at = |t: Instant| wake = Some(wake.map_or(t, |w| w.min(t)));
+        if pace.sending
+            && matches!(self.ws.spec.mode, WsMode::Echo | WsMode::Send)
+            && !self.held_back
+        {
+            at(pace.next_send);
+        }
+        // The session's end, while it is still ahead: once passed, waking for it again
+        // would spin.
+        if let Some(t) = stop_at.filter(|&t| t > now) {
+            at(t);
+        }
+        if let Some(p) = next_ping {
+            at(p);
+        }
+        // A retired slot says so without a wake-up: look at the ramp's pace.
+        if retired_by_ramp {
+            at(now + crate::closed::RAMP_STEP);
+        }
+        wake.unwrap_or(pace.start + Duration::from_secs(100 * 365 * 24 * 3600))
+    }
+
+    /// What the event loop's turn brought: `Ok(true)` when the session has ended well (the
+    /// server's Close or EOF answering ours), `Ok(false)` to go on, `Err` when it ended
+    /// abnormally.
+    fn after_io(
+        &mut self,
+        io: Io,
+        (start, now): (Instant, Instant),
+        closing: bool,
+    ) -> Result<bool, Failure> {
+        match io {
+            Io::Timer | Io::Writable => Ok(false),
+            Io::Read => {
+                if !self.on_read(now)? {
+                    return Ok(false);
+                }
+                // The server's Close: the end of a closing session, or an early end.
+                if closing {
+                    return Ok(true);
+                }
+                Err(self.closed_early(start, now))
+            }
+            Io::Eof if closing => Ok(true),
+            Io::Eof => Err(Failure {
+                kind: ErrorKind::Closed,
+                message: format!(
+                    "the server dropped the connection without a Close frame {:.1}s into the \
+                     session",
+                    (now - start).as_secs_f64()
+                ),
+            }),
+            Io::ReadFailed(e) => Err(Failure {
+                kind: classify_io(&e, ErrorKind::Read),
+                message: format!("reading: {e}"),
+            }),
+            Io::WriteFailed(e) => Err(Failure {
+                kind: classify_io(&e, ErrorKind::Write),
+                message: format!("writing: {e}"),
+            }),
         }
     }
 

@@ -21,8 +21,8 @@ pub(super) fn settle<T: Transport>(
     seq: u64,
     (raw, overflow): (&[u8], bool),
 ) -> Result<(), String> {
+    crate::settle::response(&shared.recorder, sample);
     let mut rec = shared.recorder.borrow_mut();
-    rec.record(sample);
     let latency = sample
         .ended
         .saturating_duration_since(sample.scheduled.unwrap_or(sample.started));
