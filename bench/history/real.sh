@@ -9,7 +9,7 @@
 # stall=STALL at=AT; `history trend --format csv` exports the series (with loadmark's change
 # points), and real_score.py runs Otava on that CSV and scores both.
 #
-#   bench/history/real.sh [RUNS] [DURATION]          # 10 series of 30 runs of 1s: ~9 minutes
+#   bench/history/real.sh [RUNS] [DURATION]          # 14 series of 30 runs of 1s: ~9 minutes
 #
 # RUN_BIN: the loadmark that serves and runs (default target/release/loadmark if built, else
 # target/debug/loadmark); HIST_BIN: the one with `history` (target/debug/loadmark); OTAVA_PY:
