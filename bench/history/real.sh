@@ -63,8 +63,9 @@ for alpha in 0.05 0.01; do
   "$hist_bin" history trend --store "$store" --by stall,at --metric p90 --metric mean --metric p99 \
     --alpha "$alpha" --format csv >"$out/trend-$alpha.csv"
 done
-echo "== loadmark alpha 0.05, Otava p 0.001 (its default)"
-"$otava_py" bench/history/real_score.py "$out/trend-0.05.csv"
-echo "== loadmark alpha 0.01, Otava p 0.05"
-"$otava_py" bench/history/real_score.py "$out/trend-0.01.csv" 0.05
+for run in "0.05 0.001" "0.01 0.001" "0.01 0.05"; do
+  set -- $run
+  echo "== loadmark alpha $1, Otava p $2 (0.001: its default)"
+  "$otava_py" bench/history/real_score.py "$out/trend-$1.csv" "$2"
+done
 echo "store: $store; CSV: $out/trend-*.csv; $(($(date +%s) - start))s in all"

@@ -64,8 +64,18 @@ fn series(real: &Path, dir: &Path, p99s: &[f64], first_age: Duration) -> Vec<Pat
 /// Two loadmarks importing into `store` at once, 15 result files each (copies of `real`), one
 /// process per file, so their transactions interleave: each must succeed.
 fn import_at_once(store: &str, real: &Path, dir: &Path) {
-    let a = series(real, &dir.join("a"), &[1000.0; 15], Duration::from_secs(7200));
-    let b = series(real, &dir.join("b"), &[2000.0; 15], Duration::from_secs(3600));
+    let a = series(
+        real,
+        &dir.join("a"),
+        &[1000.0; 15],
+        Duration::from_secs(7200),
+    );
+    let b = series(
+        real,
+        &dir.join("b"),
+        &[2000.0; 15],
+        Duration::from_secs(3600),
+    );
     let writers: Vec<_> = [a, b]
         .into_iter()
         .map(|files| {
@@ -287,6 +297,24 @@ fn runs_are_recorded_after_the_load_and_trended_detected_and_gated() {
             .any(|l| l.contains(&format!(",{change},")) && l.contains(",p99,1290,true,")),
         "{csv}"
     );
+    // The table: the change's run starred, the change point (with its p-value) below.
+    let table = ok({
+        let mut c = loadmark();
+        c.args(["history", "trend", "--metric", "p99"]).args(sel);
+        c
+    });
+    assert!(
+        table
+            .lines()
+            .any(|l| l.trim_start().starts_with(&format!("{change} ")) && l.ends_with('*')),
+        "{table}"
+    );
+    assert!(
+        table.contains(&format!(
+            "  * p99 change at run {change}: +29.9% (1.00ms → 1.30ms), p = "
+        )),
+        "{table}"
+    );
     let html_path = dir.path().join("trend.html");
     ok({
         let mut c = loadmark();
@@ -385,7 +413,10 @@ fn sqlite_store_takes_two_writers_and_a_full_disk_fails_the_recording_loudly() {
     // Two loadmarks import into one new store at once: both migrate it, every run arrives.
     let store = dir.path().join("shared.sqlite");
     import_at_once(store.to_str().unwrap(), &real, dir.path());
-    let runs = Store::open(&Location::Sqlite(store)).unwrap().runs().unwrap();
+    let runs = Store::open(&Location::Sqlite(store))
+        .unwrap()
+        .runs()
+        .unwrap();
     assert_eq!(runs.len(), 30);
 
     let disk = dir.path().join("disk");
