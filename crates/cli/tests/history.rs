@@ -147,7 +147,12 @@ fn runs_are_recorded_after_the_load_and_trended_detected_and_gated() {
     let plan = dir.path().join("sweep.yaml");
     std::fs::write(
         &plan,
-        format!("targets:\n  api:\n    url: {url}\nload:\n  requests: 100\nsweep:\n  connections: [1, 2]\n"),
+        // The target is this test process: attached, its CPU and RSS are the steps' server_*.
+        format!(
+            "targets:\n  api:\n    url: {url}\n    attach: {{pid: {}}}\nload:\n  requests: 100\n\
+             sweep:\n  connections: [1, 2]\nmonitor: {{interval: 100ms}}\n",
+            std::process::id()
+        ),
     )
     .unwrap();
     let bench_dir = dir.path().join("bench");
@@ -173,6 +178,32 @@ fn runs_are_recorded_after_the_load_and_trended_detected_and_gated() {
         steps.starts_with("1 run in") && steps.contains("step 2 (connections=2) · api"),
         "{steps}"
     );
+    // The monitor's figures are trended as any other: a value for each step.
+    let server = ok({
+        let mut c = loadmark();
+        c.args([
+            "history",
+            "trend",
+            "--metric",
+            "server_cpu",
+            "--metric",
+            "server_rss",
+            "--format",
+            "csv",
+            "--plan",
+        ])
+        .arg(&plan)
+        .arg("--store")
+        .arg(&store);
+        c
+    });
+    let rss: Vec<f64> = server
+        .lines()
+        .filter(|l| l.contains(",server_rss,"))
+        .map(|l| l.split(',').nth(9).unwrap().parse().unwrap())
+        .collect();
+    assert!(rss.len() == 2 && rss.iter().all(|b| *b > 1e6), "{server}");
+    assert_eq!(server.matches(",server_cpu,").count(), 2, "{server}");
     let again = ok({
         let mut c = loadmark();
         c.args(["history", "import", "--store"])
