@@ -667,6 +667,25 @@ fn postgres_store_migrates_takes_two_writers_and_fails_loudly_when_dropped() {
     import_at_once(&pg.url(), &real, dir.path());
     assert_eq!(pg.psql("SELECT count(*) FROM runs").unwrap(), "31");
 
+    // Another program's database (its own `runs`) is refused by name, and left as it is.
+    pg.psql("CREATE DATABASE invoicing").unwrap();
+    let other = format!("postgres://postgres@127.0.0.1:{}/invoicing", pg.port);
+    let o = Command::new(pg.bin.join("psql"))
+        .args(["-d", &other, "-c", "CREATE TABLE runs (invoice int)"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o).1);
+    let o = loadmark()
+        .args(["history", "list", "--store", &other])
+        .output()
+        .unwrap();
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("/invoicing: not a loadmark history store (a database of something else"),
+        "{err}"
+    );
+
     // A store of a newer schema is refused with its version, and left as it is.
     pg.psql("UPDATE loadmark_history SET value = '99' WHERE key = 'schema_version'")
         .unwrap();
