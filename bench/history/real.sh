@@ -65,7 +65,7 @@ for alpha in 0.05 0.01; do
 done
 for run in "0.05 0.001" "0.01 0.001" "0.01 0.05"; do
   set -- $run
-  echo "== loadmark alpha $1, Otava p $2 (0.001: its default)"
+  echo "== loadmark alpha $1, Otava p $2"   # p 0.001 is Otava's default
   "$otava_py" bench/history/real_score.py "$out/trend-$1.csv" "$2"
 done
 echo "store: $store; CSV: $out/trend-*.csv; $(($(date +%s) - start))s in all"
