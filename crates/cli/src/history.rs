@@ -428,24 +428,11 @@ fn gate(args: &GateArgs) -> Result<ExitCode> {
                 .map_err(|e| UsageError(format!("--result {}: {e}", path.display())))?
                 .into_iter()
                 .map(|n| {
-                    let probe = StoredRun {
-                        id: 0,
-                        recorded_at: String::new(),
-                        started_at: n.started_at.clone(),
-                        plan_hash: n.plan_hash.clone(),
-                        step: n.step,
-                        params: n.params.clone(),
-                        target: n.target.clone(),
-                        loadmark_version: n.loadmark_version.clone(),
-                        tags: n.tags.clone(),
-                        metrics: n.metrics.clone(),
-                        source: None,
-                    };
                     (
-                        SeriesKey::of(&probe, &[]),
+                        SeriesKey::of(&n.info, &[]),
                         path.display().to_string(),
                         None,
-                        n.metrics,
+                        n.info.metrics,
                     )
                 })
                 .collect()
@@ -537,7 +524,7 @@ fn import(args: &HistoryImportArgs) -> Result<ExitCode> {
         let found = loadmark_history::runs_of_file(&text, &tags)
             .map_err(|e| UsageError(format!("{}: {e}", path.display())))?;
         runs.extend(found.into_iter().map(|mut r| {
-            r.source = Some(path.display().to_string());
+            r.info.source = Some(path.display().to_string());
             r
         }));
     }

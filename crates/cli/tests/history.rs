@@ -61,6 +61,42 @@ fn series(real: &Path, dir: &Path, p99s: &[f64], first_age: Duration) -> Vec<Pat
         .collect()
 }
 
+/// Two loadmarks importing into `store` at once, 15 result files each (copies of `real`), one
+/// process per file, so their transactions interleave: each must succeed.
+fn import_at_once(store: &str, real: &Path, dir: &Path) {
+    let a = series(
+        real,
+        &dir.join("a"),
+        &[1000.0; 15],
+        Duration::from_secs(7200),
+    );
+    let b = series(
+        real,
+        &dir.join("b"),
+        &[2000.0; 15],
+        Duration::from_secs(3600),
+    );
+    let writers: Vec<_> = [a, b]
+        .into_iter()
+        .map(|files| {
+            let store = store.to_string();
+            std::thread::spawn(move || {
+                for f in files {
+                    let o = loadmark()
+                        .args(["history", "import", "--store", &store])
+                        .arg(f)
+                        .output()
+                        .unwrap();
+                    assert!(o.status.success(), "{}", text(&o).1);
+                }
+            })
+        })
+        .collect();
+    for w in writers {
+        w.join().unwrap();
+    }
+}
+
 /// 1000 µs ± 1.5% for ten runs, then 1300 µs ± 1.5%: one change, at the 11th.
 const STEP: [f64; 20] = [
     1000.0, 1012.0, 990.0, 1005.0, 985.0, 1010.0, 998.0, 1015.0, 992.0, 1003.0, 1290.0, 1310.0,
@@ -111,7 +147,12 @@ fn runs_are_recorded_after_the_load_and_trended_detected_and_gated() {
     let plan = dir.path().join("sweep.yaml");
     std::fs::write(
         &plan,
-        format!("targets:\n  api:\n    url: {url}\nload:\n  requests: 100\nsweep:\n  connections: [1, 2]\n"),
+        // The target is this test process: attached, its CPU and RSS are the steps' server_*.
+        format!(
+            "targets:\n  api:\n    url: {url}\n    attach: {{pid: {}}}\nload:\n  requests: 100\n\
+             sweep:\n  connections: [1, 2]\nmonitor: {{interval: 100ms}}\n",
+            std::process::id()
+        ),
     )
     .unwrap();
     let bench_dir = dir.path().join("bench");
@@ -137,6 +178,32 @@ fn runs_are_recorded_after_the_load_and_trended_detected_and_gated() {
         steps.starts_with("1 run in") && steps.contains("step 2 (connections=2) · api"),
         "{steps}"
     );
+    // The monitor's figures are trended as any other: a value for each step.
+    let server = ok({
+        let mut c = loadmark();
+        c.args([
+            "history",
+            "trend",
+            "--metric",
+            "server_cpu",
+            "--metric",
+            "server_rss",
+            "--format",
+            "csv",
+            "--plan",
+        ])
+        .arg(&plan)
+        .arg("--store")
+        .arg(&store);
+        c
+    });
+    let rss: Vec<f64> = server
+        .lines()
+        .filter(|l| l.contains(",server_rss,"))
+        .map(|l| l.split(',').nth(9).unwrap().parse().unwrap())
+        .collect();
+    assert!(rss.len() == 2 && rss.iter().all(|b| *b > 1e6), "{server}");
+    assert_eq!(server.matches(",server_cpu,").count(), 2, "{server}");
     let again = ok({
         let mut c = loadmark();
         c.args(["history", "import", "--store"])
@@ -261,6 +328,24 @@ fn runs_are_recorded_after_the_load_and_trended_detected_and_gated() {
             .any(|l| l.contains(&format!(",{change},")) && l.contains(",p99,1290,true,")),
         "{csv}"
     );
+    // The table: the change's run starred, the change point (with its p-value) below.
+    let table = ok({
+        let mut c = loadmark();
+        c.args(["history", "trend", "--metric", "p99"]).args(sel);
+        c
+    });
+    assert!(
+        table
+            .lines()
+            .any(|l| l.trim_start().starts_with(&format!("{change} ")) && l.ends_with('*')),
+        "{table}"
+    );
+    assert!(
+        table.contains(&format!(
+            "  * p99 change at run {change}: +29.9% (1.00ms → 1.30ms), p = "
+        )),
+        "{table}"
+    );
     let html_path = dir.path().join("trend.html");
     ok({
         let mut c = loadmark();
@@ -318,6 +403,78 @@ fn runs_are_recorded_after_the_load_and_trended_detected_and_gated() {
     );
     assert!(out.contains("a regression"), "{out}");
     assert!(err.contains("1 significant regression"), "{err}");
+    // A result file at the series' level passes, and neither file was recorded.
+    let level = series(&c1, &dir.path().join("level"), &[1301.0], Duration::ZERO);
+    let o = gate(&["--result", level[0].to_str().unwrap()]);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{out}{err}");
+    assert!(
+        out.contains("ok   p99:") && out.contains("within the series' noise"),
+        "{out}"
+    );
+    let listed = ok({
+        let mut c = loadmark();
+        c.args(["history", "list"]).args(sel);
+        c
+    });
+    assert!(listed.starts_with("20 runs in"), "{listed}");
+}
+
+/// The shell run in a mount namespace of its own (`unshare -rm`, root or not): a 512 KiB
+/// tmpfs at $1, a store made on it, the disk filled but for 36 KiB (room to open the store,
+/// whose shared-memory file takes 32, not to record a run), then `loadmark run` ($2) of $3
+/// recording there, its result file $4 on another disk. The mount ends with the namespace.
+const FULL_DISK: &str = r#"set -e
+mount -t tmpfs -o size=512K loadmark-full "$1"
+"$2" history list --store "$1/h.sqlite" >/dev/null
+head -c 36K /dev/zero >"$1/reserve"
+head -c 1M /dev/zero >"$1/filler" 2>/dev/null || true
+rm "$1/reserve"
+exec "$2" run "$3" -n 200 -c 2 -q --store "$1/h.sqlite" -o "$4"
+"#;
+
+#[test]
+fn sqlite_store_takes_two_writers_and_a_full_disk_fails_the_recording_loudly() {
+    let dir = temp_dir("history", "sqlite-full");
+    let server = target();
+    let url = format!("http://{}/status", server.local_addr());
+    let real = dir.path().join("real.json");
+    assert!(run_to(&url, &real, &[]).status.success());
+
+    // Two loadmarks import into one new store at once: both migrate it, every run arrives.
+    let store = dir.path().join("shared.sqlite");
+    import_at_once(store.to_str().unwrap(), &real, dir.path());
+    let runs = Store::open(&Location::Sqlite(store))
+        .unwrap()
+        .runs()
+        .unwrap();
+    assert_eq!(runs.len(), 30);
+
+    let disk = dir.path().join("disk");
+    std::fs::create_dir(&disk).unwrap();
+    let out = dir.path().join("kept.json");
+    let o = Command::new("unshare")
+        .args(["-rm", "sh", "-c", FULL_DISK, "sh"])
+        .arg(&disk)
+        .arg(env!("CARGO_BIN_EXE_loadmark"))
+        .arg(&url)
+        .arg(&out)
+        .output()
+        .unwrap();
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("recording the run failed")
+            && err.contains("disk/h.sqlite")
+            && err.contains("database or disk is full"),
+        "{err}"
+    );
+    assert!(
+        err.contains("the result is in") && err.contains("kept.json"),
+        "{err}"
+    );
+    let report = common::report_json(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    assert_eq!(report.summary.requests.responses, 200);
 }
 
 #[test]
@@ -438,14 +595,18 @@ impl Postgres {
                 .arg(&data);
             as_postgres_user(&mut cmd);
             let daemon = Daemon::spawn("postgres", cmd).map_err(|e| e.to_string())?;
-            daemon.wait_for_port(port, Duration::from_secs(20))?;
-            // Listening is not accepting sessions yet: wait until a query answers.
+            // Its own line, written once it listens and takes sessions: never mistaken for
+            // another process that took the port meanwhile. A postgres that lost the port
+            // exits saying "Address already in use", and the Err carries that (retried).
+            daemon.wait_for_line(Duration::from_secs(30), |l| {
+                l.contains("ready to accept connections").then_some(())
+            })?;
             let pg = Postgres {
                 daemon,
                 port,
                 bin: bin.clone(),
             };
-            common::wait_until("postgres accepts sessions", || pg.psql("SELECT 1").is_ok());
+            pg.psql("SELECT 1")?;
             Ok(pg)
         })
     }
@@ -503,38 +664,48 @@ fn postgres_store_migrates_takes_two_writers_and_fails_loudly_when_dropped() {
     let url = format!("http://{}/status", server.local_addr());
     let real = dir.path().join("real.json");
     assert!(run_to(&url, &real, &[]).status.success());
-    let a = series(
-        &real,
-        &dir.path().join("a"),
-        &[1000.0; 15],
-        Duration::from_secs(7200),
-    );
-    let b = series(
-        &real,
-        &dir.path().join("b"),
-        &[2000.0; 15],
-        Duration::from_secs(3600),
-    );
-    let writers: Vec<_> = [a, b]
-        .into_iter()
-        .map(|files| {
-            let url = pg.url();
-            std::thread::spawn(move || {
-                for f in files {
-                    let o = loadmark()
-                        .args(["history", "import", "--store", &url])
-                        .arg(f)
-                        .output()
-                        .unwrap();
-                    assert!(o.status.success(), "{}", text(&o).1);
-                }
-            })
-        })
-        .collect();
-    for w in writers {
-        w.join().unwrap();
-    }
+    import_at_once(&pg.url(), &real, dir.path());
     assert_eq!(pg.psql("SELECT count(*) FROM runs").unwrap(), "31");
+
+    // Another program's database (its own `runs`) is refused by name, and left as it is.
+    pg.psql("CREATE DATABASE invoicing").unwrap();
+    let other = format!("postgres://postgres@127.0.0.1:{}/invoicing", pg.port);
+    let o = Command::new(pg.bin.join("psql"))
+        .args(["-d", &other, "-c", "CREATE TABLE runs (invoice int)"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o).1);
+    let o = loadmark()
+        .args(["history", "list", "--store", &other])
+        .output()
+        .unwrap();
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("/invoicing: not a loadmark history store (a database of something else"),
+        "{err}"
+    );
+
+    // A store of a newer schema is refused with its version, and left as it is.
+    pg.psql("UPDATE loadmark_history SET value = '99' WHERE key = 'schema_version'")
+        .unwrap();
+    let o = loadmark()
+        .args(["history", "list", "--store", &pg.url()])
+        .output()
+        .unwrap();
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(&format!("127.0.0.1:{}", pg.port))
+            && err.contains("history schema version 99 is newer than this loadmark understands"),
+        "{err}"
+    );
+    assert_eq!(pg.psql("SELECT count(*) FROM runs").unwrap(), "31");
+    pg.psql(&format!(
+        "UPDATE loadmark_history SET value = '{}' WHERE key = 'schema_version'",
+        loadmark_history::SCHEMA_VERSION
+    ))
+    .unwrap();
 
     // The connection drops during the run (the server stops): the recording fails loudly
     // after the run, the exit code says so, and the result file is there.

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::record::NewRun;
+use crate::record::{NewRun, RunInfo};
 use crate::store::{
     ensure_parent, metrics_text, migration_sql, tags_text, Inserted, Location, StoreError,
     StoredRun, BUSY_TIMEOUT, SCHEMA_VERSION,
@@ -320,15 +320,17 @@ impl Backend {
                     Ok(StoredRun {
                         id,
                         recorded_at,
-                        started_at,
-                        plan_hash,
-                        step,
-                        params,
-                        target,
-                        loadmark_version,
-                        tags,
-                        metrics,
-                        source,
+                        info: RunInfo {
+                            started_at,
+                            plan_hash,
+                            step,
+                            params,
+                            target,
+                            loadmark_version,
+                            tags,
+                            metrics,
+                            source,
+                        },
                     })
                 },
             )

@@ -41,7 +41,7 @@ mod store;
 pub use detect::{e_divisive, ChangePoint, Settings};
 pub use record::{
     metric, metrics_of, params_text, plan_file_hash, runs_of_file, FileError, MetricInfo, NewRun,
-    Unit, METRICS,
+    RunInfo, Unit, METRICS,
 };
 pub use series::{group, short, trends, SeriesKey, Trend};
 pub use store::{

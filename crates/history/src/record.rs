@@ -6,9 +6,11 @@ use std::collections::BTreeMap;
 use loadmark_report::{Bundle, BundleStep, Report};
 use sha1::{Digest, Sha1};
 
-/// A run about to be recorded.
+/// What the store keeps of every run beside its result JSON: the run's identity (plan hash,
+/// step, target, tags) and the figures trends read. A run about to be recorded
+/// ([`NewRun`]) and one read back ([`crate::StoredRun`]) both carry one.
 #[derive(Debug, Clone, PartialEq)]
-pub struct NewRun {
+pub struct RunInfo {
     /// UTC, RFC 3339, from the result (`run.started_at`).
     pub started_at: String,
     /// SHA-1 (hex) of the plan: a plan file's text (`bench`), or the redacted plan a
@@ -24,11 +26,24 @@ pub struct NewRun {
     pub tags: BTreeMap<String, String>,
     /// The figures of [`METRICS`] this run has.
     pub metrics: BTreeMap<String, f64>,
+    /// The file it was imported from, if any.
+    pub source: Option<String>,
+}
+
+/// A run about to be recorded.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewRun {
+    pub info: RunInfo,
     /// The result JSON as loadmark writes it (`run -o r.json`): histograms, per-step and
     /// per-scenario sections, the environment.
     pub result: String,
-    /// The file it was imported from, if any.
-    pub source: Option<String>,
+}
+
+impl std::ops::Deref for NewRun {
+    type Target = RunInfo;
+    fn deref(&self) -> &RunInfo {
+        &self.info
+    }
 }
 
 impl NewRun {
@@ -40,16 +55,18 @@ impl NewRun {
     /// A run recorded by `run` or `ws` (or a result file imported).
     pub fn of_report(report: &Report, tags: &BTreeMap<String, String>) -> NewRun {
         NewRun {
-            started_at: report.run.started_at.clone(),
-            plan_hash: loadmark_report::plan_hash(&report.plan, &[], None),
-            step: None,
-            params: String::new(),
-            target: report.plan.request.url.to_string(),
-            loadmark_version: report.loadmark_version.clone(),
-            tags: tags.clone(),
-            metrics: metrics_of(report, None),
+            info: RunInfo {
+                started_at: report.run.started_at.clone(),
+                plan_hash: loadmark_report::plan_hash(&report.plan, &[], None),
+                step: None,
+                params: String::new(),
+                target: report.plan.request.url.to_string(),
+                loadmark_version: report.loadmark_version.clone(),
+                tags: tags.clone(),
+                metrics: metrics_of(report, None),
+                source: None,
+            },
             result: loadmark_report::render_json(report),
-            source: None,
         }
     }
 
@@ -59,13 +76,19 @@ impl NewRun {
         bundle
             .steps
             .iter()
-            .map(|step| NewRun {
-                plan_hash: plan_hash.clone(),
-                step: Some(step.number as i64),
-                params: params_text(&step.params),
-                target: step.target.clone(),
-                metrics: metrics_of(&step.report, Some(step)),
-                ..NewRun::of_report(&step.report, tags)
+            .map(|step| {
+                let run = NewRun::of_report(&step.report, tags);
+                NewRun {
+                    info: RunInfo {
+                        plan_hash: plan_hash.clone(),
+                        step: Some(step.number as i64),
+                        params: params_text(&step.params),
+                        target: step.target.clone(),
+                        metrics: metrics_of(&step.report, Some(step)),
+                        ..run.info
+                    },
+                    ..run
+                }
             })
             .collect()
     }

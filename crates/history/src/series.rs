@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 
 use crate::detect::{e_divisive, ChangePoint, Settings};
 use crate::record::MetricInfo;
+use crate::record::RunInfo;
 use crate::store::StoredRun;
 
 /// What identifies a series.
@@ -20,7 +21,7 @@ pub struct SeriesKey {
 }
 
 impl SeriesKey {
-    pub fn of(run: &StoredRun, by: &[String]) -> SeriesKey {
+    pub fn of(run: &RunInfo, by: &[String]) -> SeriesKey {
         SeriesKey {
             plan_hash: run.plan_hash.clone(),
             step: run.step,

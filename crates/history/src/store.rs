@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::record::NewRun;
+use crate::record::{NewRun, RunInfo};
 
 /// The schema version this build writes; a store of a newer one is refused.
 pub const SCHEMA_VERSION: u32 = 2;
@@ -119,15 +119,14 @@ pub enum StoreError {
 pub struct StoredRun {
     pub id: i64,
     pub recorded_at: String,
-    pub started_at: String,
-    pub plan_hash: String,
-    pub step: Option<i64>,
-    pub params: String,
-    pub target: String,
-    pub loadmark_version: String,
-    pub tags: BTreeMap<String, String>,
-    pub metrics: BTreeMap<String, f64>,
-    pub source: Option<String>,
+    pub info: RunInfo,
+}
+
+impl std::ops::Deref for StoredRun {
+    type Target = RunInfo;
+    fn deref(&self) -> &RunInfo {
+        &self.info
+    }
 }
 
 /// How an insert went: runs added, and those already stored (the same result).

@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use crate::{Location, NewRun, Store, StoreError, SCHEMA_VERSION};
+use crate::{Location, NewRun, RunInfo, Store, StoreError, SCHEMA_VERSION};
 
 fn temp(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!(
@@ -17,16 +17,18 @@ fn temp(name: &str) -> PathBuf {
 
 pub(crate) fn run(i: usize, p99: f64) -> NewRun {
     NewRun {
-        started_at: format!("2026-11-{:02}T10:00:00Z", 1 + i % 28),
-        plan_hash: "ab".repeat(20),
-        step: None,
-        params: String::new(),
-        target: "http://127.0.0.1:8080/".into(),
-        loadmark_version: "0.1.0".into(),
-        tags: BTreeMap::from([("env".to_string(), "ci".to_string())]),
-        metrics: BTreeMap::from([("p99".to_string(), p99), ("rps".to_string(), 1000.0)]),
+        info: RunInfo {
+            started_at: format!("2026-11-{:02}T10:00:00Z", 1 + i % 28),
+            plan_hash: "ab".repeat(20),
+            step: None,
+            params: String::new(),
+            target: "http://127.0.0.1:8080/".into(),
+            loadmark_version: "0.1.0".into(),
+            tags: BTreeMap::from([("env".to_string(), "ci".to_string())]),
+            metrics: BTreeMap::from([("p99".to_string(), p99), ("rps".to_string(), 1000.0)]),
+            source: None,
+        },
         result: format!("{{\"run\": {i}}}"),
-        source: None,
     }
 }
 
