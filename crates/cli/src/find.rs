@@ -171,7 +171,10 @@ pub fn find(args: &mut FindArgs) -> Result<ExitCode> {
     // The template is the run's plan at --from: -t, -c, --max-connections, the protocol and
     // the request are the user's; the rate, length and warm-up are each step's.
     args.run.rate = Some(args.from);
-    let (template, script) = crate::commands::plan_from_flags(&args.run, None)?;
+    let (mut template, script) = crate::commands::plan_from_flags(&args.run, None)?;
+    if args.run.report.split.tag_requests {
+        template = crate::split::tagged(&template);
+    }
     let flags = &args.run.report;
     let stop = crate::commands::stop_handle();
     let quiet = flags.quiet;

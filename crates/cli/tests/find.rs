@@ -256,12 +256,17 @@ fn a_plan_finds_each_stacks_capacity_under_the_same_objectives() {
         assert_eq!(step.report.plan.load.threads(), 1);
         assert!((step.report.summary.rps - c).abs() <= c * 0.1, "{table}");
         assert!(step.command.starts_with("loadmark find http://127.0.0.1:"));
-        assert!(step.command.contains("--slo 'p99 < 500ms' --slo 'failed < 1%' --from 960"));
+        assert!(step
+            .command
+            .contains("--slo 'p99 < 500ms' --slo 'failed < 1%' --from 960"));
     }
     let small = bundle.steps[0].capacity.as_ref().unwrap().capacity.unwrap();
     let md = std::fs::read_to_string(dir.path().join("out/BENCHMARKS.md")).unwrap();
     assert!(md.contains("| capacity/s | broke first |"), "{md}");
-    assert!(md.contains("capacity req/s (objective that broke first)"), "{md}");
+    assert!(
+        md.contains("capacity req/s (objective that broke first)"),
+        "{md}"
+    );
     // `1,188 (failed < 1% (was 4.1%))`: thousands separated, then what broke first.
     let whole = small.round() as u64;
     let cell = format!("| {},{:03} (", whole / 1000, whole % 1000);
