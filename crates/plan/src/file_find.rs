@@ -325,26 +325,40 @@ mod tests {
                 .unwrap_err()
                 .to_string()
         };
-        assert_eq!(
-            bad("load:\n  rate: 100\nfind: {slo: ['p99 < 5ms']}\n"),
-            "p.yaml:5:3: load.rate with find: the search sets the rate: find.from, find.to"
-        );
-        assert!(bad("sweep:\n  rate: [1, 2]\nfind: {slo: ['p99 < 5ms']}\n")
-            .starts_with("p.yaml:5:3: sweep.rate with find"));
-        assert!(bad("thresholds: [p99<5ms]\nfind: {slo: ['p99 < 5ms']}\n")
-            .starts_with("p.yaml:4:1: thresholds with find: the objectives are find.slo"));
-        assert_eq!(
-            bad("find:\n  slo: ['p99 < 5ms']\n  to: 10\n  from: 100\n"),
-            "p.yaml:6:3: find.to: a rate at least the first one (100), not 10"
-        );
-        assert_eq!(
-            bad("find:\n  slo: []\n"),
-            "p.yaml:5:3: find.slo: at least one objective, e.g. 'p99 < 20ms'"
-        );
-        assert!(bad("find:\n  slo: ['p99 < 5ms']\n  hold: 5 s\n")
-            .starts_with("p.yaml:6:3: find.hold: \"5 s\" is not a duration"));
-        assert!(bad("find:\n  slo: ['p99 < 5ms']\n  warmup: 1500ms\n")
-            .starts_with("p.yaml:6:3: find.warmup: whole seconds"));
+        // Each error where it is, said the way the reference words it.
+        for (extra, said) in [
+            (
+                "load:\n  rate: 100\nfind: {slo: ['p99 < 5ms']}\n",
+                "p.yaml:5:3: load.rate with find: the search sets the rate: find.from, find.to",
+            ),
+            (
+                "sweep:\n  rate: [1, 2]\nfind: {slo: ['p99 < 5ms']}\n",
+                "p.yaml:5:3: sweep.rate with find",
+            ),
+            (
+                "thresholds: [p99<5ms]\nfind: {slo: ['p99 < 5ms']}\n",
+                "p.yaml:4:1: thresholds with find: the objectives are find.slo",
+            ),
+            (
+                "find:\n  slo: ['p99 < 5ms']\n  to: 10\n  from: 100\n",
+                "p.yaml:6:3: find.to: a rate at least the first one (100), not 10",
+            ),
+            (
+                "find:\n  slo: []\n",
+                "p.yaml:5:3: find.slo: at least one objective, e.g. 'p99 < 20ms'",
+            ),
+            (
+                "find:\n  slo: ['p99 < 5ms']\n  hold: 5 s\n",
+                "p.yaml:6:3: find.hold: \"5 s\" is not a duration",
+            ),
+            (
+                "find:\n  slo: ['p99 < 5ms']\n  warmup: 1500ms\n",
+                "p.yaml:6:3: find.warmup: whole seconds",
+            ),
+        ] {
+            let e = bad(extra);
+            assert!(e.starts_with(said), "{extra:?}: {e}");
+        }
         assert!(bad("find:\n  slo: ['p99 < 5ms']\n  form: 100\n").contains("unknown field `form`"));
     }
 }
