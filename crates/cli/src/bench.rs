@@ -49,6 +49,9 @@ pub fn bench(args: &BenchArgs) -> Result<ExitCode> {
     }
     let thresholds = loadmark_workflow::gate::plan_thresholds(&plan.file.thresholds, &args.plan)?;
     loadmark_workflow::gate::scenario_thresholds(&plan.file, &args.plan)?;
+    if let Some(spec) = &plan.find {
+        loadmark_workflow::find::options_of(spec)?;
+    }
     if args.check {
         return check(&plan, args);
     }
@@ -144,11 +147,11 @@ fn check(plan: &LoadedPlan, args: &BenchArgs) -> Result<ExitCode> {
         if plan.steps.len() == 1 { "" } else { "s" }
     ))?;
     for step in &plan.steps {
-        print_out(format!(
-            "  {}. {}\n",
-            step.number,
-            command_of(&step.plan, args.show_secrets, &plan.file.thresholds)
-        ))?;
+        let command = match &plan.find {
+            Some(spec) => loadmark_workflow::find::command_of(&step.plan, spec, args.show_secrets),
+            None => command_of(&step.plan, args.show_secrets, &plan.file.thresholds),
+        };
+        print_out(format!("  {}. {command}\n", step.number))?;
     }
     if !plan.services.services.is_empty() {
         print_out("order:\n")?;

@@ -102,6 +102,17 @@ pub(crate) fn stop_handle() -> StopHandle {
 
 /// `curl_body`: the body of `--curl`'s command, already read.
 fn run(args: &RunArgs, curl_body: Option<Vec<u8>>) -> Result<ExitCode> {
+    let (plan, script) = plan_from_flags(args, curl_body)?;
+    run_plan(&plan, &args.report, script.as_ref())
+}
+
+/// The plan `run`'s flags make (`find` makes its steps' from it too): the body read from
+/// its file (or `curl_body`, the body of `--curl`'s command), the request, the load, and a
+/// wrk script (`-s`) prepared on it.
+pub(crate) fn plan_from_flags(
+    args: &RunArgs,
+    curl_body: Option<Vec<u8>>,
+) -> Result<(Plan, Option<loadmark_script::Script>)> {
     let body = match args.body_path().filter(|_| curl_body.is_none()) {
         Some(path) => Some(std::fs::read(&path).map_err(|e| {
             let flag = if args.body_file.is_some() {
@@ -128,7 +139,34 @@ fn run(args: &RunArgs, curl_body: Option<Vec<u8>>) -> Result<ExitCode> {
         }
         None => None,
     };
-    run_plan(&plan, &args.report, script.as_ref())
+    Ok((plan, script))
+}
+
+/// Where `-o` writes and in which format, checked before any load is sent (`None`: no
+/// `-o`).
+pub(crate) fn output_of(flags: &ReportFlags) -> Result<Option<(std::path::PathBuf, Format)>> {
+    Ok(match &flags.output {
+        Some(path) => {
+            let format = format_for(path, flags.format).map_err(|e| UsageError(e.to_string()))?;
+            check_writable(path).map_err(|e| UsageError(format!("{e:#}")))?;
+            Some((path.clone(), format))
+        }
+        None => None,
+    })
+}
+
+/// One run of `plan` here, without live outputs, as its report: a step of `find`.
+pub(crate) fn run_here(
+    plan: &Plan,
+    script: Option<&loadmark_script::Script>,
+    quiet: bool,
+) -> Result<Report> {
+    let part = Part {
+        script: script.and_then(|s| s.hooks()),
+        ..Part::default()
+    };
+    let result = execute(plan, &part, quiet, &mut crate::live::Live::none())?;
+    Ok(build_report(plan, result))
 }
 
 /// Runs a plan made from flags (`run`, `ws`) and writes its report as the flags say; a
@@ -155,14 +193,7 @@ pub(crate) fn run_plan(
         )
         .into());
     }
-    let output = match &flags.output {
-        Some(path) => {
-            let format = format_for(path, flags.format).map_err(|e| UsageError(e.to_string()))?;
-            check_writable(path).map_err(|e| UsageError(format!("{e:#}")))?;
-            Some((path.clone(), format))
-        }
-        None => None,
-    };
+    let output = output_of(flags)?;
     if flags.record.wanted() && segment.as_ref().is_some_and(|s| !s.segment.is_whole()) {
         return Err(UsageError(
             "--record with --segment: a segment is part of a run; record the merged result (loadmark merge ... -o all.json, then loadmark history import all.json)".into(),

@@ -42,6 +42,21 @@ pub fn say(event: &Event<'_>, quiet: bool) {
             }
         }
         Event::TaskIncomplete { why } => eprintln!("loadmark: {why}"),
+        Event::SearchStep {
+            number,
+            verdict,
+            point,
+        } => {
+            if !quiet {
+                eprintln!(
+                    "loadmark: step {number}: search at {}",
+                    crate::find::run_line(verdict, point)
+                );
+            }
+        }
+        Event::SearchDone { number, result } => {
+            eprintln!("loadmark: step {number}: {}", result.message);
+        }
         other => eprintln!("loadmark: {other:?}"),
     }
 }

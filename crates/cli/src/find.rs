@@ -7,12 +7,12 @@ use std::time::Duration;
 
 use anyhow::Result;
 use clap::Args;
-use loadmark_engine::Part;
-use loadmark_report::{CapacityResult, SearchEnd};
-use loadmark_workflow::find::{self, FindOptions, SearchConfig, StepVerdict};
+use loadmark_plan::{FindSpec, LocatedObjective};
+use loadmark_report::{CapacityResult, CurvePoint, SearchEnd};
+use loadmark_workflow::find::{self, FindOptions, StepVerdict};
 
 use crate::args::{duration_arg, Format, RunArgs};
-use crate::output::{check_writable, format_for, print_out, write_atomic};
+use crate::output::{print_out, write_atomic};
 use crate::UsageError;
 
 #[derive(Args, Debug)]
@@ -31,7 +31,7 @@ pub struct FindArgs {
     #[arg(
         long = "from",
         value_name = "RATE",
-        default_value = "100",
+        default_value_t = loadmark_plan::FIND_FROM,
         help_heading = "Search"
     )]
     pub from: f64,
@@ -39,19 +39,19 @@ pub struct FindArgs {
     #[arg(
         long = "to",
         value_name = "RATE",
-        default_value = "100000",
+        default_value_t = loadmark_plan::FIND_TO,
         help_heading = "Search"
     )]
     pub to: f64,
     /// Each rising step multiplies the rate by this
-    #[arg(long = "factor", default_value = "2", help_heading = "Search")]
+    #[arg(long = "factor", default_value_t = loadmark_plan::FIND_FACTOR, help_heading = "Search")]
     pub factor: f64,
     /// The bisection stops when the last rate that met the objectives and the first that
     /// did not are this close, in percent
     #[arg(
         long = "precision",
         value_name = "PERCENT",
-        default_value = "2",
+        default_value_t = loadmark_plan::FIND_PRECISION,
         help_heading = "Search"
     )]
     pub precision: f64,
@@ -66,33 +66,46 @@ pub struct FindArgs {
     #[arg(long = "cooldown", value_parser = duration_arg, default_value = "1s", help_heading = "Search")]
     pub cooldown: Duration,
     /// Extra runs of each of the two boundary rates, for the interval
-    #[arg(long = "repeats", default_value_t = 2, help_heading = "Search")]
+    #[arg(long = "repeats", default_value_t = loadmark_plan::FIND_REPEATS, help_heading = "Search")]
     pub repeats: u32,
     /// At most this many steps in all
-    #[arg(long = "max-steps", default_value_t = 40, help_heading = "Search")]
+    #[arg(long = "max-steps", default_value_t = loadmark_plan::FIND_MAX_STEPS, help_heading = "Search")]
     pub max_steps: usize,
     #[command(flatten)]
     pub run: RunArgs,
 }
 
 impl FindArgs {
+    /// The search the flags ask for, checked as a plan's `find:` is (each error names its
+    /// flag), with the `run` flags a search sets itself refused.
     fn options(&self) -> Result<FindOptions> {
-        let mut objectives = Vec::new();
-        for (i, text) in self.slo.iter().enumerate() {
-            objectives.push(find::parse_objective(text, &format!("--slo #{}", i + 1))?);
-        }
+        let spec = FindSpec {
+            slo: self
+                .slo
+                .iter()
+                .enumerate()
+                .map(|(i, text)| LocatedObjective {
+                    text: text.clone(),
+                    at: format!("--slo #{}", i + 1),
+                })
+                .collect(),
+            from: self.from,
+            to: self.to,
+            factor: self.factor,
+            precision: self.precision / 100.0,
+            hold: self.hold,
+            warmup: self.step_warmup.unwrap_or(loadmark_plan::FIND_WARMUP),
+            cooldown: self.cooldown,
+            repeats: self.repeats,
+            max_steps: self.max_steps,
+        };
         let usage = |s: &str| Err(UsageError(s.into()).into());
-        if !(self.from > 0.0 && self.from.is_finite()) {
-            return usage("--from: a rate above zero, e.g. 100");
-        }
-        if !(self.to >= self.from && self.to.is_finite()) {
-            return usage("--to: a rate at least --from");
-        }
-        if !(self.factor > 1.0 && self.factor.is_finite()) {
-            return usage("--factor: above 1, e.g. 2");
-        }
-        if !(self.precision > 0.0 && self.precision < 100.0) {
-            return usage("--precision: a percentage between 0 and 100, e.g. 2");
+        if let Err(e) = spec.check() {
+            let flag = match e.key {
+                "warmup" => "step-warmup".to_string(),
+                key => key.replace('_', "-"),
+            };
+            return usage(&format!("--{flag}: {}", e.reason));
         }
         let r = &self.run;
         for (given, flag) in [
@@ -120,40 +133,33 @@ impl FindArgs {
                 return usage(&format!("loadmark find does not take {flag}"));
             }
         }
-        let warmup = self.step_warmup.unwrap_or(Duration::from_secs(1));
-        if warmup.subsec_nanos() != 0 {
-            return usage(
-                "--step-warmup: whole seconds (the per-second series is aligned on them)",
-            );
-        }
-        Ok(FindOptions {
-            objectives,
-            search: SearchConfig {
-                from: self.from,
-                to: self.to,
-                factor: self.factor,
-                precision: self.precision / 100.0,
-                repeats: self.repeats,
-                max_steps: self.max_steps.max(1),
-            },
-            hold: self.hold,
-            warmup,
-            cooldown: self.cooldown,
-        })
+        Ok(find::options_of(&spec)?)
     }
+}
+
+/// A run of a search in a line, as `find` and a `find:` plan's steps print it:
+/// `2400/s (repeat) → achieved 2398/s, p99 1.2ms, met`.
+pub(crate) fn run_line(verdict: &StepVerdict, point: &CurvePoint) -> String {
+    let what = match verdict {
+        StepVerdict::Met => "met".to_string(),
+        StepVerdict::Broke(b) => format!("broke {}", b.join(", ")),
+        StepVerdict::ClientLimited(w) => format!("client-limited: {w}"),
+        StepVerdict::Late(w) => format!("not counted, runs again: {w}"),
+        StepVerdict::ServerDown(w) => format!("server down: {w}"),
+    };
+    format!(
+        "{:.0}/s{} → achieved {:.0}/s, p99 {}, {what}",
+        point.offered,
+        if point.repeat { " (repeat)" } else { "" },
+        point.achieved,
+        loadmark_report::format_us(point.p99_us as f64)
+    )
 }
 
 pub fn find(args: &mut FindArgs) -> Result<ExitCode> {
     let opts = args.options()?;
+    let output = crate::commands::output_of(&args.run.report)?;
     let flags = &args.run.report;
-    let output = match &flags.output {
-        Some(path) => {
-            let format = format_for(path, flags.format).map_err(|e| UsageError(e.to_string()))?;
-            check_writable(path).map_err(|e| UsageError(format!("{e:#}")))?;
-            Some((path.clone(), format))
-        }
-        None => None,
-    };
     let stdout_format = match (&output, flags.format, flags.json) {
         (None, _, true) => Format::Json,
         (None, Some(f), _) => f,
@@ -165,29 +171,10 @@ pub fn find(args: &mut FindArgs) -> Result<ExitCode> {
     // The template is the run's plan at --from: -t, -c, --max-connections, the protocol and
     // the request are the user's; the rate, length and warm-up are each step's.
     args.run.rate = Some(args.from);
-    let body = match args.run.body_path() {
-        Some(path) => Some(
-            std::fs::read(&path)
-                .map_err(|e| UsageError(format!("{}: cannot read it: {e}", path.display())))?,
-        ),
-        None => None,
-    };
-    let mut template = args.run.to_plan(body)?;
-    let script = match &args.run.script {
-        Some(path) => {
-            if flags.split.slurm.is_some() {
-                return Err(
-                    UsageError("--script with --slurm: run it without --slurm".into()).into(),
-                );
-            }
-            Some(crate::script::prepare(
-                &mut template,
-                path,
-                &args.run.script_args,
-            )?)
-        }
-        None => None,
-    };
+    let (mut template, script) = crate::commands::plan_from_flags(&args.run, None)?;
+    if args.run.report.split.tag_requests {
+        template = crate::split::tagged(&template);
+    }
     let flags = &args.run.report;
     let stop = crate::commands::stop_handle();
     let quiet = flags.quiet;
@@ -196,25 +183,11 @@ pub fn find(args: &mut FindArgs) -> Result<ExitCode> {
         &template,
         &opts,
         |plan| run_step(plan, flags, script.as_ref()).map_err(|e| e.into_boxed_dyn_error()),
-        |verdict, point| {
+        |verdict, point, _| {
             step += 1;
-            if quiet {
-                return;
+            if !quiet {
+                eprintln!("loadmark find: step {step}: {}", run_line(verdict, point));
             }
-            let what = match verdict {
-                StepVerdict::Met => "met".to_string(),
-                StepVerdict::Broke(b) => format!("broke {}", b.join(", ")),
-                StepVerdict::ClientLimited(w) => format!("client-limited: {w}"),
-                StepVerdict::Late(w) => format!("not counted, runs again: {w}"),
-                StepVerdict::ServerDown(w) => format!("server down: {w}"),
-            };
-            eprintln!(
-                "loadmark find: step {step}: {:.0}/s{} → achieved {:.0}/s, p99 {}, {what}",
-                point.offered,
-                if point.repeat { " (repeat)" } else { "" },
-                point.achieved,
-                loadmark_report::format_us(point.p99_us as f64)
-            );
         },
         || stop.is_stopped(),
     )?;
@@ -241,12 +214,7 @@ fn run_step(
         let how = crate::split::SlurmRun::from_flags(flags, tasks)?;
         return Ok(crate::split::run_slurm(plan, &how)?.0);
     }
-    let part = Part {
-        script: script.and_then(|s| s.hooks()),
-        ..Part::default()
-    };
-    let result = crate::commands::execute(plan, &part, true, &mut crate::live::Live::none())?;
-    Ok(crate::commands::build_report(plan, result))
+    crate::commands::run_here(plan, script, true)
 }
 
 fn render(r: &CapacityResult, format: Format) -> Result<String> {

@@ -191,3 +191,99 @@ fn a_bad_objective_is_a_located_usage_error() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("at character 5"));
 }
+
+/// `loadmark` with itself on PATH, so a plan can launch `loadmark serve`.
+fn bench(dir: &std::path::Path, plan: &str) -> std::process::Output {
+    std::fs::write(dir.join("plan.yaml"), plan).unwrap();
+    let _ = std::fs::remove_dir_all(dir.join("out"));
+    let bin = std::path::Path::new(env!("CARGO_BIN_EXE_loadmark"));
+    let path = format!(
+        "{}:{}",
+        bin.parent().unwrap().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    loadmark()
+        .args(["bench", "plan.yaml", "-o", "out"])
+        .current_dir(dir)
+        .env("PATH", path)
+        .output()
+        .unwrap()
+}
+
+/// A stack comparison by capacity: one plan, two targets (two `loadmark serve --capacity`
+/// processes the plan launches, 1,200 and 2,400 req/s), one `find:` for both. Each step's
+/// capacity is within ±5% of its server's, the bundle keeps it per step (as the published
+/// schema says), and the document's table and `compare: {metric: capacity}` show it with
+/// the objective that broke first.
+#[test]
+fn a_plan_finds_each_stacks_capacity_under_the_same_objectives() {
+    let dir = common::temp_dir("find", "plan");
+    let caps = [1200.0, 2400.0];
+    let out = common::retry_on_port_conflict("loadmark bench", || {
+        let ports = [common::port(), common::port()];
+        let target = |name: &str, port: u16, cap: f64| {
+            format!(
+                "  {name}: {{url: 'http://127.0.0.1:{port}/status', labels: {{stack: {name}}}, launch: {{command: 'loadmark serve --port {port} --capacity {cap} --queue 50ms'}}}}\n"
+            )
+        };
+        // From 80% of each capacity (×1.5 a step): one rise past it, then the bisection.
+        let plan = format!(
+            "name: capacity by stack\ntargets:\n{}{}load: {{threads: 1, timeout: 2s}}\nfind:\n  slo: ['p99 < 500ms', 'failed < 1%']\n  from: 960\n  factor: 1.5\n  to: 100000\n  hold: 1s\n  warmup: 0s\n  cooldown: 250ms\n  repeats: 1\n  precision: 3\ncompare:\n  - {{rows: stack, columns: target, metric: capacity}}\n",
+            target("small", ports[0], caps[0]),
+            target("large", ports[1], caps[1]),
+        );
+        let out = bench(dir.path(), &plan);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        if !out.status.success() && common::is_port_conflict(&stderr) {
+            return Err(stderr.into_owned());
+        }
+        Ok(out)
+    });
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let text = std::fs::read_to_string(dir.path().join("out/bundle.json")).unwrap();
+    let bundle = common::bundle_json(&text).unwrap();
+    assert_eq!(bundle.steps.len(), 2);
+    for (step, cap) in bundle.steps.iter().zip(caps) {
+        let r = step.capacity.as_ref().expect("a search's result per step");
+        let table = loadmark_report::render_capacity_text(r);
+        assert_eq!(r.end, SearchEnd::Found, "{table}\n{stderr}");
+        let c = r.capacity.unwrap();
+        assert!((c - cap).abs() <= cap * 0.05, "{c} vs {cap}\n{table}");
+        assert_eq!(r.objectives, ["p99 < 500ms", "failed < 1%"]);
+        assert!(!r.broke_first.is_empty(), "{table}");
+        // The step's report is a run at the capacity.
+        assert_eq!(step.report.plan.load.threads(), 1);
+        assert!((step.report.summary.rps - c).abs() <= c * 0.1, "{table}");
+        assert!(step.command.starts_with("loadmark find http://127.0.0.1:"));
+        assert!(step
+            .command
+            .contains("--slo 'p99 < 500ms' --slo 'failed < 1%' --from 960"));
+    }
+    let small = bundle.steps[0].capacity.as_ref().unwrap().capacity.unwrap();
+    let md = std::fs::read_to_string(dir.path().join("out/BENCHMARKS.md")).unwrap();
+    assert!(md.contains("| capacity/s | broke first |"), "{md}");
+    assert!(
+        md.contains("capacity req/s (objective that broke first)"),
+        "{md}"
+    );
+    // `1,188 (failed < 1% (was 4.1%))`: thousands separated, then what broke first.
+    let whole = small.round() as u64;
+    let cell = format!("| {},{:03} (", whole / 1000, whole % 1000);
+    assert!(md.contains(&cell), "{cell} in\n{md}");
+    assert!(md.contains("## Step 2: capacity of target=large"), "{md}");
+    assert!(stderr.contains("search at 960/s → achieved"), "{stderr}");
+}
+
+#[test]
+fn a_bad_objective_in_a_plan_is_located_in_the_file() {
+    let dir = common::temp_dir("find", "plan-objective");
+    let plan = "targets:\n  a: {url: 'http://127.0.0.1:1/'}\nfind:\n  slo:\n    - p99 < 5ms\n    - p99 < 5 parsecs\n";
+    let out = bench(dir.path(), plan);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("plan.yaml:6:7: objective \"p99 < 5 parsecs\", at character 7:"),
+        "{err}"
+    );
+}

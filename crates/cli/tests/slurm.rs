@@ -393,13 +393,109 @@ fn a_run_split_over_three_slurm_tasks_is_exactly_the_single_machine_run() {
         text(&o)
     );
 
+    find_drives_every_task(&cluster);
+
     drop(cluster);
-    // Generous: 6 srun runs of 1-6 s each plus a cluster start, on a shared 2-core machine.
+    // Generous: 6 srun runs of 1-6 s each, a capacity search of about 7 runs over srun, and
+    // a cluster start, on a shared 2-core machine.
     assert!(
-        t0.elapsed() < Duration::from_secs(150),
+        t0.elapsed() < Duration::from_secs(180),
         "{:?}",
         t0.elapsed()
     );
+}
+
+/// `find --slurm 2` against a server of known capacity (1,000 req/s, 503 past a 50 ms queue):
+/// the capacity is within ±5%, and every run of the search was split over both tasks: the
+/// server saw, in each run (its requests numbered from 0 again), both segments' requests in
+/// about equal shares (segment s sends the numbers ≡ s mod 2).
+fn find_drives_every_task(cluster: &SlurmCluster) {
+    let t0 = Instant::now();
+    let cap = 1000.0;
+    let server = loadmark_target::start(loadmark_target::ServerConfig {
+        addr: ([127, 0, 0, 1], 0).into(),
+        capacity: Some(loadmark_target::Capacity {
+            rate: cap,
+            queue: Duration::from_millis(50),
+        }),
+        ..Default::default()
+    })
+    .unwrap();
+    server.record_tags();
+    let url = format!("http://{}/status", server.local_addr());
+    let o = run_in(
+        cluster,
+        &[
+            "find",
+            &url,
+            "--slurm",
+            "2",
+            "--tag-requests",
+            "--start-at",
+            "+1s",
+            "--json",
+            "-q",
+            "--slo",
+            "p99 < 500ms",
+            "--slo",
+            "failed < 1%",
+            "--from",
+            "900",
+            "--factor",
+            "1.25",
+            "--precision",
+            "3",
+            "--repeats",
+            "1",
+            "--hold",
+            "1s",
+            "--step-warmup",
+            "0s",
+            "--cooldown",
+            "250ms",
+            "--timeout",
+            "2s",
+            "-t",
+            "1",
+        ],
+    );
+    let r = loadmark_report::CapacityResult::from_json(&String::from_utf8_lossy(&o.stdout))
+        .unwrap_or_else(|e| panic!("{e}\n{}", text(&o)));
+    let table = loadmark_report::render_capacity_text(&r);
+    assert_eq!(o.status.code(), Some(0), "{table}\n{}", text(&o));
+    let c = r.capacity.expect("a capacity");
+    assert!((c - cap).abs() <= cap * 0.05, "{c} vs {cap}\n{table}");
+    let tags = server.tags();
+    server.shutdown();
+    // Runs follow each other (a cooldown between): each begins with its number 0.
+    let mut runs: Vec<[u64; 2]> = Vec::new();
+    for t in &tags {
+        if t.seq == 0 {
+            runs.push([0, 0]);
+        }
+        let segment = t.segment.expect("every request names its segment") as usize;
+        assert_eq!(
+            segment as u64,
+            t.seq % 2,
+            "seq {} from segment {segment}",
+            t.seq
+        );
+        if let Some(run) = runs.last_mut() {
+            run[segment] += 1;
+        }
+    }
+    assert_eq!(runs.len(), r.curve.len(), "one srun run per step\n{table}");
+    for (run, point) in runs.iter().zip(&r.curve) {
+        let all = (run[0] + run[1]) as f64;
+        assert!(all >= point.offered * 0.5, "{run:?} at {}/s", point.offered);
+        for n in run {
+            assert!(
+                *n as f64 >= all * 0.4,
+                "{run:?}: both tasks sent load\n{table}"
+            );
+        }
+    }
+    eprintln!("find --slurm 2: {} runs in {:?}", runs.len(), t0.elapsed());
 }
 
 /// The PID of the worker of segment `task` of run `run_id`, found in /proc by its command

@@ -86,6 +86,12 @@ pub struct PlanFile {
     /// one run and one report with a section per scenario. Instead of `scenario:`.
     #[serde(default, skip_serializing_if = "indexmap::IndexMap::is_empty")]
     pub scenarios: crate::scenarios::NamedScenarioFiles,
+    /// Every step a capacity search instead of one run: the highest open-loop rate at which
+    /// the step's target meets every objective, e.g. `{slo: ['p99 < 5ms'], from: 1000, to:
+    /// 100000}` (the same words as `loadmark find`'s flags). The bundle gives each step's
+    /// `capacity`; the step table and `compare: {metric: capacity}` show it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub find: Option<crate::file_find::FindFile>,
 }
 
 /// The `data:` file: its path, or its path and how rows are assigned.
@@ -407,6 +413,8 @@ pub enum CompareMetric {
     P90,
     P99,
     Errors,
+    /// A search's capacity (`find:` plans) and the objective that broke first.
+    Capacity,
 }
 
 /// A side-by-side table: rows and columns are target labels (or `target` for the name).
@@ -419,6 +427,7 @@ pub struct CompareFile {
     pub rows: String,
     /// Label whose values name the columns, e.g. `system`.
     pub columns: String,
+    /// `rps` [default], `p50`, `p90`, `p99`, `errors`, or `capacity` (a `find:` plan).
     #[serde(default = "default_metric")]
     pub metric: CompareMetric,
 }

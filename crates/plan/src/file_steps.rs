@@ -65,6 +65,8 @@ pub struct LoadedPlan {
     pub services: crate::services::ServicePlan,
     pub pause: Duration,
     pub monitor_interval: Option<Duration>,
+    /// `find:`: every step is a capacity search, its plan the search's template.
+    pub find: Option<crate::file_find::FindSpec>,
 }
 
 /// Finds where `keys` (a path of mapping keys) sits in the YAML text, for error messages:
@@ -284,6 +286,7 @@ fn expand(
             "targets: at least one target is needed".into(),
         ));
     }
+    let find = crate::file_find::find_spec(&file, &text, &path.display().to_string(), &err)?;
     let load = &file.load;
     // The data file, read now so that templates (and a scenario's) are checked against its
     // columns; its own errors name the data file's line.
@@ -313,7 +316,11 @@ fn expand(
     .then_some(0);
     let base_settings = Settings {
         connections: load.users.or(load.connections).or(ramp_from),
-        rate: load.iterations_per_second.or(load.rate),
+        // A search's steps: the open loop at its first rate (each search step sets its own).
+        rate: load
+            .iterations_per_second
+            .or(load.rate)
+            .or(find.as_ref().map(|f| f.from)),
         stages: load.stages.clone(),
         max_connections: load.max_connections,
         threads: load.threads,
@@ -653,6 +660,7 @@ fn expand(
         services,
         pause,
         monitor_interval,
+        find,
     })
 }
 

@@ -21,6 +21,7 @@
 mod check;
 mod clock;
 mod file;
+mod file_find;
 mod file_scenario;
 mod file_scenarios;
 mod file_steps;
@@ -46,6 +47,10 @@ pub use clock::parse_rfc3339;
 pub use file::{
     AttachFile, CompareFile, CompareMetric, DataFile, LaunchFile, LoadFile, MonitorFile, PlanFile,
     ReadyFile, ReportFile, RequestFile, ServiceFile, SweepFile, TargetFile, WebSocketFile,
+};
+pub use file_find::{
+    FindFile, FindKeyError, FindSpec, LocatedObjective, FIND_COOLDOWN, FIND_FACTOR, FIND_FROM,
+    FIND_HOLD, FIND_MAX_STEPS, FIND_PRECISION, FIND_REPEATS, FIND_TO, FIND_WARMUP,
 };
 pub use file_steps::{
     load_plan_file, load_plan_file_with, load_plan_text, Launch, LoadedPlan, PlanFileError, Ready,

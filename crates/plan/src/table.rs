@@ -5,7 +5,9 @@
 //! series), `transfer` (bytes read per second), `requests`, `failed`, `errors` (by kind),
 //! `status` (classes), `1xx` .. `5xx`, `others` (transport errors), `connections` (opened),
 //! `server_rss`, `server_cpu`, and distributions as `latency_STAT`, `connect_STAT`,
-//! `ttfb_STAT` with STAT one of `min`, `mean`, `stdev`, `max` or `pNN` (`p50`, `p99.9`,
+//! `capacity` and `broke_first` (a `find:` plan's search: its answer, and the objective that
+//! broke first), and distributions as `latency_STAT`, `connect_STAT`, `ttfb_STAT` with STAT
+//! one of `min`, `mean`, `stdev`, `max` or `pNN` (`p50`, `p99.9`,
 //! `p0` = min, `p100` = max); `pNN`, `min`, `mean`, `stdev` and `max` alone mean latency.
 
 use std::fmt;
@@ -50,6 +52,10 @@ pub enum Column {
     Connections,
     ServerRss,
     ServerCpu,
+    /// A search's capacity (`find:` plans), per second.
+    Capacity,
+    /// The objective(s) a search saw break first.
+    BrokeFirst,
     Of(Dist, Stat),
 }
 
@@ -70,7 +76,7 @@ pub const DEFAULT_COLUMNS: &[Column] = &[
 ];
 
 /// What a column name may be, for error messages.
-pub const COLUMN_NAMES: &str = "rps, rps_stdev, rps_min, rps_max, transfer, requests, failed, errors, status, 1xx..5xx, others, connections, server_rss, server_cpu, or latency_/connect_/ttfb_ + min|mean|stdev|max|pNN (pNN, min, mean, stdev, max alone: latency)";
+pub const COLUMN_NAMES: &str = "rps, rps_stdev, rps_min, rps_max, transfer, requests, failed, errors, status, 1xx..5xx, others, connections, server_rss, server_cpu, capacity, broke_first, or latency_/connect_/ttfb_ + min|mean|stdev|max|pNN (pNN, min, mean, stdev, max alone: latency)";
 
 impl Column {
     /// Parses a column name; the error says what names exist.
@@ -89,6 +95,8 @@ impl Column {
             "connections" => Some(Column::Connections),
             "server_rss" => Some(Column::ServerRss),
             "server_cpu" => Some(Column::ServerCpu),
+            "capacity" => Some(Column::Capacity),
+            "broke_first" => Some(Column::BrokeFirst),
             "1xx" | "2xx" | "3xx" | "4xx" | "5xx" => Some(Column::Class(name.as_bytes()[0] - b'0')),
             _ => None,
         };
@@ -141,6 +149,8 @@ impl Column {
             Column::Connections => "connections".into(),
             Column::ServerRss => "server_rss".into(),
             Column::ServerCpu => "server_cpu".into(),
+            Column::Capacity => "capacity".into(),
+            Column::BrokeFirst => "broke_first".into(),
             Column::Of(d, s) => {
                 let stat = match s {
                     Stat::Min => "min".to_string(),
@@ -189,7 +199,7 @@ impl schemars::JsonSchema for Column {
     fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
         schemars::json_schema!({
             "type": "string",
-            "pattern": "^(rps(_stdev|_min|_max)?|transfer|requests|failed|errors|status|[1-5]xx|others|connections|server_rss|server_cpu|((latency|connect|ttfb)_)?(min|mean|avg|stdev|max|p[0-9]+(\\.[0-9]+)?))$",
+            "pattern": "^(rps(_stdev|_min|_max)?|transfer|requests|failed|errors|status|[1-5]xx|others|connections|server_rss|server_cpu|capacity|broke_first|((latency|connect|ttfb)_)?(min|mean|avg|stdev|max|p[0-9]+(\\.[0-9]+)?))$",
             "description": COLUMN_NAMES
         })
     }
@@ -253,6 +263,8 @@ mod tests {
             "ttfb_p90",
             "latency_min",
             "server_rss",
+            "capacity",
+            "broke_first",
         ] {
             assert_eq!(Column::parse(name).unwrap().name(), name);
         }

@@ -207,6 +207,7 @@ fn sweep_bundle() -> Bundle {
             }),
             services: Vec::new(),
             notes: Vec::new(),
+            capacity: None,
         });
     }
     bundle

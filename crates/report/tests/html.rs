@@ -105,6 +105,7 @@ fn sweep_page_with_server_usage() {
             }),
             services: Vec::new(),
             notes: Vec::new(),
+            capacity: None,
         });
     }
     let html = render_html_bundle(&bundle);

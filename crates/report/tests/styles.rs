@@ -52,6 +52,7 @@ fn three_kinds() -> Bundle {
             server: None,
             services: Vec::new(),
             notes: Vec::new(),
+            capacity: None,
         })
         .collect();
     bundle

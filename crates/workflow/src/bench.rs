@@ -1,7 +1,9 @@
 //! Running a plan file's steps (`loadmark bench`): targets are outermost in the step order,
 //! each launched before its first step and stopped after its last; services start before
 //! the first step that needs them and stop after the last; every step runs here or over
-//! Slurm tasks, with its target and services monitored; the result is one [`Bundle`].
+//! Slurm tasks, with its target and services monitored; the result is one [`Bundle`]. In a
+//! `find:` plan each step is a capacity search ([`crate::find`]) whose every run goes the
+//! same way (here or over every Slurm task), and the step keeps the search's result.
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -9,11 +11,13 @@ use std::time::{Duration, Instant};
 use loadmark_engine::{EngineError, Part, StopHandle};
 use loadmark_launch::{launch, LaunchError, Launched};
 use loadmark_monitor::{find_pid_by_listener, find_pid_by_name, Listener, Monitor, MonitorError};
-use loadmark_plan::{AttachFile, Column, LoadedPlan, Plan, Step, TableStyle};
+use loadmark_plan::{AttachFile, Column, FindSpec, LoadedPlan, Plan, Step, TableStyle};
 use loadmark_report::{
-    reproduce_command, Bundle, BundleService, BundleStep, BundleTarget, Environment, Report,
-    SCHEMA_VERSION,
+    reproduce_command, Bundle, BundleService, BundleStep, BundleTarget, CapacityResult,
+    Environment, Report, SearchEnd, SCHEMA_VERSION,
 };
+
+use crate::find::{FindError, FindOptions, ObjectiveError};
 
 use crate::launch::{launch_spec, LaunchSpecError};
 use crate::services::{usage, usages, ServiceError, Services};
@@ -109,6 +113,16 @@ pub enum BenchError {
     /// resolve, too few open files).
     #[error(transparent)]
     Run(#[from] EngineError),
+    /// An objective of `find.slo` cannot be used (located in the plan file).
+    #[error(transparent)]
+    Objective(#[from] ObjectiveError),
+    /// A step's capacity search could not go on (a run of it failed before measuring).
+    #[error("step {step}'s capacity search")]
+    Find {
+        step: usize,
+        #[source]
+        source: FindError,
+    },
 }
 
 impl BenchError {
@@ -119,6 +133,13 @@ impl BenchError {
             BenchError::Service(e) => e.is_usage(),
             BenchError::Slurm { source, .. } => source.is_usage(),
             BenchError::Run(e) => matches!(e, EngineError::Plan(_)),
+            BenchError::Objective(_) => true,
+            BenchError::Find { source, .. } => match source {
+                FindError::Step { source, .. } => source
+                    .downcast_ref::<BenchError>()
+                    .is_some_and(BenchError::is_usage),
+                other => other.is_usage(),
+            },
             _ => false,
         }
     }
@@ -233,6 +254,12 @@ pub fn run_steps<H: Host>(
     options: &BenchOptions,
     host: &mut H,
 ) -> Result<Bundle, BenchError> {
+    // The objectives are checked before any server starts or any load is sent.
+    let search = match &plan.find {
+        Some(spec) => Some((spec, crate::find::options_of(spec)?)),
+        None => None,
+    };
+    let search = search.as_ref().map(|(spec, opts)| (*spec, opts));
     let mut bundle = bundle_of(plan, options);
     let mut services = Services::new(&plan.services);
     let exe = options.exe.as_deref();
@@ -284,7 +311,12 @@ pub fn run_steps<H: Host>(
             }
         }
         let server = running.as_ref().map(|(_, s)| s);
-        let (done, interrupted) = run_step(plan, i, server, &mut services, options, host)?;
+        let ran = run_step(plan, i, server, &mut services, search, options, host)?;
+        let Some((done, interrupted)) = ran else {
+            // Stopped before the search's first run: nothing measured.
+            bundle.interrupted = true;
+            break;
+        };
         bundle.steps.push(done);
         services.stop_after(i, host)?;
         if interrupted {
@@ -313,15 +345,18 @@ fn stop_target(name: String, server: Launched) -> Result<(), BenchError> {
 }
 
 /// Runs step `index` with its target (launched, attached or neither) and services running,
-/// monitored as the plan says; the flag says whether the step was interrupted.
+/// monitored as the plan says; the flag says whether the step was interrupted. `search`: a
+/// `find:` plan's search, which the step runs instead of one run (`None` when it was
+/// stopped before its first run).
 fn run_step<H: Host>(
     plan: &LoadedPlan,
     index: usize,
     launched: Option<&Launched>,
     services: &mut Services<'_>,
+    search: Option<(&FindSpec, &FindOptions)>,
     options: &BenchOptions,
     host: &mut H,
-) -> Result<(BundleStep, bool), BenchError> {
+) -> Result<Option<(BundleStep, bool)>, BenchError> {
     let step = &plan.steps[index];
     let file = &plan.file;
     let pid = match (launched, &file.targets[&step.target].attach) {
@@ -341,7 +376,10 @@ fn run_step<H: Host>(
             _ => None,
         };
     let service_monitors = services.monitor(index, plan.monitor_interval)?;
-    let command = command_of(&step.plan, options.show_secrets, &file.thresholds);
+    let command = match search {
+        Some((spec, _)) => crate::find::command_of(&step.plan, spec, options.show_secrets),
+        None => command_of(&step.plan, options.show_secrets, &file.thresholds),
+    };
     let total = plan.steps.len();
     host.event(&Event::StepBegins {
         number: step.number,
@@ -350,9 +388,15 @@ fn run_step<H: Host>(
     });
     host.step_begins(&step.plan, step.number, total)
         .map_err(BenchError::Host)?;
-    let (mut report, interrupted) = match &options.slurm {
-        Some(slurm) => slurm_step(step, slurm, options, host)?,
-        None => local_step(&step.plan, options, host)?,
+    let ran = match search {
+        Some((_, opts)) => search_step(step, opts, options, host)?,
+        None => {
+            let (report, interrupted) = run_once(&step.plan, step.number, 0, options, host)?;
+            Some((report, None, interrupted))
+        }
+    };
+    let Some((mut report, capacity, interrupted)) = ran else {
+        return Ok(None);
     };
     let server = monitor.map(Monitor::stop).as_ref().and_then(usage);
     let service_usage = usages(service_monitors);
@@ -372,7 +416,8 @@ fn run_step<H: Host>(
             note,
         });
     }
-    if options.show_secrets {
+    // (A search's report has its run's plan already.)
+    if options.show_secrets && search.is_none() {
         report.plan = step.plan.clone();
     }
     host.event(&Event::StepDone {
@@ -388,8 +433,82 @@ fn run_step<H: Host>(
         server,
         services: service_usage,
         notes,
+        capacity,
     };
-    Ok((done, interrupted))
+    Ok(Some((done, interrupted)))
+}
+
+/// One run of `plan`: here, or over the Slurm tasks (every task its segment). `search_run`
+/// numbers a search's runs (0: a plain step), so no two share a Slurm run id.
+fn run_once<H: Host>(
+    plan: &Plan,
+    number: usize,
+    search_run: usize,
+    options: &BenchOptions,
+    host: &mut H,
+) -> Result<(Report, bool), BenchError> {
+    match &options.slurm {
+        Some(slurm) => slurm_step(plan, number, search_run, slurm, options, host),
+        None => local_step(plan, options, host),
+    }
+}
+
+/// A `find:` plan's step: the capacity search of its target, each run as [`run_once`]. The
+/// report kept is the last run at the capacity (or the last run, when no rate met the
+/// objectives); `None` when a stop came before the first run.
+#[allow(clippy::type_complexity)]
+fn search_step<H: Host>(
+    step: &Step,
+    opts: &FindOptions,
+    options: &BenchOptions,
+    host: &mut H,
+) -> Result<Option<(Report, Option<CapacityResult>, bool)>, BenchError> {
+    // Both the runs and what they measured go through the host, one after the other.
+    let host = std::cell::RefCell::new(host);
+    // The last report at each rate offered.
+    let mut kept: Vec<(f64, Report)> = Vec::new();
+    let mut runs = 0;
+    let result = crate::find::find(
+        &step.plan,
+        opts,
+        |plan| {
+            runs += 1;
+            let mut host = host.borrow_mut();
+            let (report, _) = run_once(plan, step.number, runs, options, &mut **host)?;
+            Ok(report)
+        },
+        |verdict, point, report| {
+            host.borrow_mut().event(&Event::SearchStep {
+                number: step.number,
+                verdict,
+                point,
+            });
+            kept.retain(|(rate, _)| *rate != point.offered);
+            kept.push((point.offered, report));
+        },
+        || options.stop.is_stopped(),
+    )
+    .map_err(|source| BenchError::Find {
+        step: step.number,
+        source,
+    })?;
+    host.into_inner().event(&Event::SearchDone {
+        number: step.number,
+        result: &result,
+    });
+    let at = kept
+        .iter()
+        .rposition(|(rate, _)| Some(*rate) == result.capacity)
+        .or(kept.len().checked_sub(1));
+    let Some(at) = at else {
+        return Ok(None);
+    };
+    let interrupted = result.end == SearchEnd::Interrupted;
+    let (offered, mut report) = kept.swap_remove(at);
+    if options.show_secrets {
+        report.plan = crate::find::step_plan(&step.plan, offered, opts);
+    }
+    Ok(Some((report, Some(result), interrupted)))
 }
 
 /// A step run by the engine on this machine, its progress handed to the host.
@@ -408,23 +527,30 @@ fn local_step<H: Host>(
     Ok((host.report(plan, result), interrupted))
 }
 
-/// A step run over Slurm tasks, named so that its segments cannot be mixed with another's.
+/// A step (or a run of a step's search) over Slurm tasks, named so that its segments cannot
+/// be mixed with another's.
 fn slurm_step<H: Host>(
-    step: &Step,
+    plan: &Plan,
+    number: usize,
+    search_run: usize,
     slurm: &SlurmSteps,
     options: &BenchOptions,
     host: &mut H,
 ) -> Result<(Report, bool), BenchError> {
+    let run = match search_run {
+        0 => String::new(),
+        k => format!("search-{k}-"),
+    };
     let how = SlurmRun {
         tasks: slurm.tasks,
         start_at: None,
-        run_id: Some(format!("bench-step-{}-{}", step.number, std::process::id())),
+        run_id: Some(format!("bench-step-{number}-{run}{}", std::process::id())),
         program: slurm.program.clone(),
         exe: slurm.exe.clone(),
         srun_args: slurm.srun_args.clone(),
     };
-    crate::slurm::run(&step.plan, &how, &options.stop, host).map_err(|source| BenchError::Slurm {
-        step: step.number,
+    crate::slurm::run(plan, &how, &options.stop, host).map_err(|source| BenchError::Slurm {
+        step: number,
         tasks: slurm.tasks,
         source,
     })

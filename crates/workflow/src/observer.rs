@@ -3,7 +3,9 @@
 
 use loadmark_engine::{Progress, RunResult};
 use loadmark_plan::Plan;
-use loadmark_report::Report;
+use loadmark_report::{CapacityResult, CurvePoint, Report};
+
+use crate::find::StepVerdict;
 
 /// Something that happened that a user may want to read; the caller words it (the binary
 /// prints each on stderr, `loadmark: ...`).
@@ -29,6 +31,18 @@ pub enum Event<'a> {
     StepNote { number: usize, note: &'a str },
     /// Step `number` ended with this report.
     StepDone { number: usize, report: &'a Report },
+    /// A run of step `number`'s capacity search (a `find:` plan) ended: its verdict and its
+    /// point of the curve.
+    SearchStep {
+        number: usize,
+        verdict: &'a StepVerdict,
+        point: &'a CurvePoint,
+    },
+    /// Step `number`'s capacity search ended with this result.
+    SearchDone {
+        number: usize,
+        result: &'a CapacityResult,
+    },
     /// `srun` is being started: `tasks` tasks whose schedules start at `start` (RFC 3339).
     SrunStarting { tasks: u32, start: &'a str },
     /// A task's result did not come back whole (the sentence says which and why).

@@ -83,6 +83,12 @@ pub struct BundleStep {
     /// What went wrong around the step (a service that died during it), in words.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+    /// A `find:` plan's step is a capacity search: its result (`capacity` in requests per
+    /// second, the objective that broke first, the curve). `report` is then the run at the
+    /// capacity (the last at that rate), or the search's last run when no rate met the
+    /// objectives.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capacity: Option<super::capacity::CapacityResult>,
 }
 
 /// A whole benchmark document's data.
@@ -156,6 +162,7 @@ impl Bundle {
                 server: None,
                 services: Vec::new(),
                 notes: Vec::new(),
+                capacity: None,
             }],
             services: Vec::new(),
             compare: Vec::new(),
@@ -202,6 +209,17 @@ pub fn equivalent_command(plan: &Plan) -> String {
 /// [`equivalent_command`] with a `--threshold` for each of `thresholds`: what repeats a run
 /// and its pass/fail verdict (the "How to reproduce" of a document).
 pub fn reproduce_command(plan: &Plan, thresholds: &[String]) -> String {
+    command_line(plan, thresholds, None)
+}
+
+/// The `loadmark find` command line that searches `plan`'s capacity: the request, pool and
+/// protocol flags of `run`, then `search`'s flags and values (`--slo`, `--from`, ...), which
+/// set the rate and each step's length (a `find:` plan's step).
+pub fn reproduce_find_command(plan: &Plan, search: &[(&str, String)]) -> String {
+    command_line(plan, &[], Some(search))
+}
+
+fn command_line(plan: &Plan, thresholds: &[String], search: Option<&[(&str, String)]>) -> String {
     use loadmark_plan::format_duration as d;
     if !plan.scenarios.is_empty() {
         // Several scenarios, each with its own load: no `run` flags say that.
@@ -214,7 +232,9 @@ pub fn reproduce_command(plan: &Plan, thresholds: &[String]) -> String {
     }
     let mut args = vec![
         "loadmark".to_string(),
-        if plan.websocket.is_some() {
+        if search.is_some() {
+            "find"
+        } else if plan.websocket.is_some() {
             "ws"
         } else {
             "run"
@@ -270,6 +290,8 @@ pub fn reproduce_command(plan: &Plan, thresholds: &[String]) -> String {
             connections,
         } => {
             match (rate.stages.as_slice(), plan.stop) {
+                // The search sets the rate and each step's length.
+                _ if search.is_some() => {}
                 ([one], Stop::Requests(n)) if one.from == one.to => {
                     args.push(format!("-R {}", one.from));
                     args.push(format!("-n {n}"));
@@ -328,7 +350,7 @@ pub fn reproduce_command(plan: &Plan, thresholds: &[String]) -> String {
         ));
     }
     args.push(format!("--timeout {}", d(plan.timeouts.request)));
-    if !plan.warmup.is_zero() {
+    if !plan.warmup.is_zero() && search.is_none() {
         args.push(format!("--warmup {}", d(plan.warmup)));
     }
     if plan.tls.is_insecure() {
@@ -353,6 +375,9 @@ pub fn reproduce_command(plan: &Plan, thresholds: &[String]) -> String {
     }
     for t in thresholds {
         args.push(format!("--threshold {}", quote(t)));
+    }
+    for (flag, value) in search.unwrap_or_default() {
+        args.push(format!("{flag} {}", quote(value)));
     }
     if !plan.mix.others.is_empty() && plan.scenario.is_none() {
         // As for a scenario: say what the flags leave out rather than print a command that

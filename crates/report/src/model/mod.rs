@@ -24,8 +24,8 @@ mod websocket;
 pub use alike::{differences, Purpose};
 pub(crate) use bundle::COMMAND_LINE;
 pub use bundle::{
-    equivalent_command, reproduce_command, Bundle, BundleService, BundleStep, BundleTarget,
-    ServerUsage, ServiceUsage, UsageSample,
+    equivalent_command, reproduce_command, reproduce_find_command, Bundle, BundleService,
+    BundleStep, BundleTarget, ServerUsage, ServiceUsage, UsageSample,
 };
 pub use capacity::{
     broke_first, knee, CapacityInterval, CapacityResult, CurvePoint, SearchEnd,

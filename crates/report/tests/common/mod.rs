@@ -309,6 +309,7 @@ pub fn many_steps_bundle(steps: u64) -> loadmark_report::Bundle {
             server: None,
             services: Vec::new(),
             notes: Vec::new(),
+            capacity: None,
         });
     }
     bundle.compare = vec![loadmark_plan::CompareFile {

@@ -11,6 +11,7 @@
 
 pub mod judge;
 pub mod objective;
+pub mod plan;
 pub mod search;
 
 use std::time::Duration;
@@ -22,6 +23,7 @@ use loadmark_report::{
 };
 
 pub use objective::{parse_objective, requests_needed, ObjectiveError, CONFIDENCE};
+pub use plan::{command_of, options_of};
 pub use search::{Next, Search, SearchConfig, StepVerdict};
 
 /// How many times a step that broke while the client was late runs again before the search
@@ -132,13 +134,14 @@ fn thousands(n: u64) -> String {
 }
 
 /// Runs the search: `run` runs one step's plan and returns its report (or why it could not);
-/// `seen` hears each step's verdict and point as it ends; `stopped` says whether to stop
-/// (a signal), checked between steps.
+/// `seen` hears each step's verdict and point as it ends, and is handed its report (a plan's
+/// search keeps the one at the capacity); `stopped` says whether to stop (a signal), checked
+/// between steps.
 pub fn find(
     template: &Plan,
     opts: &FindOptions,
     mut run: impl FnMut(&Plan) -> Result<Report, Box<dyn std::error::Error + Send + Sync>>,
-    mut seen: impl FnMut(&StepVerdict, &CurvePoint),
+    mut seen: impl FnMut(&StepVerdict, &CurvePoint, Report),
     stopped: impl Fn() -> bool,
 ) -> Result<CapacityResult, FindError> {
     if !template.scenarios.is_empty() {
@@ -168,7 +171,7 @@ pub fn find(
             let interrupted = report.run.interrupted;
             let (verdict, mut point) = judge::judge(&report, &opts.objectives, rate);
             point.repeat = repeat;
-            seen(&verdict, &point);
+            seen(&verdict, &point, report);
             curve.push(point);
             tries += 1;
             match verdict {

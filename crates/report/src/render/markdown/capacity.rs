@@ -11,11 +11,17 @@ fn cell(s: &str) -> String {
 
 /// Renders a capacity search as Markdown, ready to commit.
 pub fn render_capacity_markdown(r: &CapacityResult) -> String {
-    let mut o = format!("# Capacity of {}\n\n| | |\n|---|---|\n", r.url);
+    format!("# Capacity of {}\n\n{}", r.url, capacity_body(r, "##"))
+}
+
+/// The verdict's facts and the curve, the curve's heading at `level` (`##`): the whole
+/// document of `loadmark find`, and a `find:` plan's step in its benchmark document.
+pub(crate) fn capacity_body(r: &CapacityResult, level: &str) -> String {
+    let mut o = "| | |\n|---|---|\n".to_string();
     for (label, value) in facts(r) {
         let _ = writeln!(o, "| {label} | {} |", cell(&value));
     }
-    o.push_str("\n## Latency against throughput\n\n| ");
+    let _ = write!(o, "\n{level} Latency against throughput\n\n| ");
     o.push_str(&CURVE_HEADER.join(" | "));
     o.push_str(" |\n|");
     o.push_str(&"---:|".repeat(CURVE_HEADER.len() - 1));

@@ -115,7 +115,7 @@ pub fn render_markdown(b: &Bundle) -> String {
     let align: Vec<&str> = columns
         .iter()
         .map(|c| match c {
-            Column::Errors | Column::Status => "---",
+            Column::Errors | Column::Status | Column::BrokeFirst => "---",
             _ => "---:",
         })
         .collect();
@@ -167,6 +167,17 @@ pub fn render_markdown(b: &Bundle) -> String {
 
     for c in &b.compare {
         render_comparison(&mut o, b, c);
+    }
+    for step in &b.steps {
+        if let Some(c) = &step.capacity {
+            let _ = writeln!(
+                o,
+                "\n## Step {}: capacity of {}\n\n{}",
+                step.number,
+                cell(&params(step)),
+                capacity::capacity_body(c, "###")
+            );
+        }
     }
 
     // One row per monitored process and step: the target's server, then each service.

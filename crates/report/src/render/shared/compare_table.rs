@@ -28,6 +28,19 @@ fn metric_value(step: &BundleStep, metric: CompareMetric) -> String {
         CompareMetric::P50 => pct(50.0),
         CompareMetric::P90 => pct(90.0),
         CompareMetric::P99 => pct(99.0),
+        CompareMetric::Capacity => match &step.capacity {
+            // The objective that broke first says what limits that stack.
+            Some(c) => {
+                let capacity = c
+                    .capacity
+                    .map_or("none".into(), crate::render::shared::capacity::rate);
+                match c.broke_first.as_slice() {
+                    [] => capacity,
+                    broke => format!("{capacity} ({})", broke.join("; ")),
+                }
+            }
+            None => "—".into(),
+        },
         CompareMetric::Errors => {
             let failed = step.report.failed();
             format!(
@@ -45,6 +58,7 @@ fn metric_name(metric: CompareMetric) -> &'static str {
         CompareMetric::P90 => "latency p90",
         CompareMetric::P99 => "latency p99",
         CompareMetric::Errors => "failed requests",
+        CompareMetric::Capacity => "capacity req/s (objective that broke first)",
     }
 }
 

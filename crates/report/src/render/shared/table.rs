@@ -21,12 +21,19 @@ pub struct Cell {
     pub raw: String,
 }
 
-/// The columns a bundle's table shows: the plan's, or today's default.
+/// The columns a bundle's table shows: the plan's, or today's default (led by the
+/// capacity and the objective that broke first when its steps are searches).
 pub fn columns(b: &Bundle) -> Vec<Column> {
-    if b.columns.is_empty() {
-        DEFAULT_COLUMNS.to_vec()
+    if !b.columns.is_empty() {
+        return b.columns.clone();
+    }
+    if b.steps.iter().any(|s| s.capacity.is_some()) {
+        [Column::Capacity, Column::BrokeFirst]
+            .into_iter()
+            .chain(DEFAULT_COLUMNS.iter().copied())
+            .collect()
     } else {
-        b.columns.clone()
+        DEFAULT_COLUMNS.to_vec()
     }
 }
 
@@ -47,6 +54,8 @@ pub fn header(c: &Column) -> String {
         Column::Connections => "connections opened".into(),
         Column::ServerRss => "server RSS peak".into(),
         Column::ServerCpu => "server CPU mean / peak".into(),
+        Column::Capacity => "capacity/s".into(),
+        Column::BrokeFirst => "broke first".into(),
         Column::Of(d, s) => {
             let stat = match s {
                 Stat::Min => "min".to_string(),
@@ -69,7 +78,9 @@ pub fn header(c: &Column) -> String {
 /// The header for CSV: the column's plan name with its unit.
 pub fn header_raw(c: &Column) -> String {
     let unit = match c {
-        Column::Rps | Column::RpsStdev | Column::RpsMin | Column::RpsMax => "_per_s",
+        Column::Rps | Column::RpsStdev | Column::RpsMin | Column::RpsMax | Column::Capacity => {
+            "_per_s"
+        }
         Column::Transfer => "_bytes_per_s",
         Column::ServerRss => "_peak_bytes",
         Column::ServerCpu => "_mean_percent",
@@ -173,6 +184,17 @@ pub fn cell(c: &Column, step: &BundleStep) -> Cell {
                 raw: format!("{:.1}", u.cpu_mean_percent),
             },
             None => none(),
+        },
+        Column::Capacity => match step.capacity.as_ref().and_then(|c| c.capacity) {
+            Some(c) => num(crate::render::shared::capacity::rate(c), c),
+            None => none(),
+        },
+        Column::BrokeFirst => match &step.capacity {
+            Some(c) if !c.broke_first.is_empty() => Cell {
+                text: c.broke_first.join("; "),
+                raw: c.broke_first.join("; "),
+            },
+            _ => none(),
         },
         Column::Of(d, st) => {
             let (dist, _) = dist(step, *d);

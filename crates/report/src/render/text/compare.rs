@@ -104,7 +104,7 @@ pub fn render_steps_text(b: &Bundle) -> String {
             let left = i == 1
                 || matches!(
                     columns.get(i.wrapping_sub(2)),
-                    Some(Column::Errors | Column::Status)
+                    Some(Column::Errors | Column::Status | Column::BrokeFirst)
                 );
             line.push(' ');
             if left {
