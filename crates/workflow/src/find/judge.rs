@@ -95,10 +95,12 @@ pub fn judge(report: &Report, objectives: &[Threshold], offered: f64) -> (StepVe
         ));
     }
     point.met = point.broken.is_empty();
-    // A step that met every objective although the client was late or busy stands (its
-    // latencies, counted from the intended send times, include the client's delay); one
-    // that broke an objective then may have measured the client, not the server.
-    if let (Some(why), false, true) = (client, point.met, client_could) {
+    // While the client was late or busy the server was not offered the step's rate (the
+    // sends spread over more time than scheduled): a step that met every objective then has
+    // not shown the server holds that rate, and one that broke an objective may have
+    // measured the client. Both run again; only an objective the client could not have
+    // broken (errors, a service time over its bound) is the server's verdict.
+    if let Some(why) = client.filter(|_| point.met || client_could) {
         point.note = Some("client late".into());
         return (StepVerdict::Late(why), point);
     }
