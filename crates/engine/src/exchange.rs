@@ -388,6 +388,9 @@ fn poll_read_more<S: AsyncRead + Inbound + Unpin>(
         .map_ok(|()| rb.filled().len())
 }
 
+/// A complete response, and the bytes that followed it if any (their count and how they start).
+type Complete = (Response, Option<(usize, String)>);
+
 /// Parses `data` (the bytes kept from an earlier read, then the new ones): the batch's last
 /// response once it is complete, with the bytes that followed it (a protocol error); `None`
 /// when more must be read (what is not parsed yet is kept in `pending`). The responses of a
@@ -400,7 +403,7 @@ fn feed_read(
     pending: &mut Vec<u8>,
     mut kept: Option<(&mut Vec<u8>, &mut bool)>,
     ended: impl Fn() -> Instant,
-) -> Result<Option<(Response, Option<(usize, String)>)>, Failure> {
+) -> Result<Option<Complete>, Failure> {
     loop {
         match parser.feed(data) {
             Err(e) => return Err(parse_failure(e)),
