@@ -630,7 +630,7 @@ fn answered<T: Transport>(
 /// A request that ends without a response still moved bytes: they count in the totals
 /// without a sample (a retry's first attempt received none, and its written bytes go on
 /// with the retry's).
-fn count_unanswered<T: Transport>(shared: &Shared<T>, received: u64, written: u64) {
+pub(crate) fn count_unanswered<T: Transport>(shared: &Shared<T>, received: u64, written: u64) {
     if received > 0 || written > 0 {
         shared
             .recorder

@@ -20,7 +20,7 @@ use loadmark_wire::http1::{Feed, Limits, ParseError, Response, ResponseParser};
 use tokio::io::AsyncWriteExt;
 
 use crate::closed::{ClosedDriver, Until};
-use crate::connection::Shared;
+use crate::connection::{count_unanswered, Shared};
 use crate::settle;
 use crate::source::Picked;
 use crate::transport::{classify_io, Inbound, Transport};
@@ -419,14 +419,4 @@ fn append<T: Transport>(
         Picked::Failed(message) => unreachable!("a script with --pipeline: {message}"),
     };
     (meta.0, meta.1.head, meta.1.idempotent)
-}
-
-/// Bytes that moved without a response to count them: they go in the totals alone.
-fn count_unanswered<T: Transport>(shared: &Shared<T>, read: u64, written: u64) {
-    if read > 0 || written > 0 {
-        shared
-            .recorder
-            .borrow_mut()
-            .record_bytes(Instant::now(), read, written);
-    }
 }

@@ -17,7 +17,8 @@ use std::time::Instant;
 use loadmark_metrics::{ErrorKind, Sample};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use super::{append, count_unanswered, timed_out, InOrder, Next};
+use super::{append, timed_out, InOrder, Next};
+use crate::connection::count_unanswered;
 use crate::connection::Connection;
 use crate::open::{Driver, Lane};
 use crate::pool::Due;
