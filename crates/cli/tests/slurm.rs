@@ -86,10 +86,33 @@ fn a_run_split_over_three_slurm_tasks_is_exactly_the_single_machine_run() {
             "+2s",
             "-o",
             merged_path.to_str().unwrap(),
+            // The results history (issue 38): the merged run is recorded once, by the
+            // launcher, never a segment of it.
+            "--record",
+            "--tag",
+            "split=slurm3",
+            "--store",
+            dir.join("history.sqlite").to_str().unwrap(),
         ],
     );
     assert!(o.status.success(), "{}", text(&o));
     check_tags(&server, 600, true);
+    let listed = run_in(
+        &cluster,
+        &[
+            "history",
+            "list",
+            "--format",
+            "json",
+            "--store",
+            dir.join("history.sqlite").to_str().unwrap(),
+        ],
+    );
+    assert!(listed.status.success(), "{}", text(&listed));
+    let runs: serde_json::Value = serde_json::from_slice(&listed.stdout).unwrap();
+    let runs = runs.as_array().expect("a list of runs");
+    assert_eq!(runs.len(), 1, "one merged run recorded: {runs:?}");
+    assert_eq!(runs[0]["tags"]["split"], "slurm3", "{runs:?}");
     let merged = report_json(&std::fs::read_to_string(&merged_path).unwrap()).unwrap();
     assert_eq!(merged.summary.requests.responses, 600);
     let split = merged.split.as_ref().expect("a merged split");
