@@ -69,6 +69,7 @@ fn a_run_split_over_three_slurm_tasks_is_exactly_the_single_machine_run() {
 
     // Open loop, 300 req/s for 2 s, split 3 ways by srun: 600 requests, each once.
     let merged_path = dir.join("merged.json");
+    let store = dir.join("history.sqlite");
     let o = run_in(
         &cluster,
         &[
@@ -92,7 +93,7 @@ fn a_run_split_over_three_slurm_tasks_is_exactly_the_single_machine_run() {
             "--tag",
             "split=slurm3",
             "--store",
-            dir.join("history.sqlite").to_str().unwrap(),
+            store.to_str().unwrap(),
         ],
     );
     assert!(o.status.success(), "{}", text(&o));
@@ -105,7 +106,7 @@ fn a_run_split_over_three_slurm_tasks_is_exactly_the_single_machine_run() {
             "--format",
             "json",
             "--store",
-            dir.join("history.sqlite").to_str().unwrap(),
+            store.to_str().unwrap(),
         ],
     );
     assert!(listed.status.success(), "{}", text(&listed));

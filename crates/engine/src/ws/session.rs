@@ -467,13 +467,14 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Live<'_, S> {
             // Sleep until the next thing to do.
             let wake = match closing {
                 Some(c) => c,
-                None => self.next_wake(&pace, stop_at, next_ping, retire.is_some(), now),
+                None => (self.next_wake(&pace, stop_at, next_ping, retire.is_some(), now))
+                    .unwrap_or(far),
             };
             let wake = match self.owed.front() {
                 Some(owed) => wake.min(owed.since() + timeout),
                 None => wake,
-            };
-            let wake = wake.min(far);
+            }
+            .min(far);
             if wake != armed {
                 sleep.as_mut().reset(wake.into());
                 armed = wake;
@@ -580,7 +581,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Live<'_, S> {
         expired
     }
 
-    /// When the session next has something to do, while it is not closing.
+    /// When the session next has something to do, while it is not closing (`None`: nothing
+    /// is scheduled; an answer owed or a read wakes it).
     fn next_wake(
         &self,
         pace: &Pace,
@@ -588,7 +590,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Live<'_, S> {
         next_ping: Option<Instant>,
         retired_by_ramp: bool,
         now: Instant,
-    ) -> Instant {
+    ) -> Option<Instant> {
         let mut wake: Option<Instant> = None;
         let mut at = |t: Instant| wake = Some(wake.map_or(t, |w| w.min(t)));
         if pace.sending
@@ -609,7 +611,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Live<'_, S> {
         if retired_by_ramp {
             at(now + crate::closed::RAMP_STEP);
         }
-        wake.unwrap_or(pace.start + Duration::from_secs(100 * 365 * 24 * 3600))
+        wake
     }
 
     /// What the event loop's turn brought: `Ok(true)` when the session has ended well (the
