@@ -39,6 +39,7 @@ mod oneshot;
 mod open;
 mod pipeline;
 mod pool;
+mod queueing;
 mod proxy;
 mod runner;
 mod scenario;

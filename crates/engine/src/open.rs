@@ -285,7 +285,7 @@ pub(crate) async fn schedule_loop<T: Transport, D: Driver<T>>(
             None if !pool.full() => pool.wait(job, Instant::now()),
             None => run.record_dropped(due),
         }
-        pool.placed();
+        pool.placed(due);
         pool.shrink(due);
         while tasks.borrow_mut().try_join_next().is_some() {}
     }

@@ -30,6 +30,14 @@
 //!   backlog faster than requests fall due, the pool does not grow, unless the oldest has
 //!   waited [`PATIENCE`]. One that waited longer than the request timeout is dropped, never
 //!   sent late.
+//! - **Not for a server that queues, nor past what Little's law asks.** When the requests
+//!   under way take more than twice as long as the least they took ([`crate::queueing`]),
+//!   the server (or the client's own loop) is queueing them: another connection would only
+//!   lengthen that queue. And the pool does not grow past twice the connections Little's
+//!   law asks for (rate × recent service time, over what a connection carries) plus one.
+//!   Either way due requests wait for the next connection to come free. At 50,000 req/s
+//!   against a one-core server that fell behind, growth without these rules took the pool
+//!   to 1,000 connections and the schedule 150-330 ms late.
 //! - **Shrink back.** A connection left at the bottom of the stack, unused for
 //!   [`IDLE_CLOSE`], is closed, down to the pool's floor (what was opened up front).
 //!
@@ -42,6 +50,8 @@ use std::future::poll_fn;
 use std::rc::Rc;
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
+
+use crate::queueing::ServiceTimes;
 
 /// Connections the pool may open before any response has come back (see the module doc).
 pub(crate) const GROWTH_BURST: usize = 2;
@@ -94,6 +104,10 @@ pub(crate) struct Slot {
     on_idle: Cell<bool>,
     on_partial: Cell<bool>,
     waker: Cell<Option<Waker>>,
+    /// When it was handed a request while it carried nothing: that request's service time
+    /// runs from there to the connection's next end, with nothing of ours ahead of it (a
+    /// pipelined request behind others waits for them, which says nothing of the server).
+    handed: Cell<Option<Instant>>,
     /// When it last became idle.
     idle_since: Cell<Instant>,
     /// Told to close (idle too long, or the schedule is over).
@@ -110,15 +124,19 @@ impl Slot {
             on_idle: Cell::new(false),
             on_partial: Cell::new(false),
             waker: Cell::new(None),
+            handed: Cell::new(None),
             idle_since: Cell::new(now),
             retire: Cell::new(false),
             gone: Cell::new(false),
         })
     }
 
-    /// Gives this connection a job and wakes its task.
-    fn give(&self, job: Due) {
+    /// Gives this connection a job at `at` and wakes its task.
+    fn give(&self, job: Due, at: Instant) {
         self.jobs.borrow_mut().push_back(job);
+        if self.busy.get() == 0 {
+            self.handed.set(Some(at));
+        }
         self.busy.set(self.busy.get() + 1);
         self.wake();
     }
@@ -206,6 +224,13 @@ pub(crate) struct PoolStats {
     /// of them dropped after waiting longer than the request timeout.
     pub waited: u64,
     pub waited_too_long: u64,
+    /// Times a due request found every connection busy and the pool did not grow: the
+    /// server was queueing ([`crate::queueing`]), or the pool already had what Little's law
+    /// asks for twice over.
+    pub held_back: u64,
+    /// Service times as the pool saw them at the end: the least, and the recent average.
+    pub service_least: Duration,
+    pub service_recent: Duration,
 }
 
 impl From<PoolStats> for loadmark_metrics::PoolCounts {
@@ -228,6 +253,14 @@ pub(crate) struct Pool {
     partial: RefCell<Vec<Rc<Slot>>>,
     /// Requests one connection carries at once.
     capacity: usize,
+    /// Requests handed to connections and not ended.
+    under_way: Cell<usize>,
+    /// How long requests take from hand-out to end: whether the server queues them.
+    service: Cell<ServiceTimes>,
+    /// The due time of the last request placed, and a moving average of the time between
+    /// due requests (ns; 0 before two): the rate this worker's share of the schedule asks.
+    last_due: Cell<Option<Instant>>,
+    gap: Cell<u64>,
     /// Requests due while every connection was busy and no credit was left, with when the
     /// schedule took each up.
     waiting: RefCell<VecDeque<Due>>,
@@ -253,6 +286,10 @@ impl Pool {
             idle: RefCell::new(VecDeque::new()),
             partial: RefCell::new(Vec::new()),
             capacity: capacity.max(1),
+            under_way: Cell::new(0),
+            service: Cell::new(ServiceTimes::default()),
+            last_due: Cell::new(None),
+            gap: Cell::new(0),
             waiting: RefCell::new(VecDeque::new()),
             credit: Cell::new(GROWTH_BURST),
             waiting_before: Cell::new(0),
@@ -295,9 +332,17 @@ impl Pool {
 
     /// Gives `job` to `slot` (one [`Pool::take`] returned, or a new one) and lists it again
     /// if it still has room.
+    /// It was handed over when due (or when taken up, if it waited): a late client
+    /// counts in its service time, as a slow server does.
     pub(crate) fn hand(&self, slot: &Rc<Slot>, job: Due) {
-        slot.give(job);
+        let at = job.taken_up.unwrap_or(job.due);
+        self.give(slot, job, at);
         self.list(slot);
+    }
+
+    fn give(&self, slot: &Slot, job: Due, at: Instant) {
+        self.under_way.set(self.under_way.get() + 1);
+        slot.give(job, at);
     }
 
     /// Puts a connection with room on the stack it belongs to, unless it is listed there.
@@ -326,6 +371,12 @@ impl Pool {
         mut dropped: impl FnMut(Instant),
     ) {
         self.answered();
+        self.under_way.set(self.under_way.get().saturating_sub(1));
+        if let Some(handed) = slot.handed.take() {
+            let mut service = self.service.get();
+            service.note(handed, now);
+            self.service.set(service);
+        }
         slot.busy.set(slot.busy.get().saturating_sub(1));
         if slot.gone.get() || slot.retire.get() {
             return;
@@ -340,7 +391,7 @@ impl Pool {
                 continue;
             }
             job.taken_up.get_or_insert(now);
-            slot.give(job);
+            self.give(slot, job, now);
             self.list(slot);
             return;
         }
@@ -365,11 +416,19 @@ impl Pool {
     }
 
     /// Whether a request due now, with every connection busy, should open a connection:
-    /// below the cap, with credit left, and no backlog that answers are already draining
-    /// (unless its oldest request has waited [`PATIENCE`]: a backlog that drains only as fast
-    /// as requests fall due is a pool too small for the server).
+    /// below the cap, with credit left, not while the server queues what the pool already
+    /// sends ([`crate::queueing`]: answers will free a connection, and another would only
+    /// lengthen the queue), and no backlog that answers are already draining (unless its
+    /// oldest request has waited [`PATIENCE`]: a backlog that drains only as fast as
+    /// requests fall due is a pool too small for the server).
     pub(crate) fn may_grow(&self, now: Instant) -> bool {
         if self.open.get() >= self.cap || self.credit.get() == 0 {
+            return false;
+        }
+        if self.under_way.get() > 0
+            && (self.service.get().queueing() || self.open.get() >= self.enough())
+        {
+            self.note(|s| s.held_back += 1);
             return false;
         }
         let waiting = self.waiting.borrow();
@@ -381,9 +440,33 @@ impl Pool {
         !(draining && patient)
     }
 
-    /// Called once a due request is placed: the backlog it left, to compare the next with.
-    pub(crate) fn placed(&self) {
+    /// Called once the request due at `due` is placed: the backlog it left, to compare the
+    /// next with, and the rate the schedule asks.
+    pub(crate) fn placed(&self, due: Instant) {
         self.waiting_before.set(self.waiting.borrow().len());
+        if let Some(last) = self.last_due.replace(Some(due)) {
+            let gap = due.saturating_duration_since(last).as_nanos() as u64;
+            let average = self.gap.get();
+            self.gap.set(if average == 0 {
+                gap.max(1)
+            } else {
+                (average * 7 + gap) / 8
+            });
+        }
+    }
+
+    /// Connections enough for the rate the schedule asks at the service time the server
+    /// gives: twice what Little's law needs (requests in flight = rate x service time,
+    /// over what one connection carries), plus one; unbounded before the pool knows both.
+    /// Issue 43's bar: at 20,000 req/s and 25 µs, two connections.
+    fn enough(&self) -> usize {
+        let (gap, service) = (self.gap.get(), self.service.get().recent());
+        if gap == 0 || service.is_zero() {
+            return usize::MAX;
+        }
+        let in_flight = service.as_nanos() as u64 * 2;
+        let per_connection = gap * self.capacity as u64;
+        in_flight.div_ceil(per_connection) as usize + 1
     }
 
     /// Whether the cap is reached (a request due with every connection busy is dropped).
@@ -478,6 +561,11 @@ impl Pool {
     /// The schedule is over: idle connections close now, busy ones after their requests.
     pub(crate) fn finish(&self) {
         self.finished.set(true);
+        let service = self.service.get();
+        self.note(|s| {
+            s.service_least = service.least();
+            s.service_recent = service.recent();
+        });
         for slot in self.idle.borrow_mut().drain(..) {
             slot.on_idle.set(false);
             if slot.busy.get() == 0 {
@@ -577,22 +665,25 @@ mod tests {
         // Requests wait in order when there is nothing to grow with.
         pool.wait(job(1, now), now);
         pool.wait(job(2, now), now);
-        pool.placed();
+        pool.placed(now);
         pool.wait(job(3, now), now);
         // A connection that comes free takes the oldest waiting one.
         let slot = Slot::new(now);
-        slot.give(job(0, now));
+        slot.give(job(0, now), now);
         slot.try_job().expect("its task takes it up");
         pool.done(&slot, now, TIMEOUT, |_| panic!("none waited too long"));
         assert_eq!(
             slot.try_job().map(|j| (j.k, j.taken_up)),
             Some((1, Some(now)))
         );
-        pool.placed();
+        pool.placed(now);
         // Answers took one (3 -> 2) before the next request fell due: draining, so it waits,
         // until the oldest has waited PATIENCE.
         pool.done(&slot, now, TIMEOUT, |_| panic!("none waited too long"));
         assert_eq!(slot.try_job().map(|j| j.k), Some(2));
+        // This test is about credit and the backlog: no service time learnt from these
+        // answers, which all took no time (the other tests cover those rules).
+        pool.service.set(ServiceTimes::default());
         assert!(
             !pool.may_grow(now),
             "a draining backlog does not grow the pool"
@@ -607,13 +698,80 @@ mod tests {
     }
 
     #[test]
+    fn the_pool_does_not_grow_while_the_server_queues() {
+        let t0 = Instant::now();
+        let us = Duration::from_micros;
+        let pool = Pool::new(100, 0, 1, t0);
+        let slot = Slot::new(t0);
+        assert!(pool.open_one(false));
+        // Answers in 20 µs: connections are what limits the rate, growth may help.
+        for k in 0..10 {
+            let at = t0 + us(100 * k);
+            pool.hand(&slot, job(k, at));
+            slot.try_job().expect("taken up");
+            pool.done(&slot, at + us(20), TIMEOUT, |_| {});
+        }
+        pool.hand(&slot, job(10, t0 + us(2_000)));
+        assert!(pool.may_grow(t0 + us(2_000)));
+        // The server falls behind: answers take a millisecond and more.
+        for k in 11..20 {
+            let at = t0 + us(3_000 + 10 * k);
+            pool.done(&slot, at + us(1_500), TIMEOUT, |_| {});
+            pool.hand(&slot, job(k, at));
+        }
+        assert!(
+            !pool.may_grow(t0 + us(5_000)),
+            "another connection would only queue"
+        );
+        assert_eq!(pool.stats.get().held_back, 1);
+        // With nothing under way no answer will free a connection: the pool may grow.
+        let idle = Pool::new(100, 0, 1, t0);
+        idle.service.set(pool.service.get());
+        assert!(idle.may_grow(t0 + us(5_000)));
+    }
+
+    #[test]
+    fn the_pool_grows_to_what_littles_law_asks_twice_over_and_no_further() {
+        let t0 = Instant::now();
+        let us = Duration::from_micros;
+        // 20,000 req/s (one due every 50 µs), answered in 25 µs: half a request in flight,
+        // so two connections (twice that, rounded up, plus one).
+        let pool = Pool::new(100, 0, 1, t0);
+        let slot = Slot::new(t0);
+        assert!(pool.open_one(false));
+        for k in 0..20 {
+            let at = t0 + us(50 * k);
+            pool.hand(&slot, job(k, at));
+            slot.try_job().expect("taken up");
+            pool.placed(at);
+            pool.done(&slot, at + us(25), TIMEOUT, |_| {});
+        }
+        assert_eq!(pool.enough(), 2);
+        pool.hand(&slot, job(20, t0 + us(1_000)));
+        assert!(pool.may_grow(t0 + us(1_000)), "one connection is not enough");
+        assert!(pool.open_one(false));
+        assert!(!pool.may_grow(t0 + us(1_000)), "two are");
+        // A server answering in a millisecond at the same rate needs forty in flight.
+        let slow = Pool::new(1_000, 0, 1, t0);
+        let slot = Slot::new(t0);
+        for k in 0..20 {
+            let at = t0 + us(50 * k);
+            slow.hand(&slot, job(k, at));
+            slot.try_job().expect("taken up");
+            slow.placed(at);
+            slow.done(&slot, at + us(1_000), TIMEOUT, |_| {});
+        }
+        assert_eq!(slow.enough(), 41);
+    }
+
+    #[test]
     fn a_request_that_waited_longer_than_the_timeout_is_dropped_not_sent() {
         let t0 = Instant::now();
         let pool = Pool::new(1, 0, 1, t0);
         pool.wait(job(1, t0), t0);
         pool.wait(job(2, t0 + TIMEOUT), t0 + TIMEOUT);
         let slot = Slot::new(t0);
-        slot.give(job(0, t0));
+        slot.give(job(0, t0), t0);
         slot.try_job().expect("its task takes it up");
         let mut dropped = Vec::new();
         pool.done(&slot, t0 + TIMEOUT, TIMEOUT, |due| dropped.push(due));
@@ -651,8 +809,8 @@ mod tests {
         let pool = Pool::new(4, 0, 2, t0);
         let (idle, busy) = (Slot::new(t0), Slot::new(t0));
         pool.list(&idle);
-        busy.give(job(0, t0));
-        busy.give(job(1, t0));
+        busy.give(job(0, t0), t0);
+        busy.give(job(1, t0), t0);
         pool.finish();
         assert!(idle.retired(), "an idle one closes at once");
         // One that was busy when the schedule ended must not wait for a job that never
@@ -690,7 +848,7 @@ mod tests {
             };
             let giver = async {
                 tokio::task::yield_now().await;
-                slot.give(job(7, Instant::now()));
+                slot.give(job(7, Instant::now()), Instant::now());
                 tokio::task::yield_now().await;
                 slot.retire();
             };
