@@ -748,7 +748,10 @@ mod tests {
         }
         assert_eq!(pool.enough(), 2);
         pool.hand(&slot, job(20, t0 + us(1_000)));
-        assert!(pool.may_grow(t0 + us(1_000)), "one connection is not enough");
+        assert!(
+            pool.may_grow(t0 + us(1_000)),
+            "one connection is not enough"
+        );
         assert!(pool.open_one(false));
         assert!(!pool.may_grow(t0 + us(1_000)), "two are");
         // A server answering in a millisecond at the same rate needs forty in flight.

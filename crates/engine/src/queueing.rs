@@ -54,8 +54,7 @@ impl ServiceTimes {
     /// Whether recent requests take so much longer than the least that the server (or the
     /// client's own loop) is queueing them; false before any answer.
     pub(crate) fn queueing(&self) -> bool {
-        self.least != 0
-            && self.recent > self.least * QUEUE_FACTOR + QUEUE_SLACK.as_nanos() as u64
+        self.least != 0 && self.recent > self.least * QUEUE_FACTOR + QUEUE_SLACK.as_nanos() as u64
     }
 
     /// The recent service time (a moving average), for the pool's statistics.
