@@ -350,6 +350,12 @@ fn assert_clean(found: &serde_json::Value, charts: &[&str]) {
         assert!(c["points"].as_u64().unwrap() > 0, "{page}: {id}: {c}");
         assert_eq!(c["svg_hidden"], true, "{page}: {id}");
     }
+    assert_eq!(found["noscript"]["plots"], 0, "{page}: without script");
+    assert!(
+        found["noscript"]["svgs"].as_u64().unwrap() >= charts.len() as u64,
+        "{page}: every SVG shown without script: {}",
+        found["noscript"]
+    );
     assert_eq!(found["print"]["svg"], "block", "{page}: printed SVG");
     assert_eq!(found["print"]["plot"], "none", "{page}: canvas not printed");
 }

@@ -126,6 +126,16 @@ async function run(browser, job) {
     };
   });
   await context.close();
+  // Without script: the SVGs, laid out, and no interactive chart.
+  const plain = await browser.newContext({ javaScriptEnabled: false });
+  const still = await plain.newPage();
+  await still.goto('file://' + job.page);
+  out.noscript = await still.evaluate(() => ({
+    plots: document.querySelectorAll('.lm-plot').length,
+    svgs: Array.from(document.querySelectorAll('figure.chart > svg')).filter(
+      (s) => s.getBoundingClientRect().width > 250).length,
+  }));
+  await plain.close();
   return out;
 }
 
