@@ -54,6 +54,7 @@ struct Spec {
     /// One y scale for a set of small multiples (compared by eye).
     #[serde(skip_serializing_if = "Option::is_none")]
     ymax: Option<f64>,
+    #[serde(serialize_with = "whole_or_not")]
     x: Vec<f64>,
     series: Vec<Series>,
     /// Labelled vertical guides (the spectrum's p50, p90, p99, p99.9).
@@ -64,10 +65,34 @@ struct Spec {
 #[derive(Serialize)]
 struct Series {
     label: String,
+    #[serde(serialize_with = "whole_or_not")]
     data: Vec<Option<f64>>,
     /// Set on a series of markers (points, no line): the name of each point.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     tags: Vec<Option<&'static str>>,
+}
+
+/// A value as JSON: whole numbers without ".0" (most of a page's numbers are counts and
+/// seconds; this keeps the embedded data about a tenth smaller).
+#[derive(Clone, Copy)]
+struct Num(f64);
+
+impl Serialize for Num {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        if self.0.fract() == 0.0 && self.0.abs() < 1e15 {
+            s.serialize_i64(self.0 as i64)
+        } else {
+            s.serialize_f64(self.0)
+        }
+    }
+}
+
+fn whole_or_not<T, S>(values: &[T], s: S) -> Result<S::Ok, S::Error>
+where
+    T: Copy + Into<Option<f64>>,
+    S: serde::Serializer,
+{
+    s.collect_seq(values.iter().map(|&v| v.into().map(Num)))
 }
 
 #[derive(Serialize)]
