@@ -103,6 +103,30 @@ pub fn render_html_bundle(b: &Bundle) -> String {
         &spectrum,
     ));
 
+    over_time_charts(&mut o, &mut ix, b);
+
+    if multi {
+        sweep(&mut o, b);
+    }
+    usage::server_usage(&mut o, b);
+    o.push_str(&ix.scripts());
+    let _ = writeln!(
+        o,
+        "<footer>loadmark {} · report schema {} · latency: {}</footer>\n</body>\n</html>",
+        esc(&b.loadmark_version),
+        b.schema_version,
+        esc(b
+            .steps
+            .first()
+            .map_or("", |s| s.report.run.latency_definition.as_str()))
+    );
+    o.replacen("</head>", &format!("{}</head>", ix.style()), 1)
+}
+
+/// The charts over time (req/s, latency, failures, WebSocket messages), as SVG and as
+/// interactive charts, one per step when there are more than `chart::MAX_OVERLAID`.
+fn over_time_charts(o: &mut String, ix: &mut interactive::Charts, b: &Bundle) {
+    let multi = b.steps.len() > 1;
     let words = details::words(b);
     let over_time = |f: &dyn Fn(&loadmark_metrics::SeriesPoint) -> f64, suffix: &str| {
         b.steps
@@ -240,23 +264,6 @@ pub fn render_html_bundle(b: &Bundle) -> String {
             messages,
         ));
     }
-
-    if multi {
-        sweep(&mut o, b);
-    }
-    usage::server_usage(&mut o, b);
-    o.push_str(&ix.scripts());
-    let _ = writeln!(
-        o,
-        "<footer>loadmark {} · report schema {} · latency: {}</footer>\n</body>\n</html>",
-        esc(&b.loadmark_version),
-        b.schema_version,
-        esc(b
-            .steps
-            .first()
-            .map_or("", |s| s.report.run.latency_definition.as_str()))
-    );
-    o.replacen("</head>", &format!("{}</head>", ix.style()), 1)
 }
 
 pub(crate) fn step_label(s: &BundleStep) -> String {
