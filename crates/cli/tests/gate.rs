@@ -208,7 +208,9 @@ fn report_renders_csv_series_and_summary() {
     let o = run(&["report", path(&json), "-o", path(&html)]);
     assert!(o.status.success(), "{}", text(&o));
     let page = std::fs::read_to_string(&html).unwrap();
-    assert!(page.starts_with("<!DOCTYPE html>") && !page.contains("<script"));
+    // Its only scripts are the inlined interactive charts: nothing loaded from elsewhere.
+    assert!(page.starts_with("<!DOCTYPE html>") && page.contains("id=\"lm-charts\""));
+    assert!(!page.contains("<script src") && !page.contains(" src=\""));
     for chart in ["spectrum", "rps", "latency-over-time", "errors"] {
         assert!(page.contains(&format!("data-chart=\"{chart}\"")), "{chart}");
     }

@@ -1,6 +1,10 @@
 //! The HTML report in a real browser: Debian's chromium, headless, opens the pages from disk;
 //! no console messages at all, every chart laid out with its data drawn (measured in the
 //! browser's DOM), and a screenshot of each page saved under `target/test-artifacts/`.
+//! The interactive charts, driven by playwright-core (`browser_support/interact.js`, from
+//! target/ci-node as .ci/run installs it): no request but the page, hover values equal to the
+//! JSON result's for that second, cursors linked on time, drag-zoom and double-click reset,
+//! legend toggles, and print showing the SVG again.
 //!
 //! When chromium is missing the test installs it (`apt-get install chromium`, as root); it is
 //! skipped with a message only if that is impossible, or with `LOADMARK_SKIP_BROWSER=1`.
@@ -23,9 +27,12 @@ const PROBE: &str = r#"<script>
 console.log("lm-probe-ran");
 const out = [];
 for (const f of document.querySelectorAll("figure.chart")) {
-  const box = f.querySelector("svg").getBoundingClientRect();
+  // An interactive chart (uPlot, over its hidden SVG): its canvas and its series with data.
+  const u = f.classList.contains("lm-on") ? window.lmCharts[f.dataset.chart] : null;
+  const box = (u ? u.root : f.querySelector("svg")).getBoundingClientRect();
   let drawn = 0;
-  for (const p of f.querySelectorAll("path.series")) {
+  if (u) drawn = u.series.slice(1).filter((s, i) => u.data[i + 1].some((v) => v != null)).length;
+  for (const p of u ? [] : f.querySelectorAll("path.series")) {
     if (p.getTotalLength() > 0 || p.dataset.points === "1") drawn++;
   }
   for (const r of f.querySelectorAll("rect.bar")) {
@@ -105,7 +112,8 @@ fn artifacts() -> PathBuf {
             PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target/test-artifacts")
         });
     std::fs::create_dir_all(&dir).unwrap();
-    dir
+    // Absolute and without `..`: the browser names the page's URL so.
+    dir.canonicalize().unwrap()
 }
 
 /// Opens `html` from disk: checks the console and every chart, saves a screenshot.
@@ -284,4 +292,247 @@ fn html_reports_render_in_chromium() {
             "compare-error-rate",
         ],
     );
+}
+
+/// Runs `interact.js` (playwright-core driving Debian's chromium) over `jobs`; its findings.
+fn interact(jobs: &serde_json::Value) -> Vec<serde_json::Value> {
+    let workspace = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let node_modules = workspace.join("target/ci-node/node_modules");
+    assert!(
+        node_modules.join("playwright-core").exists(),
+        "{} is missing: npm install playwright-core in target/ci-node (.ci/run does)",
+        node_modules.display()
+    );
+    let file = artifacts().join("interact-jobs.json");
+    std::fs::write(&file, jobs.to_string()).unwrap();
+    let script =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/browser_support/interact.js");
+    let out = Command::new("timeout")
+        .args(["120", "node"])
+        .arg(script)
+        .arg(&file)
+        .env("NODE_PATH", &node_modules)
+        .output()
+        .expect("node runs");
+    assert!(
+        out.status.success(),
+        "interact.js failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("interact.js prints JSON")
+}
+
+/// The number in a legend cell ("200/s", "p99 20.001 ms", "3 s"): its first word that is one.
+fn number_in(cell: &serde_json::Value) -> f64 {
+    let text = cell.as_str().unwrap();
+    text.split_whitespace()
+        .find_map(|w| w.trim_end_matches("/s").trim_end_matches('%').parse().ok())
+        .unwrap_or_else(|| panic!("no number in {text:?}"))
+}
+
+/// Every page: no console message, no page error, no request but the page itself, every
+/// interactive chart laid out over its hidden SVG, and print showing the SVG again.
+fn assert_clean(found: &serde_json::Value, charts: &[&str]) {
+    let page = found["page"].as_str().unwrap();
+    assert_eq!(found["console"], serde_json::json!([]), "{page}: console");
+    assert_eq!(found["errors"], serde_json::json!([]), "{page}: errors");
+    assert_eq!(
+        found["requests"],
+        serde_json::json!([format!("file://{page}")]),
+        "{page}: requests"
+    );
+    for id in charts {
+        let c = &found["charts"][id];
+        assert!(
+            c["width"].as_u64().unwrap() >= 280 && c["height"].as_u64().unwrap() >= 150,
+            "{page}: {id} laid out: {c}"
+        );
+        assert!(c["points"].as_u64().unwrap() > 0, "{page}: {id}: {c}");
+        assert_eq!(c["svg_hidden"], true, "{page}: {id}");
+    }
+    assert_eq!(found["noscript"]["plots"], 0, "{page}: without script");
+    assert!(
+        found["noscript"]["svgs"].as_u64().unwrap() >= charts.len() as u64,
+        "{page}: every SVG shown without script: {}",
+        found["noscript"]
+    );
+    assert_eq!(found["print"]["svg"], "block", "{page}: printed SVG");
+    assert_eq!(found["print"]["plot"], "none", "{page}: canvas not printed");
+}
+
+#[test]
+fn interactive_charts_show_the_json_values_zoom_and_toggle() {
+    if std::env::var_os("LOADMARK_SKIP_BROWSER").is_some() {
+        eprintln!("browser test SKIPPED: LOADMARK_SKIP_BROWSER is set");
+        return;
+    }
+    if !ensure_chromium() {
+        return;
+    }
+    let dir = artifacts();
+    let run = report_of(5, 200, &[300, 900, 1_500, 2_500, 20_000], 50, 2);
+    let json: serde_json::Value =
+        serde_json::from_str(&loadmark_report::render_json(&run)).unwrap();
+    let sweep = sweep_bundle();
+    let many = common::many_steps_bundle(8);
+    let mut jobs = Vec::new();
+    for (name, html) in [
+        ("interactive-run", render_html(&run)),
+        ("interactive-bundle", render_html_bundle(&sweep)),
+        ("interactive-many-steps", render_html_bundle(&many)),
+    ] {
+        std::fs::write(dir.join(format!("{name}.html")), html).unwrap();
+    }
+    let page = |name: &str| dir.join(format!("{name}.html")).display().to_string();
+    let shot = |name: &str| dir.join(format!("{name}.png")).display().to_string();
+    jobs.push(serde_json::json!({
+        "page": page("interactive-run"), "shot": shot("interactive-run"),
+        "hover": [
+            {"chart": "rps", "x": 2, "linked": ["latency-over-time", "errors"]},
+            {"chart": "spectrum", "x": 2},
+        ],
+        "zoom": "rps", "toggle": "latency-over-time",
+    }));
+    jobs.push(serde_json::json!({
+        "page": page("interactive-bundle"), "shot": shot("interactive-bundle"),
+        "hover": [{"chart": "rps", "x": 1, "linked": ["latency-over-time"]}],
+        "zoom": "latency-over-time", "toggle": "rps",
+    }));
+    jobs.push(serde_json::json!({
+        "page": page("interactive-many-steps"), "shot": shot("interactive-many-steps"),
+        "hover": [{"chart": "rps-step1", "x": 1, "linked": ["rps-step8", "latency-over-time-step8"]}],
+        "zoom": "rps-step2", "toggle": "latency-over-time-step3",
+    }));
+    let found = interact(&serde_json::Value::Array(jobs));
+
+    // One run: hover second 2 of req/s, and the other charts over time follow the cursor.
+    let r = &found[0];
+    assert_clean(r, &["spectrum", "rps", "latency-over-time", "errors"]);
+    let second = &json["series"][2];
+    let rps = &r["hover"][0];
+    assert_eq!(rps["x"], 2, "{rps}");
+    assert_eq!(number_in(&rps["legend"][0]), 2.0, "{rps}");
+    assert_eq!(
+        number_in(&rps["legend"][1]),
+        second["responses"].as_f64().unwrap()
+    );
+    let latency = &rps["linked"][0];
+    assert_eq!(latency["x"], 2, "linked on time: {latency}");
+    for (cell, field) in [
+        (1, "latency_p50_us"),
+        (2, "latency_p99_us"),
+        (3, "latency_max_us"),
+    ] {
+        assert_eq!(
+            number_in(&latency["legend"][cell]),
+            second[field].as_f64().unwrap() / 1000.0,
+            "{field}: {latency}"
+        );
+    }
+    let errors = &rps["linked"][1];
+    let (transport, failed) = (
+        second["errors"].as_f64().unwrap(),
+        second["failed"].as_f64().unwrap(),
+    );
+    assert_eq!(number_in(&errors["legend"][1]), transport, "{errors}");
+    assert_eq!(
+        number_in(&errors["legend"][2]),
+        failed - transport,
+        "{errors}"
+    );
+    assert!(failed > transport, "the fixture has failed responses");
+    // The spectrum at two nines: the curve and the p99 marker read the JSON's p99.
+    let spectrum = &r["hover"][1];
+    let p99 = json["summary"]["latency"]["percentiles_us"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["p"] == 99.0)
+        .unwrap()["us"]
+        .as_f64()
+        .unwrap()
+        / 1000.0;
+    assert!(
+        spectrum["legend"][0].as_str().unwrap().starts_with("99%"),
+        "{spectrum}"
+    );
+    assert!(
+        spectrum["legend"][2].as_str().unwrap().starts_with("p99 "),
+        "{spectrum}"
+    );
+    assert_eq!(number_in(&spectrum["legend"][2]), p99, "{spectrum}");
+    assert_eq!(number_in(&spectrum["legend"][1]), p99, "{spectrum}");
+    zoomed_and_reset(&r["zoom"]);
+    toggled(&r["toggle"]);
+
+    // A bundle of four steps overlaid: one line per step.
+    let b = &found[1];
+    assert_clean(b, &["spectrum", "rps", "latency-over-time", "errors"]);
+    assert_eq!(b["charts"]["rps"]["series"], 4);
+    let hover = &b["hover"][0];
+    for (i, step) in sweep.steps.iter().enumerate() {
+        assert_eq!(
+            number_in(&hover["legend"][i + 1]),
+            step.report.series[1].responses as f64,
+            "step {}: {hover}",
+            step.number
+        );
+    }
+    assert_eq!(hover["linked"][0]["x"], 1, "{hover}");
+    zoomed_and_reset(&b["zoom"]);
+    toggled(&b["toggle"]);
+
+    // Eight steps: one chart per step, every one linked to the cursor of the first.
+    let m = &found[2];
+    let ids: Vec<String> = ["rps", "latency-over-time", "errors"]
+        .iter()
+        .flat_map(|id| (1..=8).map(move |n| format!("{id}-step{n}")))
+        .collect();
+    assert_clean(m, &ids.iter().map(String::as_str).collect::<Vec<_>>());
+    let hover = &m["hover"][0];
+    assert_eq!(
+        number_in(&hover["legend"][1]),
+        many.steps[0].report.series[1].responses as f64
+    );
+    let last = &hover["linked"][0];
+    assert_eq!(last["x"], 1, "linked on time: {last}");
+    assert_eq!(
+        number_in(&last["legend"][1]),
+        many.steps[7].report.series[1].responses as f64
+    );
+    assert_eq!(
+        number_in(&hover["linked"][1]["legend"][1]),
+        many.steps[7].report.series[1].latency_p50_us as f64 / 1000.0
+    );
+    zoomed_and_reset(&m["zoom"]);
+    toggled(&m["toggle"]);
+    for name in [
+        "interactive-run",
+        "interactive-bundle",
+        "interactive-many-steps",
+    ] {
+        let size = std::fs::metadata(dir.join(format!("{name}.png"))).map_or(0, |m| m.len());
+        assert!(size > 10_000, "screenshot {name}.png is {size} bytes");
+    }
+}
+
+/// A drag over the middle half narrows the x scale; a double click restores it.
+fn zoomed_and_reset(z: &serde_json::Value) {
+    let f = |v: &serde_json::Value, i: usize| v[i].as_f64().unwrap();
+    let (lo, hi) = (f(&z["before"], 0), f(&z["before"], 1));
+    let (zlo, zhi) = (f(&z["zoomed"], 0), f(&z["zoomed"], 1));
+    assert!(zlo > lo && zhi < hi && zhi > zlo, "drag zoomed in: {z}");
+    assert!(
+        (zhi - zlo) < 0.7 * (hi - lo),
+        "to about half the range: {z}"
+    );
+    assert_eq!(z["reset"], z["before"], "double click resets: {z}");
+}
+
+/// A click on a series' legend entry hides it, a second shows it again.
+fn toggled(t: &serde_json::Value) {
+    assert_eq!(t["before"], true, "{t}");
+    assert_eq!(t["after"], false, "{t}");
+    assert_eq!(t["off"], true, "legend entry greyed: {t}");
+    assert_eq!(t["again"], true, "{t}");
 }

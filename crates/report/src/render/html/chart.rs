@@ -33,7 +33,7 @@ pub(crate) enum XAxis<'a> {
 
 /// More steps than this, and a chart over time becomes small multiples: a dozen lines on
 /// one chart cannot be told apart.
-const MAX_OVERLAID: usize = 5;
+pub(crate) const MAX_OVERLAID: usize = 5;
 
 const SMALL: Frame = Frame {
     w: 380.0,

@@ -1,5 +1,6 @@
-//! One self-contained HTML page of a run or a plan bundle: inline CSS and inline SVG charts
-//! drawn here in Rust, no JavaScript, no network. Readable on a laptop and when printed.
+//! One self-contained HTML page of a run or a plan bundle: inline CSS, inline SVG charts drawn
+//! here in Rust, and over them interactive charts (uPlot, inlined; see `interactive`) from the
+//! same numbers; no network. The SVGs are what shows without script and what is printed.
 //!
 //! Charts: the latency percentile spectrum on a log "nines" axis (HdrHistogram's plot),
 //! req/s, p50/p99 and errors over time, for bundles req/s and p99 per step (against the swept
@@ -14,6 +15,7 @@ mod chart;
 mod checks;
 mod compare;
 mod details;
+mod interactive;
 mod table;
 mod usage;
 mod websocket;
@@ -26,6 +28,7 @@ use std::fmt::Write as _;
 use crate::model::{Bundle, BundleStep, Report};
 use crate::units::{format_bytes, format_us};
 use chart::{bars, chart, per_step_chart, Line, XAxis};
+use interactive::TimeChart;
 
 /// One run as a page.
 pub fn render_html(r: &Report) -> String {
@@ -77,6 +80,13 @@ pub fn render_html_bundle(b: &Bundle) -> String {
         }
     };
 
+    let mut ix = interactive::Charts::default();
+    let histograms: Vec<(String, &hdrhistogram::Histogram<u64>)> = b
+        .steps
+        .iter()
+        .map(|s| (label(s), &s.report.totals.latency))
+        .collect();
+    ix.spectrum("spectrum", "Latency by percentile", &histograms);
     let spectrum: Vec<Line> = b
         .steps
         .iter()
@@ -93,6 +103,30 @@ pub fn render_html_bundle(b: &Bundle) -> String {
         &spectrum,
     ));
 
+    over_time_charts(&mut o, &mut ix, b);
+
+    if multi {
+        sweep(&mut o, b);
+    }
+    usage::server_usage(&mut o, b);
+    o.push_str(&ix.scripts());
+    let _ = writeln!(
+        o,
+        "<footer>loadmark {} · report schema {} · latency: {}</footer>\n</body>\n</html>",
+        esc(&b.loadmark_version),
+        b.schema_version,
+        esc(b
+            .steps
+            .first()
+            .map_or("", |s| s.report.run.latency_definition.as_str()))
+    );
+    o.replacen("</head>", &format!("{}</head>", ix.style()), 1)
+}
+
+/// The charts over time (req/s, latency, failures, WebSocket messages), as SVG and as
+/// interactive charts, one per step when there are more than `chart::MAX_OVERLAID`.
+fn over_time_charts(o: &mut String, ix: &mut interactive::Charts, b: &Bundle) {
+    let multi = b.steps.len() > 1;
     let words = details::words(b);
     let over_time = |f: &dyn Fn(&loadmark_metrics::SeriesPoint) -> f64, suffix: &str| {
         b.steps
@@ -128,65 +162,108 @@ pub fn render_html_bundle(b: &Bundle) -> String {
     };
     const TIME: &str = "time since start (s)";
     let answers_per_s = format!("{}/s", words.answers);
+    let rps_title = format!(
+        "{} per second over time",
+        details::capitalized(words.answers)
+    );
+    let rps = by_step(vec![over_time(&|p| p.responses as f64, words.rate)]);
+    ix.per_step(
+        &TimeChart {
+            id: "rps",
+            title: &rps_title,
+            y_label: &answers_per_s,
+            unit: "/s",
+            may_log: false,
+        },
+        &rps,
+    );
     o.push_str(&per_step_chart(
         "rps",
-        &format!(
-            "{} per second over time",
-            details::capitalized(words.answers)
-        ),
+        &rps_title,
         TIME,
         &answers_per_s,
-        by_step(vec![over_time(&|p| p.responses as f64, words.rate)]),
+        rps,
     ));
+    let ms = |us: u64| us as f64 / 1000.0;
+    let latency_title = "p50 and p99 latency over time";
+    ix.per_step(
+        &TimeChart {
+            id: "latency-over-time",
+            title: "p50, p99 and max latency over time",
+            y_label: "latency (ms)",
+            unit: "ms",
+            may_log: true,
+        },
+        &by_step(vec![
+            over_time(&|p| ms(p.latency_p50_us), "p50"),
+            over_time(&|p| ms(p.latency_p99_us), "p99"),
+            over_time(&|p| ms(p.latency_max_us), "max"),
+        ]),
+    );
     o.push_str(&per_step_chart(
         "latency-over-time",
-        "p50 and p99 latency over time",
+        latency_title,
         TIME,
         "latency (ms)",
         by_step(vec![
-            over_time(&|p| p.latency_p50_us as f64 / 1000.0, "p50"),
-            over_time(&|p| p.latency_p99_us as f64 / 1000.0, "p99"),
+            over_time(&|p| ms(p.latency_p50_us), "p50"),
+            over_time(&|p| ms(p.latency_p99_us), "p99"),
         ]),
     ));
+    let errors_title = if words.unit == "message" {
+        "Failed messages over time".to_string()
+    } else {
+        "Failed requests over time (errors and non-2xx/3xx)".to_string()
+    };
+    // By class: transport errors (each ErrorKind) apart from the answers that failed
+    // (non-2xx/3xx, failed checks); the series holds these two counts per second.
+    ix.per_step(
+        &TimeChart {
+            id: "errors",
+            title: &errors_title,
+            y_label: "failed/s",
+            unit: "/s",
+            may_log: false,
+        },
+        &by_step(vec![
+            over_time(&|p| p.errors as f64, "transport errors"),
+            over_time(
+                &|p| p.failed.saturating_sub(p.errors) as f64,
+                &format!("failed {}", words.answers),
+            ),
+        ]),
+    );
     o.push_str(&per_step_chart(
         "errors",
-        &if words.unit == "message" {
-            "Failed messages over time".to_string()
-        } else {
-            "Failed requests over time (errors and non-2xx/3xx)".to_string()
-        },
+        &errors_title,
         TIME,
         "failed/s",
         by_step(vec![over_time(&|p| p.failed as f64, "failed")]),
     ));
     if b.steps.iter().any(|s| s.report.summary.websocket.is_some()) {
+        let title = "WebSocket messages per second, sent and received";
+        let messages = by_step(vec![
+            over_time(&|p| p.messages_sent as f64, "sent/s"),
+            over_time(&|p| p.messages_received as f64, "received/s"),
+        ]);
+        ix.per_step(
+            &TimeChart {
+                id: "messages",
+                title,
+                y_label: "messages/s",
+                unit: "/s",
+                may_log: false,
+            },
+            &messages,
+        );
         o.push_str(&per_step_chart(
             "messages",
-            "WebSocket messages per second, sent and received",
+            title,
             TIME,
             "messages/s",
-            by_step(vec![
-                over_time(&|p| p.messages_sent as f64, "sent/s"),
-                over_time(&|p| p.messages_received as f64, "received/s"),
-            ]),
+            messages,
         ));
     }
-
-    if multi {
-        sweep(&mut o, b);
-    }
-    usage::server_usage(&mut o, b);
-    let _ = writeln!(
-        o,
-        "<footer>loadmark {} · report schema {} · latency: {}</footer>\n</body>\n</html>",
-        esc(&b.loadmark_version),
-        b.schema_version,
-        esc(b
-            .steps
-            .first()
-            .map_or("", |s| s.report.run.latency_definition.as_str()))
-    );
-    o
 }
 
 pub(crate) fn step_label(s: &BundleStep) -> String {
