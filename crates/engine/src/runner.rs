@@ -624,6 +624,7 @@ impl Cut<'_> {
                 streams: plan.protocol.streams(),
                 tls: plan.request.url.scheme().is_tls(),
                 h2run: self.h2run.clone(),
+                grpc: crate::grpc::limit_of(plan),
             }
         } else if let Some(depth) = plan.protocol.pipeline {
             Protocol::Pipelined { depth }
