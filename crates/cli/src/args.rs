@@ -11,6 +11,7 @@ mod plan;
 mod values;
 mod ws;
 
+pub use grpc::GrpcArgs;
 pub use history::{
     CompareRunsArgs, DetectArgs, DetectFlags, GateArgs, HistoryArgs, HistoryCommand, HistoryFormat,
     ImportArgs as HistoryImportArgs, ListArgs, RecordFlags, Selection, TrendArgs,
@@ -18,7 +19,6 @@ pub use history::{
 pub use import::{ImportArgs, ImportCommon, ImportKind};
 pub(crate) use values::duration_arg;
 use values::{at_least_one, at_least_one_u64, basic_auth_arg, header_arg};
-pub use grpc::GrpcArgs;
 pub use ws::WsArgs;
 
 use std::path::PathBuf;

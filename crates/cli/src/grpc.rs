@@ -37,7 +37,9 @@ pub fn grpc(mut args: GrpcArgs) -> Result<ExitCode> {
         loadmark_grpc::reflection::schema_for(&target, &args.call, args.timeout)
     }
     .map_err(|e| UsageError(e.to_string()))?;
-    let method = schema.method(&args.call).map_err(|e| UsageError(e.to_string()))?;
+    let method = schema
+        .method(&args.call)
+        .map_err(|e| UsageError(e.to_string()))?;
     if method.is_streaming() {
         return Err(UsageError(format!(
             "--call {}: a streaming method; this version of loadmark grpc makes unary calls only",
@@ -85,7 +87,11 @@ pub fn grpc(mut args: GrpcArgs) -> Result<ExitCode> {
             command: Command::Run(run),
         }) => run,
         Ok(_) => unreachable!("the arguments name `run`"),
-        Err(e) => return Err(UsageError(e.kind().to_string() + ": " + &first_line(&e.to_string())).into()),
+        Err(e) => {
+            return Err(
+                UsageError(e.kind().to_string() + ": " + &first_line(&e.to_string())).into(),
+            )
+        }
     };
     std::mem::swap(&mut run.report, &mut args.report);
     let plan = run.to_plan(Some(body))?;
@@ -135,9 +141,13 @@ fn metadata(json: Option<&str>) -> Result<Vec<(String, String)>> {
     let Some(json) = json else {
         return Ok(Vec::new());
     };
-    let bad = |why: String| UsageError(format!("-m/--metadata: {why}; expected a JSON object of strings, e.g. '{{\"authorization\":\"Bearer t\"}}'"));
+    let bad = |why: String| {
+        UsageError(format!("-m/--metadata: {why}; expected a JSON object of strings, e.g. '{{\"authorization\":\"Bearer t\"}}'"))
+    };
     let value: serde_json::Value = serde_json::from_str(json).map_err(|e| bad(e.to_string()))?;
-    let object = value.as_object().ok_or_else(|| bad("not an object".into()))?;
+    let object = value
+        .as_object()
+        .ok_or_else(|| bad("not an object".into()))?;
     object
         .iter()
         .map(|(k, v)| match v {
@@ -173,7 +183,10 @@ mod tests {
         assert!(looks_like_data("{\"name\":\"x\"}") && !looks_like_data("30s"));
         assert_eq!(grpc_timeout(std::time::Duration::from_secs(10)), "10000m");
         let pairs = metadata(Some(r#"{"Authorization":"Bearer t","n":1}"#)).unwrap();
-        assert_eq!(pairs[0], ("authorization".to_string(), "Bearer t".to_string()));
+        assert_eq!(
+            pairs[0],
+            ("authorization".to_string(), "Bearer t".to_string())
+        );
         assert!(metadata(Some("[1]")).is_err());
     }
 }

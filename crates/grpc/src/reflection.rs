@@ -132,7 +132,9 @@ async fn fetch(addr: &str, service: &str) -> Result<Schema, ReflectionError> {
     let mut known = BTreeSet::new();
     while !asks.is_empty() {
         let answers = match round(&mut sender, addr, path, &asks).await {
-            Err(ReflectionError::Status { status, .. }) if status == "UNIMPLEMENTED" && path == V1 => {
+            Err(ReflectionError::Status { status, .. })
+                if status == "UNIMPLEMENTED" && path == V1 =>
+            {
                 path = V1ALPHA;
                 continue;
             }
@@ -144,7 +146,12 @@ async fn fetch(addr: &str, service: &str) -> Result<Schema, ReflectionError> {
                 Some(Answer::Files(f)) => {
                     for bytes in f.file_descriptor_proto {
                         let file = prost_types::FileDescriptorProto::decode(bytes.as_slice())
-                            .map_err(|e| ReflectionError::answer(addr, format!("a file descriptor that does not decode: {e}")))?;
+                            .map_err(|e| {
+                                ReflectionError::answer(
+                                    addr,
+                                    format!("a file descriptor that does not decode: {e}"),
+                                )
+                            })?;
                         if known.insert(file.name().to_string()) {
                             files.push(file);
                         }
@@ -156,7 +163,12 @@ async fn fetch(addr: &str, service: &str) -> Result<Schema, ReflectionError> {
                         format!("{} (code {})", e.error_message, e.error_code),
                     ))
                 }
-                None => return Err(ReflectionError::answer(addr, "an answer with neither files nor an error")),
+                None => {
+                    return Err(ReflectionError::answer(
+                        addr,
+                        "an answer with neither files nor an error",
+                    ))
+                }
             }
         }
         // Dependencies not sent yet (servers need not send them with the file).
@@ -237,10 +249,14 @@ async fn round(
     while rest.len() >= 5 {
         let len = u32::from_be_bytes([rest[1], rest[2], rest[3], rest[4]]) as usize;
         if rest[0] != 0 || rest.len() < 5 + len {
-            return Err(ReflectionError::answer(addr, "a response message that is compressed or cut"));
+            return Err(ReflectionError::answer(
+                addr,
+                "a response message that is compressed or cut",
+            ));
         }
-        let answer = Response::decode(&rest[5..5 + len])
-            .map_err(|e| ReflectionError::answer(addr, format!("an answer that does not decode: {e}")))?;
+        let answer = Response::decode(&rest[5..5 + len]).map_err(|e| {
+            ReflectionError::answer(addr, format!("an answer that does not decode: {e}"))
+        })?;
         answers.push(answer);
         rest = &rest[5 + len..];
     }

@@ -81,7 +81,8 @@ impl Schema {
     /// A schema from file descriptors (reflection's answers), in any order.
     pub fn from_files(files: Vec<prost_types::FileDescriptorProto>) -> Result<Schema, String> {
         let set = prost_types::FileDescriptorSet { file: files };
-        let pool = DescriptorPool::decode(set.encode_to_vec().as_slice()).map_err(|e| e.to_string())?;
+        let pool =
+            DescriptorPool::decode(set.encode_to_vec().as_slice()).map_err(|e| e.to_string())?;
         Ok(Schema { pool })
     }
 
@@ -89,7 +90,11 @@ impl Schema {
     pub fn method(&self, call: &str) -> Result<Method, SchemaError> {
         let (service, method) = split_call(call)?;
         let Some(svc) = self.pool.get_service_by_name(service) else {
-            let known: Vec<String> = self.pool.services().map(|s| s.full_name().to_string()).collect();
+            let known: Vec<String> = self
+                .pool
+                .services()
+                .map(|s| s.full_name().to_string())
+                .collect();
             return Err(SchemaError::UnknownService {
                 service: service.into(),
                 known: list(known),
@@ -132,7 +137,11 @@ fn compile(files: &[PathBuf], imports: &[PathBuf]) -> Result<Schema, SchemaError
     let mut paths: Vec<PathBuf> = imports.to_vec();
     for f in files {
         let dir = f.parent().map(PathBuf::from).unwrap_or_default();
-        let dir = if dir.as_os_str().is_empty() { PathBuf::from(".") } else { dir };
+        let dir = if dir.as_os_str().is_empty() {
+            PathBuf::from(".")
+        } else {
+            dir
+        };
         if !paths.contains(&dir) {
             paths.push(dir);
         }
@@ -145,7 +154,11 @@ fn compile(files: &[PathBuf], imports: &[PathBuf]) -> Result<Schema, SchemaError
             .iter()
             .find_map(|p| f.strip_prefix(p).ok().filter(|_| p.as_os_str() != "."))
             .map(PathBuf::from)
-            .unwrap_or_else(|| f.file_name().map(PathBuf::from).unwrap_or_else(|| f.clone()));
+            .unwrap_or_else(|| {
+                f.file_name()
+                    .map(PathBuf::from)
+                    .unwrap_or_else(|| f.clone())
+            });
         compiler.open_file(&name).map_err(located)?;
     }
     Ok(Schema {
@@ -158,7 +171,11 @@ fn located(e: protox::Error) -> SchemaError {
     let mut place = e.file().map(str::to_string);
     if let (Some(source), Some(label)) = (e.source_code(), e.labels().and_then(|mut l| l.next())) {
         if let Ok(span) = source.read_span(label.inner(), 0, 0) {
-            let file = span.name().map(str::to_string).or(place.clone()).unwrap_or_default();
+            let file = span
+                .name()
+                .map(str::to_string)
+                .or(place.clone())
+                .unwrap_or_default();
             place = Some(format!("{file}:{}:{}", span.line() + 1, span.column() + 1));
         }
     }
@@ -181,7 +198,11 @@ pub struct Method {
 impl Method {
     /// The HTTP/2 `:path`: `/pkg.Service/Method`.
     pub fn path(&self) -> String {
-        format!("/{}/{}", self.descriptor.parent_service().full_name(), self.descriptor.name())
+        format!(
+            "/{}/{}",
+            self.descriptor.parent_service().full_name(),
+            self.descriptor.name()
+        )
     }
 
     pub fn input(&self) -> MessageDescriptor {
@@ -227,7 +248,8 @@ impl Method {
             message: output.full_name().to_string(),
             why,
         };
-        let message = DynamicMessage::decode(output.clone(), bytes).map_err(|e| err(e.to_string()))?;
+        let message =
+            DynamicMessage::decode(output.clone(), bytes).map_err(|e| err(e.to_string()))?;
         serde_json::to_value(&message).map_err(|e| err(e.to_string()))
     }
 }
@@ -257,43 +279,84 @@ mod tests {
     fn a_proto_file_gives_the_method_its_json_and_its_response() {
         let dir = tempdir("ok");
         let file = write(&dir, "helloworld.proto", GREETER);
-        let schema = Schema::load(&Source::Proto { files: vec![file], imports: vec![] }).unwrap();
+        let schema = Schema::load(&Source::Proto {
+            files: vec![file],
+            imports: vec![],
+        })
+        .unwrap();
         let m = schema.method("helloworld.Greeter/SayHello").unwrap();
         assert_eq!(m.path(), "/helloworld.Greeter/SayHello");
-        assert_eq!(m.request_body(r#"{"name":"ab"}"#).unwrap(), [0, 0, 0, 0, 4, 10, 2, b'a', b'b']);
+        assert_eq!(
+            m.request_body(r#"{"name":"ab"}"#).unwrap(),
+            [0, 0, 0, 0, 4, 10, 2, b'a', b'b']
+        );
         let reply = m.decode_json(&[10, 2, b'h', b'i']).unwrap();
         assert_eq!(reply, serde_json::json!({"message": "hi"}));
-        assert_eq!(schema.method("helloworld.Greeter.SayHello").unwrap().path(), m.path());
+        assert_eq!(
+            schema.method("helloworld.Greeter.SayHello").unwrap().path(),
+            m.path()
+        );
     }
 
     #[test]
     fn errors_name_the_place_the_service_the_method_and_the_field() {
         let dir = tempdir("bad");
-        let bad = write(&dir, "bad.proto", "syntax = \"proto3\";\npackage p;\nmessage M { strin x = 1; }\n");
-        let e = Schema::load(&Source::Proto { files: vec![bad], imports: vec![] }).unwrap_err();
+        let bad = write(
+            &dir,
+            "bad.proto",
+            "syntax = \"proto3\";\npackage p;\nmessage M { strin x = 1; }\n",
+        );
+        let e = Schema::load(&Source::Proto {
+            files: vec![bad],
+            imports: vec![],
+        })
+        .unwrap_err();
         assert!(e.to_string().starts_with("bad.proto:3:"), "{e}");
         let good = write(&dir, "helloworld.proto", GREETER);
-        let schema = Schema::load(&Source::Proto { files: vec![good], imports: vec![] }).unwrap();
+        let schema = Schema::load(&Source::Proto {
+            files: vec![good],
+            imports: vec![],
+        })
+        .unwrap();
         let e = schema.method("helloworld.Greeter/SayBye").unwrap_err();
         assert!(e.to_string().contains("its methods: SayHello"), "{e}");
         let e = schema.method("helloworld.Nope/SayHello").unwrap_err();
-        assert!(e.to_string().contains("services there: helloworld.Greeter"), "{e}");
+        assert!(
+            e.to_string().contains("services there: helloworld.Greeter"),
+            "{e}"
+        );
         let m = schema.method("helloworld.Greeter/SayHello").unwrap();
         let e = m.encode_json(r#"{"nam":"x"}"#).unwrap_err();
-        assert!(e.to_string().contains("helloworld.HelloRequest") && e.to_string().contains("nam"), "{e}");
-        assert!(matches!(schema.method("nomethod"), Err(SchemaError::CallSyntax(_))));
+        assert!(
+            e.to_string().contains("helloworld.HelloRequest") && e.to_string().contains("nam"),
+            "{e}"
+        );
+        assert!(matches!(
+            schema.method("nomethod"),
+            Err(SchemaError::CallSyntax(_))
+        ));
     }
 
     #[test]
     fn a_protoset_loads_as_the_proto_does() {
         let dir = tempdir("set");
         let file = write(&dir, "helloworld.proto", GREETER);
-        let schema = Schema::load(&Source::Proto { files: vec![file], imports: vec![] }).unwrap();
+        let schema = Schema::load(&Source::Proto {
+            files: vec![file],
+            imports: vec![],
+        })
+        .unwrap();
         let set = write(&dir, "hw.protoset", "");
         std::fs::write(&set, schema.pool.encode_to_vec()).unwrap();
         let loaded = Schema::load(&Source::Protoset(set)).unwrap();
-        assert_eq!(loaded.method("helloworld.Greeter/SayHello").unwrap().path(), "/helloworld.Greeter/SayHello");
+        assert_eq!(
+            loaded.method("helloworld.Greeter/SayHello").unwrap().path(),
+            "/helloworld.Greeter/SayHello"
+        );
         let junk = write(&dir, "junk.protoset", "not a set");
-        assert!(matches!(Schema::load(&Source::Protoset(junk)), Err(SchemaError::Protoset { .. })));
+        assert!(matches!(
+            Schema::load(&Source::Protoset(junk)),
+            Err(SchemaError::Protoset { .. })
+        ));
     }
 }

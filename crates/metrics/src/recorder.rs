@@ -130,7 +130,12 @@ impl Recorder {
 
     /// gRPC (issue 36): a call that ended at `at` (after [`Recorder::record`] of its response)
     /// with status `code`; `message` is asked for only for the first call of a code.
-    pub fn record_grpc(&mut self, at: Instant, code: u32, message: impl FnOnce() -> Option<String>) {
+    pub fn record_grpc(
+        &mut self,
+        at: Instant,
+        code: u32,
+        message: impl FnOnce() -> Option<String>,
+    ) {
         (self.at(at).grpc.get_or_insert_with(Default::default)).record(code, message);
     }
 

@@ -9,7 +9,9 @@
 /// `application/grpc+proto`, ...). Such requests over HTTP/2 are counted by `grpc-status`.
 pub fn is_grpc_content_type(value: &[u8]) -> bool {
     let v = value.to_ascii_lowercase();
-    v == b"application/grpc" || v.starts_with(b"application/grpc+") || v.starts_with(b"application/grpc;")
+    v == b"application/grpc"
+        || v.starts_with(b"application/grpc+")
+        || v.starts_with(b"application/grpc;")
 }
 
 /// The 5-byte prefix of an uncompressed message of `len` bytes, then the message.
@@ -41,7 +43,9 @@ impl Broken {
         match self {
             Broken::Flag(f) => (
                 13,
-                format!("loadmark: a response message with compressed flag {f} (only 0 and 1 exist)"),
+                format!(
+                    "loadmark: a response message with compressed flag {f} (only 0 and 1 exist)"
+                ),
             ),
             Broken::CompressedWithoutEncoding => (
                 13,
@@ -100,7 +104,8 @@ impl Reader {
                     1 => return Err(Broken::CompressedWithoutEncoding),
                     f => return Err(Broken::Flag(f)),
                 }
-                let len = u32::from_be_bytes([self.head[1], self.head[2], self.head[3], self.head[4]]);
+                let len =
+                    u32::from_be_bytes([self.head[1], self.head[2], self.head[3], self.head[4]]);
                 if len as usize > limit {
                     return Err(Broken::TooLarge { len, limit });
                 }
@@ -215,12 +220,24 @@ mod tests {
         let mut r = Reader::default();
         assert_eq!(r.feed(&[2, 0, 0, 0, 1, 9], 100), Err(Broken::Flag(2)));
         let mut r = Reader::default();
-        assert_eq!(r.feed(&[1, 0, 0, 0, 1], 100), Err(Broken::CompressedWithoutEncoding));
-        let mut r = Reader { encoded: true, ..Reader::default() };
+        assert_eq!(
+            r.feed(&[1, 0, 0, 0, 1], 100),
+            Err(Broken::CompressedWithoutEncoding)
+        );
+        let mut r = Reader {
+            encoded: true,
+            ..Reader::default()
+        };
         assert!(r.feed(&[1, 0, 0, 0, 1, 9], 100).is_ok());
         let mut r = Reader::default();
         let e = r.feed(&[0, 0, 0, 1, 0], 100).unwrap_err();
-        assert_eq!(e, Broken::TooLarge { len: 256, limit: 100 });
+        assert_eq!(
+            e,
+            Broken::TooLarge {
+                len: 256,
+                limit: 100
+            }
+        );
         assert_eq!(e.status().0, 8);
     }
 
@@ -230,7 +247,10 @@ mod tests {
         assert_eq!(end.outcome(200).0, 13);
         assert_eq!(end.outcome(404).0, 12);
         assert_eq!(end.outcome(503).0, 14);
-        let ok = End { status: Some(0), ..End::default() };
+        let ok = End {
+            status: Some(0),
+            ..End::default()
+        };
         assert_eq!(ok.outcome(200), (0, None));
         assert_eq!(decode_message(b"a%20b%zz%"), "a b%zz%");
     }

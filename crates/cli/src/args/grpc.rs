@@ -31,11 +31,21 @@ pub struct GrpcArgs {
     pub proto: Vec<PathBuf>,
 
     /// Folders the .proto files' imports are found under (comma-separated, repeatable)
-    #[arg(short = 'i', long = "import-paths", help_heading = "Call", value_delimiter = ',')]
+    #[arg(
+        short = 'i',
+        long = "import-paths",
+        help_heading = "Call",
+        value_delimiter = ','
+    )]
     pub import_paths: Vec<PathBuf>,
 
     /// A compiled FileDescriptorSet (protoc --descriptor_set_out --include_imports)
-    #[arg(long = "protoset", help_heading = "Call", value_name = "FILE", conflicts_with = "proto")]
+    #[arg(
+        long = "protoset",
+        help_heading = "Call",
+        value_name = "FILE",
+        conflicts_with = "proto"
+    )]
     pub protoset: Option<PathBuf>,
 
     /// The request message as JSON (the proto3 JSON mapping), or @FILE [default: {}]
@@ -43,11 +53,22 @@ pub struct GrpcArgs {
     pub data: Option<String>,
 
     /// The request message as JSON, read from FILE
-    #[arg(short = 'D', long = "data-file", help_heading = "Call", value_name = "FILE", conflicts_with = "data")]
+    #[arg(
+        short = 'D',
+        long = "data-file",
+        help_heading = "Call",
+        value_name = "FILE",
+        conflicts_with = "data"
+    )]
     pub data_file: Option<PathBuf>,
 
     /// Metadata sent with every call, a JSON object of strings, e.g. '{"authorization":"Bearer t"}'
-    #[arg(short = 'm', long = "metadata", help_heading = "Call", value_name = "JSON")]
+    #[arg(
+        short = 'm',
+        long = "metadata",
+        help_heading = "Call",
+        value_name = "JSON"
+    )]
     pub metadata: Option<String>,
 
     /// Plaintext HTTP/2 (ghz's spelling; plaintext is the default)
@@ -67,7 +88,13 @@ pub struct GrpcArgs {
     pub rate: Option<f64>,
 
     /// Stop after this long, e.g. 30s (ghz's -z). Not the request: that is --data
-    #[arg(short = 'd', short_alias = 'z', long = "duration", help_heading = "Load", allow_hyphen_values = true)]
+    #[arg(
+        short = 'd',
+        short_alias = 'z',
+        long = "duration",
+        help_heading = "Load",
+        allow_hyphen_values = true
+    )]
     pub duration: Option<String>,
 
     /// Stop after this many calls (ghz's -n)

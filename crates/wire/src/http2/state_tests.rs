@@ -85,14 +85,21 @@ fn grpc_end(server: &[u8]) -> (Event<()>, Vec<u8>) {
     state.settings_seen = true;
     state.grpc = Some(64);
     let deadline = Instant::now() + Duration::from_secs(5);
-    state.open(&[0x83, 0x86, 0x84, 0x41, 0x01, b'x'], &Bytes::new(), (), deadline);
+    state.open(
+        &[0x83, 0x86, 0x84, 0x41, 0x01, b'x'],
+        &Bytes::new(),
+        (),
+        deadline,
+    );
     state.out.clear();
     let mut reader = FrameReader::new();
     reader.space()[..server.len()].copy_from_slice(server);
     reader.filled(server.len());
     let mut events = Vec::new();
     while let Some((head, payload)) = reader.next().unwrap() {
-        state.frame(head, payload, Instant::now(), &mut events).unwrap();
+        state
+            .frame(head, payload, Instant::now(), &mut events)
+            .unwrap();
     }
     assert_eq!(events.len(), 1, "one event, never a hang");
     (events.pop().unwrap(), std::mem::take(&mut state.out))
@@ -124,12 +131,27 @@ fn grpc_status_comes_from_trailers_or_a_trailers_only_head() {
     frame::data(&mut out, 1, &crate::grpc::frame_message(b"hi"), false);
     grpc_head(&[(b"grpc-status", b"0")], true, &mut out);
     let (code, message, end) = grpc_outcome(&out);
-    assert_eq!((code, message, end.messages, end.trailers_only), (0, None, 1, false));
+    assert_eq!(
+        (code, message, end.messages, end.trailers_only),
+        (0, None, 1, false)
+    );
 
     let mut out = Vec::new();
-    grpc_head(&[(b":status", b"200"), GRPC_CT, (b"grpc-status", b"14"), (b"grpc-message", b"down%20now")], true, &mut out);
+    grpc_head(
+        &[
+            (b":status", b"200"),
+            GRPC_CT,
+            (b"grpc-status", b"14"),
+            (b"grpc-message", b"down%20now"),
+        ],
+        true,
+        &mut out,
+    );
     let (code, message, end) = grpc_outcome(&out);
-    assert_eq!((code, message.as_deref(), end.trailers_only), (14, Some("down now"), true));
+    assert_eq!(
+        (code, message.as_deref(), end.trailers_only),
+        (14, Some("down now"), true)
+    );
 }
 
 #[test]
