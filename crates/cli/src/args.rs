@@ -2,6 +2,7 @@
 //! `args/plan.rs` turns them into a [`Plan`].
 
 mod argv;
+mod grpc;
 #[cfg(test)]
 mod help_tests;
 mod history;
@@ -10,6 +11,7 @@ mod plan;
 mod values;
 mod ws;
 
+pub use grpc::GrpcArgs;
 pub use history::{
     CompareRunsArgs, DetectArgs, DetectFlags, GateArgs, HistoryArgs, HistoryCommand, HistoryFormat,
     ImportArgs as HistoryImportArgs, ListArgs, RecordFlags, Selection, TrendArgs,
@@ -86,6 +88,9 @@ pub enum Command {
     /// Load a WebSocket endpoint: sessions that send on an interval and time each echo, or
     /// send a message and wait for its reply (closed loop), with pings and upgrade checks.
     Ws(Box<WsArgs>),
+    /// Load a gRPC method (unary calls): its schema from a .proto compiled at run time, a
+    /// protoset or the server's reflection; calls counted by grpc-status name.
+    Grpc(Box<GrpcArgs>),
     /// Serve the built-in target (/status, /bytes/N, /json, /delay/MS, /status/CODE, /echo,
     /// /chunked/N, /flaky/N/K, /close, /relay?url=LOOPBACK-URL; WebSocket /ws/echo, /ws/json, /ws/close-after/N, /ws/drop-after/N)
     /// until Ctrl-C.
@@ -178,6 +183,7 @@ impl Command {
         let report = match self {
             Command::Run(args) => &mut args.report,
             Command::Ws(args) => &mut args.report,
+            Command::Grpc(args) => &mut args.report,
             _ => return,
         };
         if report.json {

@@ -42,6 +42,7 @@ pub fn dispatch(command: Command) -> Result<ExitCode> {
         Command::History(args) => crate::history::history(&args),
         Command::Find(mut args) => crate::find::find(&mut args),
         Command::Ws(args) => ws(&args),
+        Command::Grpc(args) => crate::grpc::grpc(*args),
         Command::Serve(args) => serve(&args),
         Command::Quickstart(args) => quickstart(&args),
         Command::Bench(args) => crate::bench::bench(&args),

@@ -12,6 +12,7 @@ mod dist;
 mod events;
 mod find;
 mod gate;
+mod grpc;
 mod history;
 mod import;
 mod k8s;

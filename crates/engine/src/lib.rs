@@ -33,6 +33,7 @@ mod cookies;
 mod counted;
 mod error;
 mod exchange;
+mod grpc;
 mod http2;
 mod linger;
 mod oneshot;

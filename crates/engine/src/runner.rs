@@ -181,7 +181,12 @@ pub fn run_part(
         run_with(plan, part, addr, tls, stop, &mut on_progress)
     } else {
         let keep_alive = plan.request.keep_alive && !plan.request.says_close();
-        if proxied {
+        if crate::grpc::limit_of(plan).is_some() && !proxied {
+            // gRPC servers (grpc-go) PING after each response: the PING ACK is a small
+            // segment, and Nagle would hold the next call behind it for a delayed ACK
+            // (40 ms a call). Plain TCP turns Nagle off at once.
+            run_with(plan, part, addr, tcp, stop, &mut on_progress)
+        } else if proxied {
             // The one-shot stream connects without the event loop, straight to the target:
             // a proxy's tunnel is set up by the ordinary connect.
             let transport = DirectTcp {
@@ -624,6 +629,7 @@ impl Cut<'_> {
                 streams: plan.protocol.streams(),
                 tls: plan.request.url.scheme().is_tls(),
                 h2run: self.h2run.clone(),
+                grpc: crate::grpc::limit_of(plan),
             }
         } else if let Some(depth) = plan.protocol.pipeline {
             Protocol::Pipelined { depth }

@@ -79,6 +79,8 @@ pub(crate) enum Protocol {
         streams: usize,
         tls: bool,
         h2run: Arc<H2Run>,
+        /// gRPC calls: the longest response message (issue 36).
+        grpc: Option<usize>,
     },
     /// WebSocket sessions, one after another per virtual user.
     WebSocket {
@@ -307,8 +309,9 @@ where
                 streams,
                 tls,
                 h2run,
+                grpc,
             } => {
-                let h2s = Rc::new(H2Shared::new(tls, streams, h2run));
+                let h2s = Rc::new(H2Shared::new(tls, streams, h2run).with_grpc(grpc));
                 self.drive(Rc::new(Http2 { h2s }), model, ctx, tasks, at, preopened)
             }
             Protocol::WebSocket { spec } => {

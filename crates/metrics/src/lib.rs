@@ -42,6 +42,7 @@
 mod aggregate;
 mod checks;
 mod error_kind;
+mod grpc;
 mod per_connection;
 mod recorder;
 mod scenario;
@@ -52,6 +53,7 @@ mod websocket;
 pub use aggregate::{Aggregate, Second, SeriesPoint, Totals};
 pub use checks::{CheckStat, CheckStats, CHECK_EXAMPLE_CHARS};
 pub use error_kind::{ErrorCounts, ErrorKind, ErrorStat};
+pub use grpc::{grpc_code_name, GrpcCode, GrpcStats, GRPC_CODES};
 pub use per_connection::{ConnectionSpread, RequestsPerConnection};
 pub use recorder::{Busy, Interval, Recorder, Sample, WorkerReport};
 pub use scenario::{merge_named, ScenarioSlot, ScenarioStats, StepOutcome, StepStats};

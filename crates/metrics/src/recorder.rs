@@ -128,6 +128,17 @@ impl Recorder {
             .record(names, status, failed, example);
     }
 
+    /// gRPC (issue 36): a call that ended at `at` (after [`Recorder::record`] of its response)
+    /// with status `code`; `message` is asked for only for the first call of a code.
+    pub fn record_grpc(
+        &mut self,
+        at: Instant,
+        code: u32,
+        message: impl FnOnce() -> Option<String>,
+    ) {
+        (self.at(at).grpc.get_or_insert_with(Default::default)).record(code, message);
+    }
+
     /// Scenario runs (issue 17): the scenario figures of the second of `at`.
     pub fn scenario(&mut self, at: Instant) -> &mut crate::scenario::ScenarioStats {
         self.at(at).scenario.get_or_insert_with(Default::default)

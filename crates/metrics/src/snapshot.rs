@@ -206,6 +206,9 @@ pub struct Snapshot {
     /// Open loop only: why its connection pool opened connections (issue 43).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pool: Option<PoolCounts>,
+    /// gRPC runs only: calls by status code name (issue 36).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grpc: Option<Box<crate::grpc::GrpcStats>>,
 }
 
 /// An open loop's connection pool over a run: why connections were opened, how far the pool
@@ -261,6 +264,7 @@ impl Default for Snapshot {
             scenario: None,
             scenarios: Vec::new(),
             pool: None,
+            grpc: None,
         }
     }
 }
@@ -273,7 +277,8 @@ impl Snapshot {
 
     /// Requests that failed: transport errors plus non-2xx/3xx responses.
     pub fn failed(&self) -> u64 {
-        self.errors.total() + self.status.not_success()
+        let grpc = self.grpc.as_ref().map_or(0, |g| g.not_ok());
+        self.errors.total() + self.status.not_success() + grpc
     }
 
     /// Adds `other` into `self`.
@@ -299,6 +304,9 @@ impl Snapshot {
         }
         if let Some(theirs) = &other.pool {
             self.pool.get_or_insert_with(Default::default).merge(theirs);
+        }
+        if let Some(theirs) = &other.grpc {
+            (self.grpc.get_or_insert_with(Default::default)).merge(theirs);
         }
         if let Some(theirs) = &other.checks {
             self.checks

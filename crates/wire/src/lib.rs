@@ -7,6 +7,7 @@
 //! - [`http2`]: frames (RFC 9113), HPACK with its Huffman code (RFC 7541), a request's HTTP/1.1
 //!   bytes turned into a header block, and the client connection's state machine: what every
 //!   frame a server sends does to the streams, and the frames it calls for in answer.
+//! - [`grpc`]: gRPC's length-prefixed messages and how a call ends (`grpc-status`).
 //! - [`ws`]: WebSocket framing and the opening handshake's key, upgrade request and answer
 //!   check (RFC 6455).
 //!
@@ -21,6 +22,7 @@
 //! The fuzz targets in `fuzz/` call this crate directly ([`http2::fuzz_server_bytes`],
 //! [`http1::ResponseParser`]).
 
+pub mod grpc;
 pub mod http1;
 pub mod http2;
 pub mod ws;

@@ -162,6 +162,8 @@ pub(crate) struct H2Shared {
     fixed: RefCell<Vec<(usize, Rc<Prepared>)>>,
     /// Shared by the workers and read by the runner.
     pub(crate) run: Arc<H2Run>,
+    /// gRPC calls: the longest response message (`crate::grpc`).
+    pub(crate) grpc: Option<usize>,
 }
 
 impl H2Shared {
@@ -171,7 +173,12 @@ impl H2Shared {
             streams: streams.max(1),
             fixed: RefCell::new(Vec::new()),
             run,
+            grpc: None,
         }
+    }
+
+    pub(crate) fn with_grpc(self, grpc: Option<usize>) -> Self {
+        H2Shared { grpc, ..self }
     }
 
     pub(crate) fn streams(&self) -> usize {
@@ -272,6 +279,7 @@ where
             }
         };
         let mut live = Live::new(conn, &shared);
+        live.conn.grpc(h2s.grpc);
         let mut answered = 0u64;
         let mut last_failure: Option<Failure> = None;
         let mut stop = false;
@@ -323,6 +331,7 @@ where
                         answered += 1;
                         let sample = answer.sample(None, tag.started);
                         settle::response(&shared.recorder, &sample);
+                        crate::grpc::settle(&shared.recorder, &answer);
                         // For the lingering task (`crate::linger`), as over HTTP/1.1.
                         shared.activity.request_ended(stamped);
                     }

@@ -266,6 +266,12 @@ where
         self.state.take_captured()
     }
 
+    /// Makes every stream a gRPC call, reading responses' messages up to `limit` bytes
+    /// (`crate::grpc`); `None` leaves plain HTTP/2.
+    pub(crate) fn grpc(&mut self, limit: Option<usize>) {
+        self.state.grpc = limit;
+    }
+
     fn arm(&mut self, deadline: Instant) {
         if self.timer_at.is_none_or(|at| deadline < at) {
             self.timer.as_mut().reset(deadline.into());

@@ -77,6 +77,7 @@ where
         }
     };
     let mut live = Live::new(conn, &shared);
+    live.conn.grpc(h2s.grpc);
     let mut answered = 0u64;
     let mut rendered = Vec::new();
     let mut events = Vec::new();
@@ -128,6 +129,7 @@ where
                     answered += 1;
                     let sample = answer.sample(Some(tag.job.due), tag.started);
                     settle::response(&shared.recorder, &sample);
+                    crate::grpc::settle(&shared.recorder, &answer);
                     lane.done(Instant::now());
                 }
                 Event::Failed { tag, failure } => {

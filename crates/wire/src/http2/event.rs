@@ -30,6 +30,8 @@ pub struct Answer {
     /// own frames are counted apart (the engine's `H2Conn::unattributed`).
     pub read: u64,
     pub written: u64,
+    /// gRPC calls only: how the call ended (`grpc-status`, the body's framing).
+    pub grpc: Option<crate::grpc::End>,
 }
 
 impl Answer {

@@ -39,6 +39,8 @@ pub struct Stream<T> {
     /// included (see [`State::open_read`]).
     pub(super) wire_read: u64,
     pub(super) wire_written: u64,
+    /// gRPC streams ([`State::grpc`]): the body's message prefixes and the call's status.
+    pub(super) grpc: Option<crate::grpc::Call>,
 }
 
 /// Stream ids are odd and dense: a multiply spreads them over the map (SipHash would cost
@@ -96,6 +98,9 @@ pub struct State<T> {
     /// The one stream whose response is kept ([`State::open_capturing`]), apart from the
     /// streams so that connections that keep none carry nothing more per stream.
     capture: Option<Box<Capture>>,
+    /// Every stream is a gRPC call whose response messages may be this long at most
+    /// (`None`: plain HTTP/2).
+    pub grpc: Option<usize>,
 }
 
 impl<T> State<T> {
@@ -124,6 +129,7 @@ impl<T> State<T> {
             sampled_read: 0,
             sampled_written: 0,
             capture: None,
+            grpc: None,
         }
     }
 
@@ -149,6 +155,7 @@ impl<T> State<T> {
                 body: 0,
                 wire_read: 0,
                 wire_written: written,
+                grpc: self.grpc.map(|_| crate::grpc::Call::default()),
             },
         );
         if !end {
@@ -421,6 +428,8 @@ impl<T> State<T> {
     ) -> Result<(), ConnError> {
         // Decoded whatever the stream: the table is the connection's.
         let mut status: Option<Option<u16>> = None;
+        let grpc = self.grpc.is_some();
+        let mut seen = crate::grpc::Seen::default();
         let keep = self
             .capture
             .as_deref_mut()
@@ -429,6 +438,8 @@ impl<T> State<T> {
             None => self.decoder.decode(block, |name, value| {
                 if name == b":status" && status.is_none() {
                     status = Some(parse_status(value));
+                } else if grpc {
+                    seen.note(name, value);
                 }
             }),
             // The capturing stream's headers are kept as they are decoded; a 1xx head or
@@ -439,6 +450,9 @@ impl<T> State<T> {
                     if name == b":status" && status.is_none() {
                         status = Some(parse_status(value));
                     } else if !name.starts_with(b":") {
+                        if grpc {
+                            seen.note(name, value);
+                        }
                         capture.push(&[name, b": ", value, b"\r\n"].concat());
                     }
                 });
@@ -460,6 +474,7 @@ impl<T> State<T> {
             // A stream the client already ended (a timeout): nothing to count.
             return Ok(());
         };
+        let first = s.status == 0;
         if s.status == 0 {
             match status.flatten() {
                 // Informational (100 Continue, 103 Early Hints): the final response follows.
@@ -483,6 +498,9 @@ impl<T> State<T> {
                 "trailers without END_STREAM (loadmark sent RST_STREAM PROTOCOL_ERROR)".to_string();
             self.fail(id, ErrorKind::Protocol, message, false, events);
             return Ok(());
+        }
+        if let Some(call) = s.grpc.as_mut() {
+            seen.apply(call, first, end);
         }
         if end {
             self.complete(id, at, events);
@@ -539,6 +557,16 @@ impl<T> State<T> {
             return Ok(());
         }
         s.body += body.len() as u64;
+        if let (Some(call), Some(limit)) = (s.grpc.as_mut(), self.grpc) {
+            if let Err(broken) = call.reader.feed(body, limit) {
+                // The rest of the call is not wanted: it ends with the status a gRPC
+                // client gives it (see `crate::grpc::Broken::status`).
+                call.end.broken = Some(broken);
+                frame::rst_stream(&mut self.out, h.stream, Reason::CANCEL);
+                self.complete(h.stream, at, events);
+                return Ok(());
+            }
+        }
         if let Some(capture) = self.capture.as_deref_mut().filter(|c| c.id == h.stream) {
             capture.push(body);
         }
@@ -581,6 +609,14 @@ impl<T> State<T> {
                 body: s.body,
                 read: s.wire_read,
                 written: s.wire_written,
+                grpc: s.grpc.map(|call| {
+                    let mut end = call.end;
+                    end.messages = call.reader.messages;
+                    if end.broken.is_none() && !call.reader.whole() {
+                        end.broken = Some(crate::grpc::Broken::Cut);
+                    }
+                    end
+                }),
             },
         });
     }

@@ -137,6 +137,19 @@ pub fn render_thresholds_text(results: &[ThresholdResult]) -> String {
     o
 }
 
+/// gRPC calls by status code name, each non-OK one with its first `grpc-message` (issue 36).
+pub(crate) fn grpc_block(o: &mut String, g: &loadmark_metrics::GrpcStats) {
+    let width = g.codes.iter().map(|c| c.name.len()).max().unwrap_or(2);
+    for (i, c) in g.codes.iter().enumerate() {
+        let label = if i == 0 { "gRPC status" } else { "" };
+        let _ = write!(o, "  {label:<12}  {:<width$}  {}", c.name, c.count);
+        if let Some(m) = &c.first_message {
+            let _ = write!(o, "  (first: {m})");
+        }
+        o.push('\n');
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #[test]

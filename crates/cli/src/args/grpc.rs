@@ -1,0 +1,114 @@
+//! `loadmark grpc`'s flags (issue 36): ghz's spellings where they do not clash with
+//! loadmark's own, and the load and report flags `run` has.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Args;
+
+use super::values::{at_least_one, duration_arg};
+use super::{rate_arg, ReportFlags};
+
+#[derive(Args, Debug)]
+#[command(after_help = "Examples:\n  \
+    loadmark grpc 127.0.0.1:50051 --proto helloworld.proto --call helloworld.Greeter/SayHello --data '{\"name\":\"x\"}' -c 50 -d 30s\n  \
+    loadmark grpc 127.0.0.1:50051 --call helloworld.Greeter/SayHello --data '{\"name\":\"x\"}' -n 10000\n  \
+    loadmark grpc 127.0.0.1:50051 --protoset greeter.protoset --call helloworld.Greeter.SayHello -D req.json -R 500 -d 10s -m '{\"authorization\":\"Bearer t\"}'\n\n\
+    Without --proto or --protoset the server's reflection service describes the method. Each \
+    call ends as one response counted by its grpc-status name (OK, UNAVAILABLE, ...; non-OK \
+    ones are failed calls), or as a transport error. Plaintext HTTP/2 (h2c) is spoken; ghz's \
+    --insecure is accepted for it. -d is loadmark's duration: the request is --data (ghz's -d).")]
+pub struct GrpcArgs {
+    /// The server, HOST:PORT
+    pub target: String,
+
+    /// The method: package.Service/Method (or package.Service.Method)
+    #[arg(long = "call", help_heading = "Call")]
+    pub call: String,
+
+    /// A .proto file describing the method (repeatable), compiled at run time
+    #[arg(long = "proto", help_heading = "Call", value_name = "FILE")]
+    pub proto: Vec<PathBuf>,
+
+    /// Folders the .proto files' imports are found under (comma-separated, repeatable)
+    #[arg(
+        short = 'i',
+        long = "import-paths",
+        help_heading = "Call",
+        value_delimiter = ','
+    )]
+    pub import_paths: Vec<PathBuf>,
+
+    /// A compiled FileDescriptorSet (protoc --descriptor_set_out --include_imports)
+    #[arg(
+        long = "protoset",
+        help_heading = "Call",
+        value_name = "FILE",
+        conflicts_with = "proto"
+    )]
+    pub protoset: Option<PathBuf>,
+
+    /// The request message as JSON (the proto3 JSON mapping), or @FILE [default: {}]
+    #[arg(long = "data", help_heading = "Call", value_name = "JSON")]
+    pub data: Option<String>,
+
+    /// The request message as JSON, read from FILE
+    #[arg(
+        short = 'D',
+        long = "data-file",
+        help_heading = "Call",
+        value_name = "FILE",
+        conflicts_with = "data"
+    )]
+    pub data_file: Option<PathBuf>,
+
+    /// Metadata sent with every call, a JSON object of strings, e.g. '{"authorization":"Bearer t"}'
+    #[arg(
+        short = 'm',
+        long = "metadata",
+        help_heading = "Call",
+        value_name = "JSON"
+    )]
+    pub metadata: Option<String>,
+
+    /// Plaintext HTTP/2 (ghz's spelling; plaintext is the default)
+    #[arg(long = "insecure", help_heading = "Call")]
+    pub insecure: bool,
+
+    /// Concurrent connections (closed loop: each keeps --streams calls open) [default: 50]
+    #[arg(short = 'c', long = "connections", help_heading = "Load", value_parser = at_least_one, allow_negative_numbers = true)]
+    pub connections: Option<usize>,
+
+    /// Calls open at once on each connection [default: 1]
+    #[arg(long = "streams", help_heading = "Load", value_parser = at_least_one)]
+    pub streams: Option<usize>,
+
+    /// Open loop: this many calls per second (ghz's --rps)
+    #[arg(short = 'R', long = "rate", visible_alias = "rps", value_name = "RATE", help_heading = "Load", value_parser = rate_arg)]
+    pub rate: Option<f64>,
+
+    /// Stop after this long, e.g. 30s (ghz's -z). Not the request: that is --data
+    #[arg(
+        short = 'd',
+        short_alias = 'z',
+        long = "duration",
+        help_heading = "Load",
+        allow_hyphen_values = true
+    )]
+    pub duration: Option<String>,
+
+    /// Stop after this many calls (ghz's -n)
+    #[arg(short = 'n', long = "requests", visible_alias = "total", help_heading = "Load", value_parser = at_least_one)]
+    pub requests: Option<usize>,
+
+    /// Load threads [default: the usable CPUs]
+    #[arg(short = 't', long = "threads", help_heading = "Load", value_parser = at_least_one)]
+    pub threads: Option<usize>,
+
+    /// Each call's deadline, sent as grpc-timeout too
+    #[arg(long = "timeout", help_heading = "Load", value_parser = duration_arg, default_value = "10s")]
+    pub timeout: Duration,
+
+    #[command(flatten)]
+    pub report: ReportFlags,
+}

@@ -1,0 +1,86 @@
+"""A gRPC server for loadmark's tests (crates/cli/tests/grpc.rs), on grpcio with reflection.
+
+loadmark.test.Tester/Echo answers "hello NAME", or fails with the status code its request
+names (code != 0) and the message "failing as asked". The service is described by the
+descriptors built below (the same as tester.proto and common.proto beside this file), so no
+protoc is needed. Every call is counted; the count is written to COUNT_FILE after each call.
+
+usage: server.py PORT COUNT_FILE
+"""
+
+import os
+import sys
+import threading
+from concurrent import futures
+
+import grpc
+from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+from grpc_reflection.v1alpha import reflection
+
+F = descriptor_pb2.FieldDescriptorProto
+
+
+def field(name, number, kind, type_name=None):
+    f = F(name=name, number=number, type=kind, label=F.LABEL_OPTIONAL, json_name=name)
+    if type_name:
+        f.type_name = type_name
+    return f
+
+
+common = descriptor_pb2.FileDescriptorProto(name="common.proto", package="loadmark.common", syntax="proto3")
+common.message_type.add(name="Meta").field.append(field("tag", 1, F.TYPE_STRING))
+
+tester = descriptor_pb2.FileDescriptorProto(
+    name="tester.proto", package="loadmark.test", syntax="proto3", dependency=["common.proto"]
+)
+req = tester.message_type.add(name="EchoRequest")
+req.field.extend([
+    field("name", 1, F.TYPE_STRING),
+    field("code", 2, F.TYPE_INT32),
+    field("meta", 3, F.TYPE_MESSAGE, ".loadmark.common.Meta"),
+])
+rep = tester.message_type.add(name="EchoReply")
+rep.field.extend([field("message", 1, F.TYPE_STRING), field("calls", 2, F.TYPE_INT64)])
+svc = tester.service.add(name="Tester")
+svc.method.add(name="Echo", input_type=".loadmark.test.EchoRequest", output_type=".loadmark.test.EchoReply")
+
+pool = descriptor_pool.Default()
+pool.Add(common)
+pool.Add(tester)
+EchoRequest = message_factory.GetMessageClass(pool.FindMessageTypeByName("loadmark.test.EchoRequest"))
+EchoReply = message_factory.GetMessageClass(pool.FindMessageTypeByName("loadmark.test.EchoReply"))
+
+port, count_file = sys.argv[1], sys.argv[2]
+lock = threading.Lock()
+calls = 0
+
+
+def echo(request, context):
+    global calls
+    with lock:
+        calls += 1
+        n = calls
+        tmp = count_file + ".tmp"
+        with open(tmp, "w") as f:
+            f.write(str(n))
+        os.replace(tmp, count_file)
+    if request.code:
+        context.abort(grpc.StatusCode(next(s for s in grpc.StatusCode if s.value[0] == request.code)), "failing as asked")
+    return EchoReply(message="hello " + request.name, calls=n)
+
+
+handler = grpc.method_handlers_generic_handler(
+    "loadmark.test.Tester",
+    {
+        "Echo": grpc.unary_unary_rpc_method_handler(
+            echo, request_deserializer=EchoRequest.FromString, response_serializer=EchoReply.SerializeToString
+        )
+    },
+)
+server = grpc.server(futures.ThreadPoolExecutor(max_workers=8))
+server.add_generic_rpc_handlers((handler,))
+reflection.enable_server_reflection(("loadmark.test.Tester", reflection.SERVICE_NAME), server)
+server.add_insecure_port("127.0.0.1:" + port)
+server.start()
+print("listening", flush=True)
+server.wait_for_termination()
