@@ -201,6 +201,19 @@ fn python_server_reflection_and_proto_agree_and_statuses_are_counted_by_name() {
     }
     assert_eq!(count(), 95);
 
+    // The text report never says "Errors none" alone over calls that failed.
+    let out = loadmark()
+        .arg("grpc")
+        .args([&addr, "--call", call, "--data", r#"{"code":14}"#, "-c", "1", "-n", "5"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("none on the wire; 5 calls ended with a non-OK gRPC status"),
+        "{text}"
+    );
+    assert_eq!(count(), 100);
+
     // Bad input is refused before any call, naming what is wrong.
     let (out, _) = run(&[&addr, "--call", "loadmark.test.Tester/Nope"]);
     assert_eq!(out.status.code(), Some(2));
@@ -221,6 +234,6 @@ fn python_server_reflection_and_proto_agree_and_statuses_are_counted_by_name() {
     let (out, _) = run(&[&addr, "--proto", bad.to_str().unwrap(), "--call", call]);
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("bad.proto:2:"), "{}", stderr(&out));
-    assert_eq!(count(), 95);
+    assert_eq!(count(), 100);
     server.stop(Duration::from_secs(5));
 }

@@ -301,7 +301,15 @@ fn errors_and_health(o: &mut String, r: &Report) {
     } else {
         "request"
     };
-    if s.errors.total() == 0 {
+    // A gRPC call that ended with a non-OK status got a whole answer: it is no transport
+    // error, and "none" alone would hide it (the status block above names each code).
+    let grpc_not_ok = r.totals.grpc.as_ref().map_or(0, |g| g.not_ok());
+    if s.errors.total() == 0 && grpc_not_ok > 0 {
+        let _ = writeln!(
+            o,
+            "  Errors        none on the wire; {grpc_not_ok} calls ended with a non-OK gRPC status (above)"
+        );
+    } else if s.errors.total() == 0 {
         let _ = writeln!(o, "  Errors        none");
     } else {
         let _ = writeln!(o, "  Errors");
