@@ -204,7 +204,17 @@ fn python_server_reflection_and_proto_agree_and_statuses_are_counted_by_name() {
     // The text report never says "Errors none" alone over calls that failed.
     let out = loadmark()
         .arg("grpc")
-        .args([&addr, "--call", call, "--data", r#"{"code":14}"#, "-c", "1", "-n", "5"])
+        .args([
+            &addr,
+            "--call",
+            call,
+            "--data",
+            r#"{"code":14}"#,
+            "-c",
+            "1",
+            "-n",
+            "5",
+        ])
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
