@@ -9,10 +9,11 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 
 /// The subcommands, each of which gets its own man page.
-const SUBCOMMANDS: [&str; 15] = [
+const SUBCOMMANDS: [&str; 16] = [
     "run",
     "find",
     "ws",
+    "grpc",
     "serve",
     "quickstart",
     "bench",

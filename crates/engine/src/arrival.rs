@@ -180,7 +180,7 @@ fn read_base() -> (Instant, Duration) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::transport::{DirectTcp, Inbound, Tcp, Transport};
+    use crate::transport::{DirectTcp, Inbound, Nagle, Tcp, Transport};
     use std::io::Write;
     use tokio::io::AsyncReadExt;
 
@@ -195,6 +195,7 @@ mod tests {
                 via: None,
             },
             stamp,
+            nagle: Nagle::UntilSplit,
         };
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()

@@ -135,7 +135,9 @@ impl<T: Transport, D: Driver<T>> OpenLoop<T, D> {
             self.pool.hand(&slot, job);
             return true;
         }
-        if self.pool.may_grow(Instant::now()) {
+        let now = Instant::now();
+        // A request sent elsewhere is not the schedule's lateness: placed as if due now.
+        if self.pool.may_grow(now, now) {
             self.grow(job);
             return true;
         }
@@ -276,12 +278,12 @@ pub(crate) async fn schedule_loop<T: Transport, D: Driver<T>>(
             // the pool may not grow anyway, the request waits its turn without that round of
             // the event loop: past the server's capacity a round per due request (a thousand
             // connections' turns) left the schedule 100 ms behind at 50,000 req/s.
-            None if pool.may_grow(due.max(Instant::now())) => pool.harvest().await,
+            None if pool.may_grow(Instant::now(), due) => pool.harvest().await,
             None => None,
         };
         match slot {
             Some(slot) => pool.hand(&slot, job),
-            None if pool.may_grow(due.max(Instant::now())) => run.grow(job),
+            None if pool.may_grow(Instant::now(), due) => run.grow(job),
             None if !pool.full() => pool.wait(job, Instant::now()),
             None => run.record_dropped(due),
         }

@@ -22,7 +22,7 @@ use crate::open::Share;
 use crate::scenario::ScenarioShared;
 use crate::source::RequestSource;
 use crate::sys::{raise_file_limit, CpuTime};
-use crate::transport::{DirectTcp, Tcp, Tls, Transport};
+use crate::transport::{DirectTcp, Nagle, Tcp, Tls, Transport};
 use crate::unix::Unix;
 use crate::worker::{Assigned, Executor, Message, Model, Protocol, StartLine, Worker};
 
@@ -181,23 +181,31 @@ pub fn run_part(
         run_with(plan, part, addr, tls, stop, &mut on_progress)
     } else {
         let keep_alive = plan.request.keep_alive && !plan.request.says_close();
-        if crate::grpc::limit_of(plan).is_some() && !proxied {
-            // gRPC servers (grpc-go) PING after each response: the PING ACK is a small
-            // segment, and Nagle would hold the next call behind it for a delayed ACK
-            // (40 ms a call). Plain TCP turns Nagle off at once.
-            run_with(plan, part, addr, tcp, stop, &mut on_progress)
-        } else if proxied {
+        // HTTP/2 (and gRPC on it) writes control frames of its own between requests (a PING's
+        // ACK, WINDOW_UPDATE): with Nagle on, the next request waited behind them for a
+        // delayed ACK.
+        let nagle = if plan.protocol.http2.is_some() {
+            Nagle::Off
+        } else {
+            Nagle::UntilSplit
+        };
+        if proxied {
             // The one-shot stream connects without the event loop, straight to the target:
             // a proxy's tunnel is set up by the ordinary connect.
             let transport = DirectTcp {
                 tcp,
                 stamp: keep_alive,
+                nagle,
             };
             run_with(plan, part, addr, transport, stop, &mut on_progress)
         } else if keep_alive {
             // Kernel arrival times cost a setsockopt per connection: worth it where
             // connections are kept (and the closed loop can nap).
-            let transport = DirectTcp { tcp, stamp: true };
+            let transport = DirectTcp {
+                tcp,
+                stamp: true,
+                nagle,
+            };
             run_with(plan, part, addr, transport, stop, &mut on_progress)
         } else {
             // A connection per request: its syscalls are what a request costs (oneshot.rs).

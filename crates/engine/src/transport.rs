@@ -186,7 +186,9 @@ pub(crate) enum Connect {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Nagle {
     /// `TCP_NODELAY` at once: for streams that write many small pieces while earlier ones
-    /// are unanswered (WebSocket frames, TLS records).
+    /// are unanswered (WebSocket frames, TLS records, HTTP/2's frames: a PING's ACK written
+    /// just before the next request held that request for a delayed ACK, 40 ms a call
+    /// against grpc-go, which PINGs after each response).
     Off,
     /// Left on until a write is cut short (see [`TcpConn`]): one request per write, each
     /// sent after the previous one was answered, is never held by Nagle (Linux holds a small
@@ -332,26 +334,29 @@ impl Transport for Tcp {
     }
 }
 
-/// Plain TCP for the engine's own HTTP/1.1 executors: streams that write their first bytes
-/// at once (see [`TcpConn`]) and, when `stamp` says so, read arrival times from the kernel
-/// ([`crate::arrival`]; a setsockopt per connection, so not for `Connection: close` runs,
-/// whose syscalls per request are counted).
+/// Plain TCP for the engine's own HTTP/1.1 and cleartext HTTP/2 executors: streams that
+/// write their first bytes at once (see [`TcpConn`]) and, when `stamp` says so, read arrival
+/// times from the kernel ([`crate::arrival`]; a setsockopt per connection, so not for
+/// `Connection: close` runs, whose syscalls per request are counted).
 #[derive(Clone)]
 pub(crate) struct DirectTcp {
     pub tcp: Tcp,
     pub stamp: bool,
+    /// [`Nagle::UntilSplit`] for HTTP/1.1 (one write per request), [`Nagle::Off`] for
+    /// HTTP/2, whose control frames are small writes of their own.
+    pub nagle: Nagle,
 }
 
 impl Transport for DirectTcp {
     type Stream = TcpConn;
     async fn connect(&self) -> Result<TcpConn, ConnectError> {
         use std::os::fd::AsRawFd;
-        let inner = self.tcp.open(Nagle::UntilSplit).await?;
+        let inner = self.tcp.open(self.nagle).await?;
         let stamped = self.stamp && crate::arrival::enable(inner.as_raw_fd());
         Ok(TcpConn {
             inner,
             fresh: true,
-            nagle: true,
+            nagle: self.nagle == Nagle::UntilSplit,
             stamped,
             arrival: None,
         })
