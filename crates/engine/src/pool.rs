@@ -32,7 +32,9 @@
 //!   sent late.
 //! - **Not for a late client, nor past what Little's law asks.** A request placed [`LATE`]
 //!   or more after its due time means the client's own loop is behind: a connection costs
-//!   it a connect, which only puts it further behind. And the pool does not grow past twice
+//!   it a connect, which only puts it further behind; unless the server takes
+//!   [`SLOW_SERVICE`] or more, when waiting for a busy connection costs more than a connect.
+//!   And the pool does not grow past twice
 //!   the connections Little's law asks for (rate × recent service time, [`crate::service`],
 //!   over what a connection carries) plus one. Either way due requests wait for the next
 //!   connection to come free. At 50,000 req/s against a one-core server that fell behind,
@@ -65,6 +67,12 @@ pub(crate) const PATIENCE: Duration = Duration::from_millis(10);
 /// not grow for it (a connect costs the late loop as much as a request). Four times issue
 /// 43's bar for the schedule lag's p99.
 pub(crate) const LATE: Duration = Duration::from_micros(200);
+/// ... unless the server is this slow: a request that waits for a busy connection then waits
+/// about a service time, more than a connect costs the loop (tens of µs on loopback), so the
+/// pool grows for a late client too. Without this, a client made late by a busy machine (a
+/// few hundred µs) kept every request of a 5 ms server waiting for a busy connection, and
+/// its lag grew to the service time (CI's capacity search at 5,000 req/s: "client late").
+pub(crate) const SLOW_SERVICE: Duration = Duration::from_millis(1);
 /// A connection unused this long, beyond the pool's floor, is closed.
 pub(crate) const IDLE_CLOSE: Duration = Duration::from_secs(1);
 /// How often the bottom of the stack is looked at for connections to close.
@@ -429,7 +437,8 @@ impl Pool {
         if self.open.get() >= self.cap || self.credit.get() == 0 {
             return false;
         }
-        let late = now.saturating_duration_since(due) >= LATE;
+        let late = now.saturating_duration_since(due) >= LATE
+            && self.service.get().recent() < SLOW_SERVICE;
         if self.under_way.get() > 0 && (late || self.open.get() >= self.enough()) {
             self.note(|s| s.held_back += 1);
             return false;

@@ -121,23 +121,36 @@ fn growth_spends_credit_that_answers_give_back() {
 fn a_late_client_does_not_grow_the_pool_but_a_slow_server_does() {
     let t0 = Instant::now();
     let us = Duration::from_micros;
-    let pool = Pool::new(100, 0, 1, t0);
-    let slot = Slot::new(t0);
-    assert!(pool.open_one(false));
-    // The server falls behind: answers take a millisecond and more. An open loop still
-    // offers it every request (a server that sheds load must see what it sheds).
-    for k in 0..10 {
-        let at = t0 + us(100 * k);
-        pool.hand(&slot, job(k, at));
-        slot.try_job().expect("taken up");
-        pool.done(&slot, at + us(1_500), TIMEOUT, |_| {});
-    }
-    pool.hand(&slot, job(10, t0 + us(2_000)));
+    // One connection whose last ten requests took `service` each, and one under way.
+    let busy_pool = |service: Duration| {
+        let pool = Pool::new(100, 0, 1, t0);
+        let slot = Slot::new(t0);
+        assert!(pool.open_one(false));
+        for k in 0..10 {
+            let at = t0 + us(100 * k);
+            pool.hand(&slot, job(k, at));
+            slot.try_job().expect("taken up");
+            pool.done(&slot, at + service, TIMEOUT, |_| {});
+        }
+        pool.hand(&slot, job(10, t0 + us(2_000)));
+        pool
+    };
     let due = t0 + us(3_000);
+    // The server falls behind a little: answers take 600 µs. An open loop still offers it
+    // every request (a server that sheds load must see what it sheds)...
+    let pool = busy_pool(us(600));
     assert!(pool.may_grow(due + us(5), due), "a slow server, on time");
-    // The same request placed LATE after its due time: the client is behind.
+    // ... but the same request placed LATE after its due time: the client is behind, and
+    // a connect would cost it more than waiting for the busy connection.
     assert!(!pool.may_grow(due + LATE, due), "a late client");
     assert_eq!(pool.stats.get().held_back, 1);
+    // A server slower than SLOW_SERVICE: waiting for its busy connection costs a late
+    // client more than a connect does, so the pool grows.
+    let pool = busy_pool(us(1_500));
+    assert!(
+        pool.may_grow(due + LATE, due),
+        "a late client of a slow server"
+    );
     // With nothing under way no answer will free a connection: the pool may grow.
     let idle = Pool::new(100, 0, 1, t0);
     assert!(idle.may_grow(due + LATE, due));
