@@ -13,7 +13,13 @@ async function watch(context, url, shot) {
   page.on('console', (m) => out.console.push(m.type() + ': ' + m.text()));
   page.on('pageerror', (e) => out.errors.push(String(e)));
   page.on('request', (r) => out.requests.push(r.url()));
-  await page.goto(url);
+  // loadmark may not listen yet (bench/live-cost starts the page first): try for 30 s.
+  for (let tries = 0; ; tries++) {
+    try { await page.goto(url); break; } catch (e) {
+      if (tries >= 300) throw e;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
   // Seen while the run goes: at least one tick drawn before the end.
   await page.waitForFunction(() => window.lmLive && window.lmLive.ticks > 0, null, { timeout: 90000 });
   out.running = await page.evaluate(() => document.getElementById('status').textContent);
