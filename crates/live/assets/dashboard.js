@@ -19,7 +19,12 @@
     return v + " µs";
   }
   function num(v) { return v == null ? "–" : Math.round(v).toLocaleString("en-US"); }
-  function rate(v) { return v == null ? "–" : v.toFixed(1); }
+  function rate(v) {
+    return v == null ? "–" : v.toLocaleString("en-US", { minimumFractionDigits: 1, maximumFractionDigits: 1 });
+  }
+  // Steps of a count axis: whole numbers only.
+  var COUNT_STEPS = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1e3, 2e3, 5e3, 1e4, 2e4, 5e4, 1e5, 2e5, 5e5,
+                     1e6, 2e6, 5e6, 1e7, 2e7, 5e7, 1e8];
 
   function width() { return Math.max(400, Math.min(580, (document.body.clientWidth - 40) / 2)); }
 
@@ -36,7 +41,8 @@
       title: title, width: width(), height: 260, series: series,
       scales: { x: { time: false }, y: y },
       axes: [{ label: "seconds", incrs: [1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600] },
-             { values: opts.fmt ? function (u, vs) { return vs.map(opts.fmt); } : undefined, size: 70 }],
+             { values: opts.fmt ? function (u, vs) { return vs.map(opts.fmt); } : undefined, size: 70,
+               incrs: opts.log ? undefined : COUNT_STEPS }],
       cursor: { sync: { key: "lm-live" } }
     }, null, el);
     charts[id] = u;

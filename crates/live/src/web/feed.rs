@@ -12,7 +12,7 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Duration;
 
-use loadmark_metrics::{ErrorKind, Snapshot};
+use loadmark_metrics::{ErrorKind, SeriesPoint, Snapshot};
 use loadmark_plan::{Load, Plan, Stop};
 use loadmark_report::{LATE_LAG_P99_US, SATURATED_BUSY};
 use serde_json::{json, Value};
@@ -82,7 +82,13 @@ impl Feed {
                 if !s.point.warmup {
                     self.totals.merge(&s.snapshot);
                 }
-                self.second(s)
+                // The last tick's seconds are marked partial as the report marks them: a
+                // fragment of a second is no rate, and the page leaves it out of its charts.
+                let mut point = s.point.clone();
+                if tick.finished {
+                    point.mark_partial(tick.elapsed);
+                }
+                self.second(&point, &s.snapshot)
             })
             .collect();
         let busy = tick.busiest_worker.recent;
@@ -103,9 +109,8 @@ impl Feed {
         events
     }
 
-    fn second(&self, s: &loadmark_metrics::Second) -> Value {
-        let snap = &s.snapshot;
-        let at = Duration::from_secs(s.point.second);
+    fn second(&self, point: &SeriesPoint, snap: &Snapshot) -> Value {
+        let at = Duration::from_secs(point.second);
         let target = match &self.load {
             Load::Open { rate, .. } => rate.value_at(at),
             Load::Ramp { connections, .. } => connections.value_at(at),
@@ -113,11 +118,11 @@ impl Feed {
         };
         let lag_p99 = snap.lag.value_at_quantile(0.99);
         json!({
-            "second": s.point.second,
-            "warmup": s.point.warmup,
-            "partial_s": s.point.partial_s,
+            "second": point.second,
+            "warmup": point.warmup,
+            "partial_s": point.partial_s,
             "responses": snap.responses,
-            "failed": s.point.failed,
+            "failed": point.failed,
             "errors": errors(snap),
             "status": status_classes(snap),
             "p50_us": snap.latency.value_at_quantile(0.5),
@@ -130,8 +135,8 @@ impl Feed {
             "opened": snap.connections_opened,
             "target": target,
             "checks_failed": snap.checks.as_ref().map_or(0, |c| c.failed_responses),
-            "messages_sent": s.point.messages_sent,
-            "messages_received": s.point.messages_received,
+            "messages_sent": point.messages_sent,
+            "messages_received": point.messages_received,
         })
     }
 
@@ -241,7 +246,7 @@ impl Log {
 mod tests {
     use super::*;
     use crate::openmetrics::tests::plan;
-    use loadmark_metrics::{Busy, Second, SeriesPoint};
+    use loadmark_metrics::{Busy, Second};
 
     fn second(n: u64, warmup: bool, responses: u64, latency_us: u64) -> Second {
         let mut snapshot = Snapshot::default();
@@ -285,6 +290,8 @@ mod tests {
         assert_eq!(tick["seconds"][1]["responses"], 100);
         assert_eq!(tick["seconds"][1]["errors"]["connect"], 1);
         assert_eq!(tick["seconds"][1]["status"]["2xx"], 100);
+        // The run ended exactly at 3 s: its seconds 0 and 1 are whole.
+        assert!(tick["seconds"][1]["partial_s"].is_null());
         let end = &events[1];
         assert_eq!(end["type"], "step_end");
         // Warm-up's 50 responses and its error are left out, as the report leaves them.
