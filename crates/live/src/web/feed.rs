@@ -82,12 +82,11 @@ impl Feed {
                 if !s.point.warmup {
                     self.totals.merge(&s.snapshot);
                 }
-                // The last tick's seconds are marked partial as the report marks them: a
-                // fragment of a second is no rate, and the page leaves it out of its charts.
+                // A second the run's clock has not passed yet is a fragment (the run ended
+                // inside it; it can come before the last tick): no rate, so the page leaves
+                // it out of its charts. Marked as the report marks it, with the tick's clock.
                 let mut point = s.point.clone();
-                if tick.finished {
-                    point.mark_partial(tick.elapsed);
-                }
+                point.mark_partial(tick.elapsed);
                 self.second(&point, &s.snapshot)
             })
             .collect();
@@ -290,8 +289,15 @@ mod tests {
         assert_eq!(tick["seconds"][1]["responses"], 100);
         assert_eq!(tick["seconds"][1]["errors"]["connect"], 1);
         assert_eq!(tick["seconds"][1]["status"]["2xx"], 100);
-        // The run ended exactly at 3 s: its seconds 0 and 1 are whole.
+        // The run's clock passed seconds 0 and 1: they are whole.
         assert!(tick["seconds"][1]["partial_s"].is_null());
+        // A second the clock is 3 ms into, before the last tick: a fragment.
+        let events = feed.tick(&Tick {
+            elapsed: Duration::from_millis(2_003),
+            seconds: &[second(2, false, 3, 100)],
+            ..Tick::default()
+        });
+        assert_eq!(events[0]["seconds"][0]["partial_s"], 0.003);
         let end = &events[1];
         assert_eq!(end["type"], "step_end");
         // Warm-up's 50 responses and its error are left out, as the report leaves them.
