@@ -818,3 +818,65 @@ fn a_stuck_dashboard_viewer_neither_slows_the_run_nor_keeps_loadmark_alive() {
     assert!(took < Duration::from_secs(3 + 10 + 20), "{took:?}");
     drop(stuck);
 }
+
+/// `bench --dashboard`: the page follows the plan's steps (step i of n) and fills its step
+/// table with each step's totals as the bundle has them; at the end it offers the bundle's
+/// report.
+#[test]
+fn the_live_dashboard_follows_a_bench_step_by_step() {
+    let server = target();
+    let dir = temp_dir("live", "dashboard-bench");
+    std::fs::write(
+        dir.join("plan.yaml"),
+        format!(
+            "name: live\ntargets:\n  api:\n    url: http://{}/status\nload: {{duration: 2s, threads: 1}}\nsweep: {{connections: [1, 2]}}\n",
+            server.local_addr()
+        ),
+    )
+    .unwrap();
+    let plan = dir.join("plan.yaml");
+    let out = dir.join("out");
+    let run = spawn(
+        "loadmark bench --dashboard",
+        &[
+            "bench",
+            plan.to_str().unwrap(),
+            "-o",
+            out.to_str().unwrap(),
+            "-q",
+            "--dashboard",
+            "127.0.0.1:0",
+        ],
+    );
+    let addr = run
+        .wait_for_line(STOP_PATIENCE, |l| {
+            Some(
+                l.split("dashboard at http://")
+                    .nth(1)?
+                    .split('/')
+                    .next()?
+                    .to_string(),
+            )
+        })
+        .unwrap();
+    let artifacts = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/test-artifacts");
+    std::fs::create_dir_all(&artifacts).unwrap();
+    let shot = artifacts.join("live-dashboard-bench.png");
+    let pages = watch_dashboard(&format!("http://{addr}/"), 1, &shot);
+    assert!(run.wait(STOP_PATIENCE).unwrap().success());
+    let bundle: loadmark_report::Bundle =
+        common::bundle_json(&std::fs::read_to_string(out.join("bundle.json")).unwrap()).unwrap();
+    let page = &pages[0];
+    assert!(page["console"].as_array().unwrap().is_empty(), "{page}");
+    let steps = page["live"]["steps"].as_array().unwrap();
+    assert_eq!(steps.len(), 2, "{page}");
+    for (seen, step) in steps.iter().zip(&bundle.steps) {
+        assert_eq!(seen["responses"], step.report.summary.requests.responses);
+        assert_eq!(seen["failed"].as_u64(), Some(step.report.failed()));
+    }
+    assert_eq!(page["live"]["step"]["steps"], 2);
+    assert_eq!(page["live"]["step"]["step"], 2);
+    // The bundle's report, with both steps, is what the page kept.
+    assert!(page["live"]["reportBytes"].as_u64().unwrap() > 10_000);
+    server.shutdown();
+}
