@@ -203,6 +203,7 @@ impl Live {
             open_connections: p.open_connections,
             busiest_worker: p.busiest_worker,
             finished: p.finished,
+            measured: p.measured,
         };
         if let Some(e) = &self.exporter {
             e.tick(&tick);

@@ -76,6 +76,8 @@ pub struct Progress<'a> {
     /// The last call: the load has stopped, every second is final, and `elapsed` is the
     /// run's wall time as the report will state it.
     pub finished: bool,
+    /// On the last call: the time the report's totals cover (its rates' denominator).
+    pub measured: Option<Duration>,
 }
 
 /// What a run produced.
@@ -335,7 +337,15 @@ where
     };
     aggregate.finish_held();
     let seconds = aggregate.take_seconds();
-    on_progress(&progress_of(&aggregate, &seconds, elapsed, &open, true));
+    // Joining the workers takes a moment past the deadline; no request starts then.
+    let measured = match load_end {
+        Some(end) => elapsed.min(end - origin),
+        None => elapsed,
+    }
+    .saturating_sub(plan.warmup);
+    let mut last = progress_of(&aggregate, &seconds, elapsed, &open, true);
+    last.measured = Some(measured);
+    on_progress(&last);
     drop(seconds);
     for h in handles {
         if h.join().is_err() {
@@ -355,12 +365,7 @@ where
     }
     let totals = aggregate.finish();
     Ok(RunResult {
-        // Joining the workers takes a moment past the deadline; no request starts then.
-        measured: match load_end {
-            Some(end) => elapsed.min(end - origin),
-            None => elapsed,
-        }
-        .saturating_sub(plan.warmup),
+        measured,
         totals,
         started_at,
         elapsed,
@@ -489,6 +494,7 @@ fn progress_of<'a>(
         open_connections: open.now(),
         busiest_worker: aggregate.busiest_now(),
         finished,
+        measured: None,
     }
 }
 

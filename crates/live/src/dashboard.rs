@@ -598,6 +598,7 @@ mod tests {
                 recent: 0.95,
             },
             finished: false,
+            measured: None,
         });
         let text = screen(&view, 100, 30);
         assert!(text.contains("step 2 of 3"), "{text}");

@@ -61,6 +61,8 @@ pub struct Tick<'a> {
     pub busiest_worker: Busy,
     /// The last tick: the load stopped and every second is final.
     pub finished: bool,
+    /// On the last tick: the time the report's totals cover (its rates' denominator).
+    pub measured: Option<Duration>,
 }
 
 /// A live output failed.

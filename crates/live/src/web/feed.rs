@@ -103,7 +103,10 @@ impl Feed {
             "seconds": seconds,
         })];
         if tick.finished {
-            events.push(self.step_end(tick.elapsed));
+            let measured = tick
+                .measured
+                .unwrap_or(tick.elapsed.saturating_sub(self.warmup));
+            events.push(self.step_end(measured));
         }
         events
     }
@@ -140,9 +143,9 @@ impl Feed {
     }
 
     /// The step's totals over its measured time, as its report counts them.
-    fn step_end(&self, elapsed: Duration) -> Value {
+    fn step_end(&self, measured: Duration) -> Value {
         let t = &self.totals;
-        let measured_s = elapsed.saturating_sub(self.warmup).as_secs_f64();
+        let measured_s = measured.as_secs_f64();
         let rps = if measured_s > 0.0 {
             t.responses as f64 / measured_s
         } else {
@@ -282,6 +285,7 @@ mod tests {
                 recent: 0.97,
             },
             finished: true,
+            measured: Some(Duration::from_millis(2_000)),
         });
         assert_eq!(events.len(), 2);
         let tick = &events[0];
@@ -296,7 +300,7 @@ mod tests {
         // Warm-up's 50 responses and its error are left out, as the report leaves them.
         assert_eq!(end["responses"], 100);
         assert_eq!(end["failed"], 1);
-        // 100 responses over the 2 measured seconds (3 s less 1 s of warm-up).
+        // 100 responses over the 2 measured seconds (the run's measured time).
         assert_eq!(end["rps"], 50.0);
         // A second the clock is 3 ms into, before the last tick: a fragment.
         let events = Feed::new().tick(&Tick {
