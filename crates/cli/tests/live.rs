@@ -880,3 +880,35 @@ fn the_live_dashboard_follows_a_bench_step_by_step() {
     assert!(page["live"]["reportBytes"].as_u64().unwrap() > 10_000);
     server.shutdown();
 }
+
+/// A dashboard address that cannot be bound is a usage error (exit 2) naming the flag and
+/// the address, before any request is sent.
+#[test]
+fn a_dashboard_address_in_use_is_refused_before_any_load() {
+    let server = target();
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    let url = format!("http://{}/status", server.local_addr());
+    let out = loadmark()
+        .args(["run", &url, "-n", "100", "-q", "--dashboard", &addr])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains(&format!("--dashboard {addr}")) && stderr.contains("in use"),
+        "{stderr}"
+    );
+    assert_eq!(server.requests_served(), 0);
+    // And one that can: the stderr line says where, and that it is loopback only.
+    let out = loadmark()
+        .args(["run", &url, "-n", "100", "-q", "--dashboard", "127.0.0.1:0"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("dashboard at http://127.0.0.1:") && stderr.contains("loopback only"),
+        "{stderr}"
+    );
+}
