@@ -584,7 +584,10 @@ fn every_load_model_runs_under_every_driver_and_counts_what_the_server_counted()
                     std::thread::sleep(std::time::Duration::from_millis(20));
                     served = server.requests_served() - before.0;
                 }
-                assert!(settled(served), "{cell}: server served {served}, report {q:?}");
+                assert!(
+                    settled(served),
+                    "{cell}: server served {served}, report {q:?}"
+                );
             }
         }
     }
