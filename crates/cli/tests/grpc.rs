@@ -493,3 +493,132 @@ fn route_guide_streams_count_every_message_both_ways_and_a_cancelled_stream_is_e
     }
     server.stop(Duration::from_secs(5));
 }
+
+/// The built-in target's gRPC service (`loadmark serve --http2`), described by its own
+/// reflection: every call shape, its counts equal to the target's own.
+#[test]
+fn the_built_in_target_serves_each_call_shape_by_reflection_and_counts_what_it_served() {
+    let server = loadmark_target::start(loadmark_target::ServerConfig {
+        addr: ([127, 0, 0, 1], 0).into(),
+        threads: 1,
+        http2: true,
+        ..Default::default()
+    })
+    .unwrap();
+    let addr = server.local_addr().to_string();
+    let call = |method: &str, data: &str, extra: &[&str]| {
+        let method = format!("loadmark.target.Target/{method}");
+        let mut args = vec![addr.as_str(), "--call", &method, "--data", data];
+        args.extend_from_slice(extra);
+        let (out, report) = run(&args);
+        assert!(out.status.success(), "{method}: {}", stderr(&out));
+        assert_eq!(report["summary"]["requests"]["errors"], 0, "{method}");
+        report
+    };
+    let served = || {
+        (
+            server.grpc_calls(),
+            server.grpc_messages_received(),
+            server.grpc_messages_sent(),
+        )
+    };
+
+    // Unary echo, by reflection and by the target's .proto: the same calls, counted by both.
+    let report = call(
+        "Echo",
+        r#"{"text":"hi"}"#,
+        &["-c", "2", "--streams", "2", "-n", "50"],
+    );
+    assert_eq!(codes(&report), [("OK".to_string(), 50)]);
+    assert_eq!(served(), (50, 50, 50));
+    let proto = workspace()
+        .join("crates/target/proto/loadmark_target.proto")
+        .display()
+        .to_string();
+    let by_proto = call(
+        "Echo",
+        r#"{"text":"hi"}"#,
+        &["--proto", &proto, "-c", "2", "-n", "50"],
+    );
+    assert_eq!(codes(&by_proto), [("OK".to_string(), 50)]);
+    assert_eq!(
+        by_proto["totals"]["bytes_read"], report["totals"]["bytes_read"],
+        "the same answers"
+    );
+    assert_eq!(served(), (100, 100, 100));
+
+    // A chosen status, with its message.
+    let report = call("Fail", r#"{"code":14,"message":"down now"}"#, &["-n", "5"]);
+    assert_eq!(codes(&report), [("UNAVAILABLE".to_string(), 5)]);
+    assert_eq!(
+        report["totals"]["grpc"]["codes"][0]["first_message"],
+        "down now"
+    );
+    assert_eq!(served(), (105, 105, 100));
+
+    // Server stream: 6 messages a call, 5 ms apart, read to the trailers.
+    let report = call(
+        "Stream",
+        r#"{"count":6,"intervalMs":5}"#,
+        &["-c", "2", "-n", "8"],
+    );
+    assert_eq!(codes(&report), [("OK".to_string(), 8)]);
+    assert_eq!(grpc_figure(&report, "messages_received"), 48);
+    assert_eq!(served(), (113, 113, 148));
+    // Cancelled by loadmark after 3 of 1000: the target sees each cancel.
+    let report = call(
+        "Stream",
+        r#"{"count":1000,"intervalMs":5}"#,
+        &["-c", "2", "-n", "6", "--stream-call-count", "3"],
+    );
+    assert_eq!(codes(&report), []);
+    assert_eq!(grpc_figure(&report, "ended_by_client"), 6);
+    assert_eq!(grpc_figure(&report, "messages_received"), 18);
+    wait_until("the target saw 6 cancels", || server.grpc_cancelled() >= 6);
+    assert_eq!(server.grpc_cancelled(), 6);
+
+    // Client stream, paced: the target read every message loadmark sent.
+    let before = served();
+    let report = call(
+        "Collect",
+        r#"[{"text":"a"},{"text":"bc"}]"#,
+        &[
+            "-c",
+            "2",
+            "-n",
+            "4",
+            "--stream-call-count",
+            "5",
+            "--stream-interval",
+            "2ms",
+        ],
+    );
+    assert_eq!(codes(&report), [("OK".to_string(), 4)]);
+    assert_eq!(grpc_figure(&report, "messages_sent"), 20);
+    assert_eq!(served().1 - before.1, 20);
+    assert_eq!(served().2 - before.2, 4);
+
+    // Bidi echo: every message back, in one body and paced.
+    for extra in [
+        &["-c", "2", "-n", "6", "--stream-call-count", "4"][..],
+        &[
+            "-c",
+            "2",
+            "-n",
+            "4",
+            "--stream-call-count",
+            "3",
+            "--stream-interval",
+            "2ms",
+        ][..],
+    ] {
+        let before = served();
+        let report = call("Chat", r#"{"text":"x"}"#, extra);
+        let sent = grpc_figure(&report, "messages_sent");
+        assert_eq!(grpc_figure(&report, "messages_received"), sent, "{extra:?}");
+        assert_eq!(served().1 - before.1, sent);
+        assert_eq!(served().2 - before.2, sent);
+    }
+    assert_eq!(server.grpc_calls(), 113 + 6 + 4 + 6 + 4);
+    server.shutdown();
+}

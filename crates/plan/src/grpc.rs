@@ -51,13 +51,14 @@ impl GrpcStreaming {
         !self.client_streams && (self.count.is_some() || self.duration.is_some())
     }
 
-    /// What a call's latency means, for the report.
+    /// What a call's latency means, for the report (where it starts is the load model's:
+    /// the first byte written in a closed loop, the intended send time in an open one).
     pub fn latency_definition(&self) -> &'static str {
         match (self.client_streams, self.server_streams) {
-            (false, true) if self.cancels() => "call total, from the call's HEADERS written to its trailers, or to loadmark's cancel after the --stream-call-count/--stream-call-duration (then no grpc-status: counted as ended by loadmark); time to first response message and the gap between response messages are reported apart",
-            (false, true) => "call total, from the call's HEADERS written to its trailers (the whole stream of response messages); time to first response message and the gap between response messages are reported apart",
-            (true, false) => "call total, from the call's HEADERS written, through every request message sent, to the response and its trailers",
-            _ => "call total, from the call's HEADERS written, through every request message sent and every response message, to the trailers; time to first response message and the gap between response messages are reported apart",
+            (false, true) if self.cancels() => "the call's total, to its trailers, or to loadmark's cancel after --stream-call-count/--stream-call-duration (then no grpc-status: counted as ended by loadmark); time to first response message and the gap between response messages are reported apart",
+            (false, true) => "the call's total, to its trailers (the whole stream of response messages); time to first response message and the gap between response messages are reported apart",
+            (true, false) => "the call's total, through every request message sent, to the response and its trailers",
+            _ => "the call's total, through every request message sent and every response message, to the trailers; time to first response message and the gap between response messages are reported apart",
         }
     }
 }

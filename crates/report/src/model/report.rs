@@ -341,12 +341,20 @@ impl Report {
                     contention: facts.contention,
                 },
                 latency_definition: match (&plan.websocket, &plan.protocol.grpc) {
-                    (Some(spec), _) => super::websocket::latency_definition(spec),
-                    (None, Some(streaming)) => streaming.latency_definition(),
-                    (None, None) if scheduled => OPEN_LATENCY_DEFINITION,
-                    (None, None) => LATENCY_DEFINITION,
-                }
-                .to_string(),
+                    (Some(spec), _) => super::websocket::latency_definition(spec).to_string(),
+                    // A streaming gRPC call's response ends at its trailers, or its cancel.
+                    (None, Some(streaming)) => format!(
+                        "{}; a streaming gRPC call: {}",
+                        if scheduled {
+                            OPEN_LATENCY_DEFINITION
+                        } else {
+                            LATENCY_DEFINITION
+                        },
+                        streaming.latency_definition()
+                    ),
+                    (None, None) if scheduled => OPEN_LATENCY_DEFINITION.to_string(),
+                    (None, None) => LATENCY_DEFINITION.to_string(),
+                },
                 health: super::health::assess(plan, facts, &summary),
             },
             summary,
