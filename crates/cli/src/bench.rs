@@ -89,10 +89,11 @@ pub fn bench(args: &BenchArgs) -> Result<ExitCode> {
         stop,
     };
     let mut bundle = run_steps(&plan, &options, &mut host)?;
-    host.live.linger();
     for step in &mut bundle.steps {
         step.report.thresholds = loadmark_report::check_thresholds(&thresholds, &step.report);
     }
+    host.live.finish_bundle(&bundle);
+    host.live.linger();
     let md = render_markdown(&bundle);
     write_atomic(&out.join("bundle.json"), &bundle.to_json())?;
     write_atomic(&out.join("BENCHMARKS.md"), &md)?;

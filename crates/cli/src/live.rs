@@ -8,7 +8,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use anyhow::Result;
 use clap::Args;
 use loadmark_engine::Progress;
-use loadmark_live::{Exporter, Labels, RemoteWriter, StreamWriter, Tick, Tui};
+use loadmark_live::{Exporter, Labels, RemoteWriter, StreamWriter, Tick, Tui, WebDashboard};
 use loadmark_plan::Plan;
 use loadmark_report::{Report, StreamStart, SCHEMA_VERSION};
 
@@ -21,6 +21,12 @@ pub struct MetricsFlags {
     /// 127.0.0.1:9464; port 0 picks a free port (the address is printed on stderr)
     #[arg(long = "metrics-listen", value_name = "ADDR")]
     pub metrics_listen: Option<SocketAddr>,
+
+    /// Live charts in a browser: serve a dashboard at http://ADDR/ while the run goes
+    /// [default ADDR: 127.0.0.1:5665, loopback only]; at the end the page offers the final
+    /// report. Port 0 picks a free port (the address is printed on stderr)
+    #[arg(long = "dashboard", value_name = "ADDR", num_args = 0..=1, default_missing_value = "127.0.0.1:5665")]
+    pub dashboard: Option<SocketAddr>,
 
     /// Full-screen live view: rate achieved vs requested, latency over time, status codes and
     /// errors, client health, the last seconds; q or Ctrl-C stops the run (report written,
@@ -39,6 +45,10 @@ pub struct MetricsFlags {
     #[arg(long = "remote-write", value_name = "URL")]
     pub remote_write: Option<String>,
 }
+
+/// How long the end of the process waits for the pages watching the dashboard to fetch the
+/// final report.
+const DASHBOARD_PATIENCE: Duration = Duration::from_secs(10);
 
 /// How long the end of the process waits for the last remote-write push.
 const REMOTE_WRITE_PATIENCE: Duration = Duration::from_secs(10);
@@ -63,6 +73,7 @@ pub struct Live {
     segment: Option<String>,
     linger: Duration,
     exporter: Option<Exporter>,
+    dashboard: Option<WebDashboard>,
     stream: Option<StreamWriter>,
     stream_path: Option<PathBuf>,
     tui: Option<Tui>,
@@ -104,6 +115,22 @@ impl Live {
             }
             None => None,
         };
+        let dashboard = match metrics.dashboard {
+            Some(addr) => {
+                let d = WebDashboard::bind(addr).map_err(|e| UsageError(e.to_string()))?;
+                let reach = if addr.ip().is_loopback() {
+                    "loopback only; --dashboard 0.0.0.0:PORT serves other machines"
+                } else {
+                    "not loopback: whoever reaches this address sees the run"
+                };
+                eprintln!(
+                    "loadmark: dashboard at http://{}/ ({reach})",
+                    d.local_addr()
+                );
+                Some(d)
+            }
+            None => None,
+        };
         let remote = match &metrics.remote_write {
             Some(url) => Some((
                 url.clone(),
@@ -119,6 +146,7 @@ impl Live {
             segment,
             linger: metrics.metrics_linger,
             exporter,
+            dashboard,
             stream: None,
             stream_path: stream,
             failed: false,
@@ -145,6 +173,9 @@ impl Live {
         }
         if let Some(e) = &self.exporter {
             e.begin(labels, plan);
+        }
+        if let Some(d) = &self.dashboard {
+            d.begin(plan, step, steps);
         }
         if let Some(path) = &self.stream_path {
             let start = StreamStart {
@@ -176,6 +207,9 @@ impl Live {
         if let Some(e) = &self.exporter {
             e.tick(&tick);
         }
+        if let Some(d) = &self.dashboard {
+            d.tick(&tick);
+        }
         if let Some((_, r)) = &mut self.remote {
             r.tick(&tick);
         }
@@ -201,12 +235,22 @@ impl Live {
     /// screen back for the report.
     pub fn finish(&mut self, report: &Report) {
         self.leave_tui();
+        if let Some(d) = &self.dashboard {
+            d.finish(loadmark_report::render_html(report));
+        }
         if let Some(w) = &mut self.stream {
             if let Err(e) = w.summary(report) {
                 self.give_up_stream(&e);
             }
         }
         self.stream = None;
+    }
+
+    /// A plan's steps have all run: the dashboard offers the bundle's report.
+    pub fn finish_bundle(&mut self, bundle: &loadmark_report::Bundle) {
+        if let Some(d) = &self.dashboard {
+            d.finish(loadmark_report::render_html_bundle(bundle));
+        }
     }
 
     /// Gives the terminal back, if the view has it.
@@ -231,6 +275,13 @@ impl Live {
                     d.last_error.unwrap_or_default()
                 ),
                 Some(_) => {}
+            }
+        }
+        if let Some(d) = &self.dashboard {
+            if !d.linger(DASHBOARD_PATIENCE) {
+                eprintln!(
+                    "loadmark: a page watching the dashboard did not fetch the final report within {DASHBOARD_PATIENCE:?}; the dashboard stops"
+                );
             }
         }
         let Some(e) = &self.exporter else { return };

@@ -63,6 +63,25 @@ fn pg_err<'a>(name: &'a str, what: &'static str) -> impl Fn(postgres::Error) -> 
     move |e| db(name, what)(&e)
 }
 
+/// Switches `conn`'s database to WAL. The switch of a new store takes an exclusive lock and
+/// SQLite answers "database is locked" at once, without the busy timeout, when another
+/// process is switching or reading it in that instant (two loadmarks recording into a new
+/// store at once, seen in CI); so it is tried again until the busy timeout has passed.
+fn wal(conn: &rusqlite::Connection) -> rusqlite::Result<()> {
+    let deadline = std::time::Instant::now() + BUSY_TIMEOUT;
+    loop {
+        match conn.query_row("PRAGMA journal_mode=WAL", [], |_| Ok(())) {
+            Err(e)
+                if e.sqlite_error_code() == Some(rusqlite::ErrorCode::DatabaseBusy)
+                    && std::time::Instant::now() < deadline =>
+            {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            done => return done,
+        }
+    }
+}
+
 impl Backend {
     pub(crate) fn connect(location: &Location, name: &str) -> Result<Backend, StoreError> {
         match location {
@@ -72,8 +91,7 @@ impl Backend {
                 conn.busy_timeout(BUSY_TIMEOUT)
                     .map_err(sqlite_err(name, "opening"))?;
                 // WAL: readers never wait for a writer; writers queue on the busy timeout.
-                conn.query_row("PRAGMA journal_mode=WAL", [], |_| Ok(()))
-                    .map_err(sqlite_err(name, "opening"))?;
+                wal(&conn).map_err(sqlite_err(name, "opening"))?;
                 Ok(Backend::Sqlite(conn))
             }
             Location::Postgres(url) => {

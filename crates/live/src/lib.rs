@@ -1,5 +1,6 @@
 //! Watching a loadmark run while it goes: a streamed JSON Lines result ([`StreamWriter`]),
-//! an OpenMetrics endpoint for Prometheus ([`Exporter`]) and a terminal dashboard.
+//! an OpenMetrics endpoint for Prometheus ([`Exporter`]), a terminal dashboard and a web
+//! dashboard with live charts ([`WebDashboard`]).
 //!
 //! Everything here is fed [`Tick`]s: the seconds the engine has made final since the last
 //! tick, each exactly as the report's series will have it, with its histograms. Nothing reads
@@ -32,6 +33,7 @@ mod openmetrics;
 mod remote_write;
 mod stream;
 mod tui;
+mod web;
 
 use std::time::Duration;
 
@@ -42,6 +44,7 @@ pub use openmetrics::{Format, Labels, LATENCY_BUCKETS_S};
 pub use remote_write::{Delivered, RemoteWriter};
 pub use stream::StreamWriter;
 pub use tui::{NoTui, Tui};
+pub use web::WebDashboard;
 
 /// What a live view is fed, once or twice a second.
 #[derive(Debug, Clone, Copy, Default)]
@@ -75,6 +78,12 @@ pub enum LiveError {
     /// The metrics address could not be bound: in use, or not an address of this machine.
     #[error("--metrics-listen {addr}: {source}")]
     Bind {
+        addr: std::net::SocketAddr,
+        source: std::io::Error,
+    },
+    /// The dashboard address could not be bound: in use, or not an address of this machine.
+    #[error("--dashboard {addr}: {source}")]
+    Dashboard {
         addr: std::net::SocketAddr,
         source: std::io::Error,
     },

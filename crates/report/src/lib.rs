@@ -57,7 +57,8 @@ pub use render::csv::{
     render_csv_steps, render_csv_summary,
 };
 pub use render::html::{
-    render_capacity_html, render_comparison_html, render_html, render_html_bundle,
+    render_capacity_html, render_comparison_html, render_html, render_html_bundle, UPLOT_CSS,
+    UPLOT_JS,
 };
 pub use render::junit::{render_junit, render_junit_with_checks};
 pub use render::markdown::{render_capacity_markdown, render_comparison_markdown, render_markdown};

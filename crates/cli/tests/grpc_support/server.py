@@ -112,7 +112,11 @@ handler = grpc.method_handlers_generic_handler(
         ),
     },
 )
-server = grpc.server(futures.ThreadPoolExecutor(max_workers=8))
+# No BDP probing: its PINGs come when the server likes, and the client's PING ACKs (17 bytes
+# each) would make two runs of the same calls write different byte counts.
+server = grpc.server(
+    futures.ThreadPoolExecutor(max_workers=8), options=[("grpc.http2.bdp_probe", 0)]
+)
 server.add_generic_rpc_handlers((handler,))
 reflection.enable_server_reflection(("loadmark.test.Tester", reflection.SERVICE_NAME), server)
 server.add_insecure_port("127.0.0.1:" + port)

@@ -21,8 +21,10 @@ use serde::Serialize;
 
 use super::chart::{Line, MAX_OVERLAID};
 
-const UPLOT_JS: &str = include_str!("../../../assets/uplot/uPlot.iife.min.js");
-const UPLOT_CSS: &str = include_str!("../../../assets/uplot/uPlot.min.css");
+/// uPlot, vendored (assets/uplot/SOURCE.md): also the live dashboard's charts.
+pub const UPLOT_JS: &str = include_str!("../../../assets/uplot/uPlot.iife.min.js");
+/// uPlot's stylesheet.
+pub const UPLOT_CSS: &str = include_str!("../../../assets/uplot/uPlot.min.css");
 const CHARTS_JS: &str = include_str!("../../../assets/charts.js");
 
 /// Screen: the canvas replaces the SVG and its legend once script has drawn it; print: the

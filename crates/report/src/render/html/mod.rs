@@ -22,6 +22,7 @@ mod websocket;
 
 pub use capacity::render_capacity_html;
 pub use compare::render_comparison_html;
+pub use interactive::{UPLOT_CSS, UPLOT_JS};
 
 use std::fmt::Write as _;
 

@@ -23,14 +23,12 @@
 //! | closes after each response, unannounced | responses: the next request goes on a new connection |
 //! | closes every connection at once | `read`/`write` errors, one per request, no retry loop |
 
-mod common;
-
 use std::io::Write;
 use std::net::TcpStream;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use common::{linger_zero, ok_response, plan, RawServer, Reply, SLACK};
+use crate::common::{linger_zero, ok_response, plan, RawServer, Reply, SLACK};
 use loadmark_engine::{run, RunResult, StopHandle};
 use loadmark_metrics::ErrorKind;
 use loadmark_plan::{Load, Plan, Profile, Stop};

@@ -7,14 +7,12 @@
 //!   again a second later) is connect time, not the request's latency;
 //! - a handshake that never completes ends at --connect-timeout as a connect error.
 
-mod common;
-
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::os::fd::FromRawFd;
 use std::time::{Duration, Instant};
 
-use common::{ok_response, plan};
+use crate::common::{ok_response, plan};
 use loadmark_engine::{run, RunResult, StopHandle};
 use loadmark_metrics::ErrorKind;
 use loadmark_plan::{Plan, Stop};

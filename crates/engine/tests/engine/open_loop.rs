@@ -3,8 +3,7 @@
 
 use std::time::{Duration, Instant};
 
-mod common;
-use common::settled_count;
+use crate::common::settled_count;
 use loadmark_engine::{run, RunResult, StopHandle};
 use loadmark_plan::{Load, Plan, Profile, RequestSpec, Stop, Target, Timeouts, TlsPolicy};
 use loadmark_target::{start, RunningServer, ServerConfig, Stall};

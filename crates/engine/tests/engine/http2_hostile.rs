@@ -3,8 +3,6 @@
 //! stream limit lowered after the handshake, a PING before every answer. Each run is bounded by a request count; every
 //! request ends as a response or a classified error naming the HTTP/2 code, never a hang.
 
-mod common;
-
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -12,7 +10,7 @@ use std::sync::Arc;
 use std::thread;
 use std::time::Duration;
 
-use common::{plan, settled_count};
+use crate::common::{plan, settled_count};
 use loadmark_engine::{run, RunResult, StopHandle};
 use loadmark_metrics::ErrorKind;
 use loadmark_plan::{Http2, Plan, Protocol, Stop};

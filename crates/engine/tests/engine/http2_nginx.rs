@@ -3,9 +3,7 @@
 //! a 4 MiB download and 3 MiB uploads (nginx's WebDAV PUT writes them to disk, so their size
 //! is checked there); GOAWAY from nginx every 50 requests (`keepalive_requests`).
 
-mod common;
-
-use common::plan;
+use crate::common::plan;
 use loadmark_engine::{run, StopHandle};
 use loadmark_plan::{Http2, Plan, Protocol, Stop, TlsPolicy};
 use loadmark_test_support::{port, retry_on_port_conflict, wait_until, Daemon, TempDir, PATIENCE};

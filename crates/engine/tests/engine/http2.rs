@@ -2,11 +2,10 @@
 //! exact counts, HTTP/2 seen by the server, streams multiplexed on few connections, large
 //! bodies both ways, the open loop; and over TLS, a server without h2 refused clearly.
 
-mod common;
-
+use crate::common;
 use std::time::Duration;
 
-use common::{plan, settled_count};
+use crate::common::{plan, settled_count};
 use loadmark_engine::{run, EngineError, RunResult, StopHandle};
 use loadmark_plan::{Http2, Load, Plan, Profile, Protocol, Stop, TlsPolicy};
 use loadmark_target::{start, RunningServer, ServerConfig};

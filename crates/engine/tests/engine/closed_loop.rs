@@ -1,10 +1,8 @@
 //! The closed-loop engine over real loopback sockets, against servers that count.
 
-mod common;
-
 use std::time::{Duration, Instant};
 
-use common::{ok_response, plan, settled_count, RawServer, Reply, SLACK};
+use crate::common::{ok_response, plan, settled_count, RawServer, Reply, SLACK};
 use loadmark_engine::{run, StopHandle};
 use loadmark_metrics::ErrorKind;
 use loadmark_plan::Stop;

@@ -3,11 +3,9 @@
 //! side), and how many requests each connection carried, for HTTP/1.1, HTTP/2 (closed and
 //! open loop) and pipelining.
 
-mod common;
-
 use std::time::Duration;
 
-use common::{plan, settled_count};
+use crate::common::{plan, settled_count};
 use loadmark_engine::{run, EngineError, RunResult, StopHandle};
 use loadmark_plan::{Http2, Load, Plan, Profile, Stop, TlsPolicy};
 use loadmark_target::{start, RunningServer, ServerConfig};

@@ -2,13 +2,12 @@
 //! implementation, tungstenite, that counts exactly) and against raw TCP servers that send
 //! exact bytes.
 
-mod common;
-
+use crate::common;
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
-use common::RawServer;
+use crate::common::RawServer;
 use loadmark_engine::{run, RunResult, StopHandle};
 use loadmark_metrics::{ErrorKind, WsStats};
 use loadmark_plan::{Plan, RequestSpec, Settings, Target, WsMode, WsPayload, WsSpec};

@@ -8,11 +8,9 @@
 //!   for idempotent methods (RFC 9110 §9.2.2), and each retry is counted; a POST is never
 //!   sent twice.
 
-mod common;
-
 use std::time::Duration;
 
-use common::{ok_response, plan, RawServer, Reply};
+use crate::common::{ok_response, plan, RawServer, Reply};
 use loadmark_engine::{run, RunResult, StopHandle};
 use loadmark_metrics::ErrorKind;
 use loadmark_plan::{Plan, Stop};

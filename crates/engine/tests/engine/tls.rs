@@ -1,10 +1,9 @@
 //! https:// over rustls: verified by default, accepted with --insecure, failures classified.
 
-mod common;
-
+use crate::common;
 use std::io::{Read, Write};
 
-use common::plan;
+use crate::common::plan;
 use loadmark_engine::{run, StopHandle};
 use loadmark_metrics::ErrorKind;
 use loadmark_plan::{Stop, TlsPolicy};

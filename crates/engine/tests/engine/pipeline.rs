@@ -4,8 +4,7 @@
 //! same in an open loop (`-R`: due requests written behind the unanswered ones) and with
 //! `--stages` (a ramp of pipelined connections).
 
-mod common;
-
+use crate::common;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -13,7 +12,7 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::Duration;
 
-use common::{plan, settled_count};
+use crate::common::{plan, settled_count};
 use loadmark_engine::RunResult;
 use loadmark_engine::{run, StopHandle};
 use loadmark_metrics::ErrorKind;

@@ -1,9 +1,7 @@
 //! `--unix-socket`: HTTP/1.1 and HTTP/2 to the built-in target over a Unix domain socket
 //! (the URL gives only the Host header and the path), counted by the server.
 
-mod common;
-
-use common::{plan, settled_count};
+use crate::common::{plan, settled_count};
 use loadmark_engine::{run, StopHandle};
 use loadmark_metrics::ErrorKind;
 use loadmark_plan::{Http2, Protocol, Stop};
