@@ -88,12 +88,12 @@ pub enum Command {
     /// Load a WebSocket endpoint: sessions that send on an interval and time each echo, or
     /// send a message and wait for its reply (closed loop), with pings and upgrade checks.
     Ws(Box<WsArgs>),
-    /// Load a gRPC method (unary calls): its schema from a .proto compiled at run time, a
-    /// protoset or the server's reflection; calls counted by grpc-status name.
+    /// Load a gRPC method (unary and streaming calls): its schema from a .proto compiled at
+    /// run time, a protoset or the server's reflection; calls counted by grpc-status name.
     Grpc(Box<GrpcArgs>),
     /// Serve the built-in target (/status, /bytes/N, /json, /delay/MS, /status/CODE, /echo,
-    /// /chunked/N, /flaky/N/K, /close, /relay?url=LOOPBACK-URL; WebSocket /ws/echo, /ws/json, /ws/close-after/N, /ws/drop-after/N)
-    /// until Ctrl-C.
+    /// /chunked/N, /flaky/N/K, /close, /relay?url=LOOPBACK-URL; WebSocket /ws/echo, /ws/json, /ws/close-after/N, /ws/drop-after/N;
+    /// with --http2, the gRPC service loadmark.target.Target with reflection) until Ctrl-C.
     #[command(after_help = "Examples:\n  \
         loadmark serve --port 8080\n  \
         loadmark serve --port 8443 --tls --http2 -t 2\n  \

@@ -8,7 +8,10 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 use clap::Parser;
-use loadmark_grpc::{Schema, Source};
+use std::time::Duration;
+
+use loadmark_grpc::{Method, Schema, Source};
+use loadmark_plan::GrpcStreaming;
 
 use crate::args::{Cli, Command, GrpcArgs};
 use crate::UsageError;
@@ -40,17 +43,16 @@ pub fn grpc(mut args: GrpcArgs) -> Result<ExitCode> {
     let method = schema
         .method(&args.call)
         .map_err(|e| UsageError(e.to_string()))?;
-    if method.is_streaming() {
-        return Err(UsageError(format!(
-            "--call {}: a streaming method; this version of loadmark grpc makes unary calls only",
-            args.call
-        ))
-        .into());
-    }
+    let streaming = streaming_of(&args, &method)?;
     let json = request_json(&args)?;
-    let body = method
-        .request_body(&json)
-        .map_err(|e| UsageError(format!("--data: {e}")))?;
+    let body = match &streaming {
+        Some(spec) if spec.client_streams => stream_body(&method, &json, spec)?,
+        _ => method
+            .request_body(&json)
+            .map_err(|e| UsageError(format!("--data: {e}")))?,
+    };
+    // The deadline counts once the call's planned streaming is over.
+    let timeout = args.timeout + streaming.map_or(Duration::ZERO, |s| span(&s, &body));
 
     let mut argv: Vec<String> = vec![
         "loadmark".into(),
@@ -64,9 +66,9 @@ pub fn grpc(mut args: GrpcArgs) -> Result<ExitCode> {
         "-H".into(),
         "te: trailers".into(),
         "-H".into(),
-        format!("grpc-timeout: {}", grpc_timeout(args.timeout)),
+        format!("grpc-timeout: {}", grpc_timeout(timeout)),
         "--timeout".into(),
-        format!("{}ms", args.timeout.as_millis().max(1)),
+        format!("{}ms", timeout.as_millis().max(1)),
     ];
     for (name, value) in metadata(args.metadata.as_deref())? {
         argv.extend(["-H".into(), format!("{name}: {value}")]);
@@ -94,8 +96,116 @@ pub fn grpc(mut args: GrpcArgs) -> Result<ExitCode> {
         }
     };
     std::mem::swap(&mut run.report, &mut args.report);
-    let plan = run.to_plan(Some(body))?;
+    let mut plan = run.to_plan(Some(body))?;
+    plan.protocol.grpc = streaming;
     crate::commands::run_plan(&plan, &run.report, None)
+}
+
+/// How each call of a streaming method streams, from the method's schema and the stream
+/// flags; the flags are refused where they mean nothing (a unary method, an interval for a
+/// method that takes one request).
+fn streaming_of(args: &GrpcArgs, method: &Method) -> Result<Option<GrpcStreaming>> {
+    let d = &method.descriptor;
+    let (client_streams, server_streams) = (d.is_client_streaming(), d.is_server_streaming());
+    let call = &args.call;
+    let flags = [
+        ("--stream-call-count", args.stream_count.is_some()),
+        ("--stream-call-duration", args.stream_duration.is_some()),
+        ("--stream-interval", args.stream_interval.is_some()),
+    ];
+    if !client_streams && !server_streams {
+        if let Some((flag, _)) = flags.iter().find(|(_, given)| *given) {
+            return Err(UsageError(format!(
+                "{flag}: --call {call} is a unary method (one request, one response); the stream flags are for streaming methods"
+            ))
+            .into());
+        }
+        return Ok(None);
+    }
+    for (flag, d) in [
+        ("--stream-call-duration", args.stream_duration),
+        ("--stream-interval", args.stream_interval),
+    ] {
+        if d == Some(Duration::ZERO) {
+            return Err(UsageError(format!(
+                "{flag} 0: expected a duration above zero, e.g. 100ms"
+            ))
+            .into());
+        }
+    }
+    if !client_streams && args.stream_interval.is_some() {
+        return Err(UsageError(format!(
+            "--stream-interval: --call {call} takes one request message (server streaming); the interval paces a client or bidi stream's requests. Bound the response stream with --stream-call-count or --stream-call-duration"
+        ))
+        .into());
+    }
+    if client_streams && args.stream_duration.is_some() && args.stream_interval.is_none() {
+        return Err(UsageError(format!(
+            "--stream-call-duration: --call {call} streams requests; sending them for a duration needs --stream-interval (without it, a call's --stream-call-count messages go in one body)"
+        ))
+        .into());
+    }
+    Ok(Some(GrpcStreaming {
+        client_streams,
+        server_streams,
+        count: args.stream_count,
+        duration: args.stream_duration,
+        interval: args.stream_interval,
+    }))
+}
+
+/// A client or bidi stream's request body: the `--data` array's messages (one object is one
+/// message), each length-prefixed. Paced, one round of them (the connection cycles through
+/// it); else `--stream-call-count` of them, cycling through the array.
+fn stream_body(method: &Method, json: &str, spec: &GrpcStreaming) -> Result<Vec<u8>> {
+    let bad = |e: String| UsageError(format!("--data: {e}"));
+    let value: serde_json::Value = serde_json::from_str(json).map_err(|e| {
+        bad(format!(
+            "not JSON ({e}); expected an object, or an array of objects for a stream's messages"
+        ))
+    })?;
+    let items = match value {
+        serde_json::Value::Array(items) if items.is_empty() => {
+            return Err(bad("an empty array: a stream needs at least one message".into()).into())
+        }
+        serde_json::Value::Array(items) => items,
+        one => vec![one],
+    };
+    let mut round = Vec::with_capacity(items.len());
+    for (i, item) in items.iter().enumerate() {
+        let body = method
+            .request_body(&item.to_string())
+            .map_err(|e| bad(format!("message {}: {e}", i + 1)))?;
+        round.push(body);
+    }
+    let n = match (spec.paced(), spec.count) {
+        (false, Some(count)) => count as usize,
+        _ => round.len(),
+    };
+    Ok(round.iter().cycle().take(n).flatten().copied().collect())
+}
+
+/// Length-prefixed messages in `body`.
+fn messages_in(body: &[u8]) -> u32 {
+    let (mut n, mut at) = (0, 0);
+    while let Some(prefix) = body.get(at..at + 5) {
+        at += 5 + u32::from_be_bytes([prefix[1], prefix[2], prefix[3], prefix[4]]) as usize;
+        n += 1;
+    }
+    n
+}
+
+/// How long a call streams by plan before its deadline starts counting: the duration, or
+/// the paced messages' intervals.
+fn span(spec: &GrpcStreaming, body: &[u8]) -> Duration {
+    match (spec.duration, spec.interval.filter(|_| spec.client_streams)) {
+        (Some(d), _) => d,
+        (None, Some(interval)) => {
+            let n = spec.count.unwrap_or_else(|| messages_in(body));
+            interval * n.saturating_sub(1)
+        }
+        (None, None) => Duration::ZERO,
+    }
 }
 
 /// `HOST:PORT`, also given as `http://HOST:PORT` or `dns:///HOST:PORT` (grpcurl's).

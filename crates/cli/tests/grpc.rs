@@ -245,5 +245,375 @@ fn python_server_reflection_and_proto_agree_and_statuses_are_counted_by_name() {
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("bad.proto:2:"), "{}", stderr(&out));
     assert_eq!(count(), 100);
+
+    // A server stream found by reflection, cancelled by loadmark when its duration is over:
+    // each call ends by plan, not as a failure, and the server saw each cancel.
+    let (out, report) = run(&[
+        &addr,
+        "--call",
+        "loadmark.test.Tester/Tick",
+        "--data",
+        r#"{"name":"t"}"#,
+        "-c",
+        "2",
+        "-n",
+        "4",
+        "--stream-call-duration",
+        "300ms",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(codes(&report), []);
+    assert_eq!(report["summary"]["grpc"]["ended_by_client"], 4);
+    assert_eq!(report["summary"]["requests"]["errors"], 0);
+    // A reply every 50 ms for 300 ms: at most 6 each (7 with a late cancel), at least one.
+    let received = report["summary"]["grpc"]["messages_received"]
+        .as_u64()
+        .unwrap();
+    assert!((4..=28).contains(&received), "{received}");
+    assert!(report["summary"]["latency"]["min_us"].as_u64().unwrap() >= 300_000);
+    let cancelled = || {
+        std::fs::read_to_string(dir.path().join("count.cancelled"))
+            .ok()
+            .and_then(|s| s.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    wait_until("the server saw 4 cancels", || cancelled() >= 4);
+    assert_eq!(cancelled(), 4);
+    assert_eq!(count(), 100);
     server.stop(Duration::from_secs(5));
+}
+
+/// The report's gRPC summary field `name` as a number.
+fn grpc_figure(report: &serde_json::Value, name: &str) -> u64 {
+    report["summary"]["grpc"][name]
+        .as_u64()
+        .unwrap_or_else(|| panic!("summary.grpc.{name} missing: {}", report["summary"]["grpc"]))
+}
+
+/// grpc-go's route_guide server (server, client and bidi streams), on features the test
+/// writes itself: every count below follows from them and from what the test sent.
+#[test]
+fn route_guide_streams_count_every_message_both_ways_and_a_cancelled_stream_is_ended_by_loadmark() {
+    let bin = tool(workspace().join("target/ci-grpc/bin/route_guide_server"));
+    let dir = temp_dir("grpc", "route_guide");
+    // 23 features inside the rectangle asked for below, 5 outside it.
+    let inside: Vec<(i32, i32)> = (1..=23).map(|i| (i * 10, i * 20)).collect();
+    let outside: Vec<(i32, i32)> = (1..=5).map(|i| (5_000 + i, 10)).collect();
+    let features: Vec<serde_json::Value> = inside
+        .iter()
+        .chain(&outside)
+        .map(|(lat, lon)| {
+            serde_json::json!({"location": {"latitude": lat, "longitude": lon}, "name": format!("f{lat}")})
+        })
+        .collect();
+    let db = dir.path().join("features.json");
+    std::fs::write(&db, serde_json::to_string(&features).unwrap()).unwrap();
+    let (server, port) = start("route_guide_server", |port| {
+        let mut c = Command::new(&bin);
+        c.arg("-port")
+            .arg(port.to_string())
+            .arg("-json_db_file")
+            .arg(&db);
+        c
+    });
+    let addr = format!("127.0.0.1:{port}");
+    let proto = support("route_guide.proto");
+    let call = |method: &str, data: &str, extra: &[&str]| {
+        let mut args = vec![
+            addr.as_str(),
+            "--proto",
+            &proto,
+            "--call",
+            method,
+            "--data",
+            data,
+        ];
+        args.extend_from_slice(extra);
+        let (out, report) = run(&args);
+        assert!(out.status.success(), "{method}: {}", stderr(&out));
+        assert_eq!(report["summary"]["requests"]["errors"], 0, "{method}");
+        report
+    };
+    let rect = r#"{"lo":{"latitude":0,"longitude":0},"hi":{"latitude":1000,"longitude":1000}}"#;
+
+    // Server streaming, read to the trailers: every feature in the rectangle, every call.
+    let report = call(
+        "routeguide.RouteGuide/ListFeatures",
+        rect,
+        &["-c", "2", "--streams", "2", "-n", "12"],
+    );
+    assert_eq!(codes(&report), [("OK".to_string(), 12)]);
+    assert_eq!(
+        grpc_figure(&report, "messages_received"),
+        12 * inside.len() as u64
+    );
+    assert_eq!(grpc_figure(&report, "messages_sent"), 12);
+    assert_eq!(grpc_figure(&report, "ended_by_client"), 0);
+    assert_eq!(
+        report["summary"]["grpc"]["first_message"]["count"], 12,
+        "every call's first message timed"
+    );
+    // Gaps: every message after the first of its call.
+    assert_eq!(
+        report["summary"]["grpc"]["message_gap"]["count"],
+        12 * (inside.len() as u64 - 1)
+    );
+
+    // Cancelled by loadmark after 7 messages: complete calls with no grpc-status, counted
+    // apart and not failures; exactly 7 messages each, whatever else came in the same read.
+    let report = call(
+        "routeguide.RouteGuide/ListFeatures",
+        rect,
+        &["-c", "2", "-n", "10", "--stream-call-count", "7"],
+    );
+    assert_eq!(codes(&report), []);
+    assert_eq!(grpc_figure(&report, "ended_by_client"), 10);
+    assert_eq!(grpc_figure(&report, "messages_received"), 70);
+    assert_eq!(report["summary"]["requests"]["responses"], 10);
+    assert!(
+        report["run"]["latency_definition"]
+            .as_str()
+            .unwrap()
+            .contains("cancel"),
+        "{}",
+        report["run"]["latency_definition"]
+    );
+
+    // Client streaming, paced: 5 points per call, one per 10 ms, cycling through the 3
+    // given; the server answers each call once, after the half-close.
+    let points = r#"[{"latitude":1,"longitude":1},{"latitude":2,"longitude":2},{"latitude":3,"longitude":3}]"#;
+    let report = call(
+        "routeguide.RouteGuide/RecordRoute",
+        points,
+        &[
+            "-c",
+            "2",
+            "-n",
+            "4",
+            "--stream-call-count",
+            "5",
+            "--stream-interval",
+            "10ms",
+        ],
+    );
+    assert_eq!(codes(&report), [("OK".to_string(), 4)]);
+    assert_eq!(grpc_figure(&report, "messages_sent"), 20);
+    assert_eq!(grpc_figure(&report, "messages_received"), 4);
+    // Paced: no call can end before its last message went out, 40 ms after its first.
+    assert!(report["summary"]["latency"]["min_us"].as_u64().unwrap() >= 40_000);
+
+    // Bidi: the server answers each note with every note at its location so far, so M
+    // notes at one location (in any order, over any calls) get M(M+1)/2 answers: the count
+    // proves the server received every note. Each run uses a location of its own.
+    let bidi = |latitude: i32, extra: &[&str]| {
+        let note =
+            format!(r#"{{"location":{{"latitude":{latitude},"longitude":1}},"message":"m"}}"#);
+        call("routeguide.RouteGuide/RouteChat", &note, extra)
+    };
+    // All of a call's notes in one body.
+    let report = bidi(7_001, &["-c", "2", "-n", "6", "--stream-call-count", "4"]);
+    assert_eq!(codes(&report), [("OK".to_string(), 6)]);
+    let m = 6 * 4;
+    assert_eq!(grpc_figure(&report, "messages_sent"), m);
+    assert_eq!(grpc_figure(&report, "messages_received"), m * (m + 1) / 2);
+    // Paced by count: a DATA frame per note.
+    let report = bidi(
+        7_002,
+        &[
+            "-c",
+            "1",
+            "-n",
+            "3",
+            "--stream-call-count",
+            "3",
+            "--stream-interval",
+            "5ms",
+        ],
+    );
+    let m = 3 * 3;
+    assert_eq!(codes(&report), [("OK".to_string(), 3)]);
+    assert_eq!(grpc_figure(&report, "messages_sent"), m);
+    assert_eq!(grpc_figure(&report, "messages_received"), m * (m + 1) / 2);
+    // Paced for a duration: notes due at 0, 50, 100 and 150 ms of a 200 ms call (the
+    // schedule decides, not the timer's luck), then the half-close.
+    let report = bidi(
+        7_003,
+        &[
+            "-c",
+            "2",
+            "-n",
+            "4",
+            "--stream-call-duration",
+            "200ms",
+            "--stream-interval",
+            "50ms",
+        ],
+    );
+    let m = 4 * 4;
+    assert_eq!(codes(&report), [("OK".to_string(), 4)]);
+    assert_eq!(grpc_figure(&report, "messages_sent"), m);
+    assert_eq!(grpc_figure(&report, "messages_received"), m * (m + 1) / 2);
+
+    // Stream flags where they mean nothing are refused before any call, naming why.
+    for (method, flags, says) in [
+        (
+            "routeguide.RouteGuide/GetFeature",
+            &["--stream-call-count", "2"][..],
+            "unary",
+        ),
+        (
+            "routeguide.RouteGuide/ListFeatures",
+            &["--stream-interval", "10ms"][..],
+            "--stream-call-count or --stream-call-duration",
+        ),
+        (
+            "routeguide.RouteGuide/RecordRoute",
+            &["--stream-call-duration", "1s"][..],
+            "needs --stream-interval",
+        ),
+    ] {
+        let mut args = vec![
+            addr.as_str(),
+            "--proto",
+            &proto,
+            "--call",
+            method,
+            "--data",
+            rect,
+        ];
+        args.extend_from_slice(flags);
+        let (out, _) = run(&args);
+        assert_eq!(out.status.code(), Some(2), "{method} {flags:?}");
+        assert!(stderr(&out).contains(says), "{}", stderr(&out));
+    }
+    server.stop(Duration::from_secs(5));
+}
+
+/// The built-in target's gRPC service (`loadmark serve --http2`), described by its own
+/// reflection: every call shape, its counts equal to the target's own.
+#[test]
+fn the_built_in_target_serves_each_call_shape_by_reflection_and_counts_what_it_served() {
+    let server = loadmark_target::start(loadmark_target::ServerConfig {
+        addr: ([127, 0, 0, 1], 0).into(),
+        threads: 1,
+        http2: true,
+        ..Default::default()
+    })
+    .unwrap();
+    let addr = server.local_addr().to_string();
+    let call = |method: &str, data: &str, extra: &[&str]| {
+        let method = format!("loadmark.target.Target/{method}");
+        let mut args = vec![addr.as_str(), "--call", &method, "--data", data];
+        args.extend_from_slice(extra);
+        let (out, report) = run(&args);
+        assert!(out.status.success(), "{method}: {}", stderr(&out));
+        assert_eq!(report["summary"]["requests"]["errors"], 0, "{method}");
+        report
+    };
+    let served = || {
+        (
+            server.grpc_calls(),
+            server.grpc_messages_received(),
+            server.grpc_messages_sent(),
+        )
+    };
+
+    // Unary echo, by reflection and by the target's .proto: the same calls, counted by both.
+    let report = call(
+        "Echo",
+        r#"{"text":"hi"}"#,
+        &["-c", "2", "--streams", "2", "-n", "50"],
+    );
+    assert_eq!(codes(&report), [("OK".to_string(), 50)]);
+    assert_eq!(served(), (50, 50, 50));
+    let proto = workspace()
+        .join("crates/target/proto/loadmark_target.proto")
+        .display()
+        .to_string();
+    let by_proto = call(
+        "Echo",
+        r#"{"text":"hi"}"#,
+        &["--proto", &proto, "-c", "2", "-n", "50"],
+    );
+    assert_eq!(codes(&by_proto), [("OK".to_string(), 50)]);
+    assert_eq!(
+        by_proto["totals"]["bytes_read"], report["totals"]["bytes_read"],
+        "the same answers"
+    );
+    assert_eq!(served(), (100, 100, 100));
+
+    // A chosen status, with its message.
+    let report = call("Fail", r#"{"code":14,"message":"down now"}"#, &["-n", "5"]);
+    assert_eq!(codes(&report), [("UNAVAILABLE".to_string(), 5)]);
+    assert_eq!(
+        report["totals"]["grpc"]["codes"][0]["first_message"],
+        "down now"
+    );
+    assert_eq!(served(), (105, 105, 100));
+
+    // Server stream: 6 messages a call, 5 ms apart, read to the trailers.
+    let report = call(
+        "Stream",
+        r#"{"count":6,"intervalMs":5}"#,
+        &["-c", "2", "-n", "8"],
+    );
+    assert_eq!(codes(&report), [("OK".to_string(), 8)]);
+    assert_eq!(grpc_figure(&report, "messages_received"), 48);
+    assert_eq!(served(), (113, 113, 148));
+    // Cancelled by loadmark after 3 of 1000: the target sees each cancel.
+    let report = call(
+        "Stream",
+        r#"{"count":1000,"intervalMs":5}"#,
+        &["-c", "2", "-n", "6", "--stream-call-count", "3"],
+    );
+    assert_eq!(codes(&report), []);
+    assert_eq!(grpc_figure(&report, "ended_by_client"), 6);
+    assert_eq!(grpc_figure(&report, "messages_received"), 18);
+    wait_until("the target saw 6 cancels", || server.grpc_cancelled() >= 6);
+    assert_eq!(server.grpc_cancelled(), 6);
+
+    // Client stream, paced: the target read every message loadmark sent.
+    let before = served();
+    let report = call(
+        "Collect",
+        r#"[{"text":"a"},{"text":"bc"}]"#,
+        &[
+            "-c",
+            "2",
+            "-n",
+            "4",
+            "--stream-call-count",
+            "5",
+            "--stream-interval",
+            "2ms",
+        ],
+    );
+    assert_eq!(codes(&report), [("OK".to_string(), 4)]);
+    assert_eq!(grpc_figure(&report, "messages_sent"), 20);
+    assert_eq!(served().1 - before.1, 20);
+    assert_eq!(served().2 - before.2, 4);
+
+    // Bidi echo: every message back, in one body and paced.
+    for extra in [
+        &["-c", "2", "-n", "6", "--stream-call-count", "4"][..],
+        &[
+            "-c",
+            "2",
+            "-n",
+            "4",
+            "--stream-call-count",
+            "3",
+            "--stream-interval",
+            "2ms",
+        ][..],
+    ] {
+        let before = served();
+        let report = call("Chat", r#"{"text":"x"}"#, extra);
+        let sent = grpc_figure(&report, "messages_sent");
+        assert_eq!(grpc_figure(&report, "messages_received"), sent, "{extra:?}");
+        assert_eq!(served().1 - before.1, sent);
+        assert_eq!(served().2 - before.2, sent);
+    }
+    assert_eq!(server.grpc_calls(), 113 + 6 + 4 + 6 + 4);
+    server.shutdown();
 }

@@ -643,7 +643,7 @@ impl Cut<'_> {
                 streams: plan.protocol.streams(),
                 tls: plan.request.url.scheme().is_tls(),
                 h2run: self.h2run.clone(),
-                grpc: crate::grpc::limit_of(plan),
+                grpc: crate::grpc::driving_of(plan),
             }
         } else if let Some(depth) = plan.protocol.pipeline {
             Protocol::Pipelined { depth }

@@ -79,8 +79,8 @@ pub(crate) enum Protocol {
         streams: usize,
         tls: bool,
         h2run: Arc<H2Run>,
-        /// gRPC calls: the longest response message (issue 36).
-        grpc: Option<usize>,
+        /// gRPC calls: the longest response message, how calls stream (issue 36).
+        grpc: Option<crate::grpc::Driving>,
     },
     /// WebSocket sessions, one after another per virtual user.
     WebSocket {

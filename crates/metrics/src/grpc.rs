@@ -8,7 +8,10 @@
 //! RESOURCE_EXHAUSTED), and the message says so. Transport failures (a reset stream, a closed
 //! connection, a timeout) stay errors of their kind, as for HTTP.
 
+use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
+
+use crate::snapshot::{hist_base64, new_histogram, record_us};
 
 /// The status codes of gRPC (`grpc/status.proto`), by number.
 pub const GRPC_CODES: [&str; 17] = [
@@ -54,10 +57,59 @@ pub struct GrpcCode {
     pub first_message: Option<String>,
 }
 
-/// Every status code a run's calls ended with, in code order.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+/// Every status code a run's calls ended with, in code order, and the messages the calls
+/// carried.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct GrpcStats {
     pub codes: Vec<GrpcCode>,
+    /// Request messages sent and response messages received whole, over every call that
+    /// ended with a response (a unary call: 1 and 1).
+    #[serde(default)]
+    pub messages_sent: u64,
+    #[serde(default)]
+    pub messages_received: u64,
+    /// Streaming runs only: calls loadmark ended itself and when response messages came.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub streams: Option<Box<GrpcStreamStats>>,
+}
+
+/// What a streaming run measures beyond the calls' total latency.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct GrpcStreamStats {
+    /// Server streams loadmark cancelled as planned (RST_STREAM CANCEL after
+    /// `--stream-call-count` messages or `--stream-call-duration`): complete calls by the
+    /// plan's measure, with no `grpc-status` (they are in no code's count, and not failures).
+    pub ended_by_client: u64,
+    /// From the call's start to its first response message whole, µs.
+    #[serde(with = "hist_base64")]
+    #[schemars(with = "String")]
+    pub first_message: Histogram<u64>,
+    /// Between a response message and the one before in the same call, µs (messages read
+    /// together are 0 apart).
+    #[serde(with = "hist_base64")]
+    #[schemars(with = "String")]
+    pub message_gap: Histogram<u64>,
+}
+
+impl Default for GrpcStreamStats {
+    fn default() -> Self {
+        GrpcStreamStats {
+            ended_by_client: 0,
+            first_message: new_histogram(),
+            message_gap: new_histogram(),
+        }
+    }
+}
+
+/// One call's figures, as the engine hands them over.
+#[derive(Debug)]
+pub struct GrpcCall<'a> {
+    pub sent: u32,
+    pub received: u32,
+    pub ended_by_client: bool,
+    /// Streaming runs only (`None` for a unary run's calls, or no message came).
+    pub first_message_us: Option<u64>,
+    pub gaps_us: &'a [u32],
 }
 
 impl GrpcStats {
@@ -86,7 +138,41 @@ impl GrpcStats {
         }
     }
 
+    /// Counts one call's messages and, for a streaming run, when they came.
+    pub fn record_call(&mut self, call: &GrpcCall<'_>, streaming: bool) {
+        self.messages_sent += u64::from(call.sent);
+        self.messages_received += u64::from(call.received);
+        if streaming {
+            let streams = self.streams.get_or_insert_with(Default::default);
+            streams.ended_by_client += u64::from(call.ended_by_client);
+            if let Some(us) = call.first_message_us {
+                record_us(&mut streams.first_message, us);
+            }
+            for gap in call.gaps_us {
+                record_us(&mut streams.message_gap, u64::from(*gap));
+            }
+        }
+    }
+
+    /// Calls that ended with a response: those with a status and those loadmark ended.
+    pub fn calls(&self) -> u64 {
+        self.codes.iter().map(|c| c.count).sum::<u64>()
+            + self.streams.as_ref().map_or(0, |s| s.ended_by_client)
+    }
+
     pub fn merge(&mut self, other: &GrpcStats) {
+        self.messages_sent += other.messages_sent;
+        self.messages_received += other.messages_received;
+        if let Some(theirs) = &other.streams {
+            let mine = self.streams.get_or_insert_with(Default::default);
+            mine.ended_by_client += theirs.ended_by_client;
+            mine.first_message
+                .add(&theirs.first_message)
+                .expect("same histogram bounds");
+            mine.message_gap
+                .add(&theirs.message_gap)
+                .expect("same histogram bounds");
+        }
         for theirs in &other.codes {
             match self.codes.binary_search_by_key(&theirs.code, |c| c.code) {
                 Ok(i) => {
@@ -140,5 +226,34 @@ mod tests {
         assert_eq!(a.codes[2].first_message.as_deref(), Some("down"));
         assert_eq!(a.not_ok(), 4);
         assert_eq!(grpc_code_name(99), "CODE_99");
+    }
+
+    #[test]
+    fn a_streaming_runs_messages_and_timings_add_up_and_calls_ended_by_loadmark_are_no_failures() {
+        let mut a = GrpcStats::default();
+        let call = |ended_by_client| GrpcCall {
+            sent: 1,
+            received: 3,
+            ended_by_client,
+            first_message_us: Some(200),
+            gaps_us: &[50, 0],
+        };
+        a.record_call(&call(true), true);
+        let mut b = GrpcStats::default();
+        b.record_call(&call(false), true);
+        b.record(0, || None);
+        // A unary run's call keeps no timings.
+        let mut unary = GrpcStats::default();
+        unary.record_call(&call(false), false);
+        assert!(unary.streams.is_none());
+        a.merge(&b);
+        a.merge(&unary);
+        assert_eq!((a.messages_sent, a.messages_received), (3, 9));
+        let streams = a.streams.as_deref().unwrap();
+        assert_eq!(streams.ended_by_client, 1);
+        assert_eq!(streams.first_message.len(), 2);
+        assert_eq!(streams.message_gap.len(), 4);
+        assert_eq!(a.calls(), 2, "one OK, one ended by loadmark");
+        assert_eq!(a.not_ok(), 0);
     }
 }

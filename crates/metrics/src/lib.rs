@@ -53,7 +53,7 @@ mod websocket;
 pub use aggregate::{Aggregate, Second, SeriesPoint, Totals};
 pub use checks::{CheckStat, CheckStats, CHECK_EXAMPLE_CHARS};
 pub use error_kind::{ErrorCounts, ErrorKind, ErrorStat};
-pub use grpc::{grpc_code_name, GrpcCode, GrpcStats, GRPC_CODES};
+pub use grpc::{grpc_code_name, GrpcCall, GrpcCode, GrpcStats, GrpcStreamStats, GRPC_CODES};
 pub use per_connection::{ConnectionSpread, RequestsPerConnection};
 pub use recorder::{Busy, Interval, Recorder, Sample, WorkerReport};
 pub use scenario::{merge_named, ScenarioSlot, ScenarioStats, StepOutcome, StepStats};

@@ -139,6 +139,24 @@ impl Recorder {
         (self.at(at).grpc.get_or_insert_with(Default::default)).record(code, message);
     }
 
+    /// gRPC (issue 36): a call that ended at `at` with a response: its messages, and its
+    /// status code and first message (`None` for a call loadmark ended itself, which has
+    /// none). Time to first message and gaps are kept only for streaming runs' calls
+    /// (`first_message_us` is `Some` for them once a message came, or they ended by plan).
+    pub fn record_grpc_call(
+        &mut self,
+        at: Instant,
+        call: &crate::grpc::GrpcCall<'_>,
+        status: Option<(u32, Option<String>)>,
+        streaming: bool,
+    ) {
+        let grpc = self.at(at).grpc.get_or_insert_with(Default::default);
+        grpc.record_call(call, streaming);
+        if let Some((code, message)) = status {
+            grpc.record(code, || message);
+        }
+    }
+
     /// Scenario runs (issue 17): the scenario figures of the second of `at`.
     pub fn scenario(&mut self, at: Instant) -> &mut crate::scenario::ScenarioStats {
         self.at(at).scenario.get_or_insert_with(Default::default)

@@ -25,6 +25,7 @@ mod file_find;
 mod file_scenario;
 mod file_scenarios;
 mod file_steps;
+mod grpc;
 mod plan;
 mod proxy;
 mod scenario;
@@ -56,6 +57,7 @@ pub use file_steps::{
     load_plan_file, load_plan_file_with, load_plan_text, Launch, LoadedPlan, PlanFileError, Ready,
     Step,
 };
+pub use grpc::GrpcStreaming;
 pub use plan::{
     DataPer, Http2, Load, Mix, Plan, Protocol, RequestSpec, ScriptRef, Stop, Timeouts, TlsFiles,
     TlsPolicy, DEFAULT_TIMEOUT, MAX_STREAMS,

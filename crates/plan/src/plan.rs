@@ -275,6 +275,9 @@ pub struct Protocol {
     /// written out (it may hold a password, and it belongs to the machine that runs the load).
     #[serde(skip)]
     pub proxy: Option<crate::proxy::Proxy>,
+    /// `loadmark grpc` of a streaming method: how each call streams (issue 36).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grpc: Option<crate::grpc::GrpcStreaming>,
 }
 
 impl Protocol {

@@ -72,6 +72,7 @@ impl Settings {
             unix_socket: self.unix_socket.clone(),
             pipeline: self.pipeline,
             proxy: None,
+            grpc: None,
         })
     }
 

@@ -21,7 +21,13 @@ static FILLER: [u8; 64 * 1024] = [b'a'; 64 * 1024];
 /// back to `Transfer-Encoding: chunked` and writes one chunk per frame.
 pub enum ResponseBody {
     Full(Option<Bytes>),
-    Filler { remaining: usize, chunked: bool },
+    Filler {
+        remaining: usize,
+        chunked: bool,
+    },
+    /// Frames a task writes as it goes (a gRPC call's messages, then its trailers); the
+    /// body ends when the task drops its sender.
+    Channel(tokio::sync::mpsc::Receiver<Frame<Bytes>>),
 }
 
 impl ResponseBody {
@@ -48,9 +54,10 @@ impl Body for ResponseBody {
 
     fn poll_frame(
         self: Pin<&mut Self>,
-        _cx: &mut Context<'_>,
+        cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
         let frame = match self.get_mut() {
+            ResponseBody::Channel(rx) => return rx.poll_recv(cx).map(|frame| frame.map(Ok)),
             ResponseBody::Full(data) => data.take().filter(|d| !d.is_empty()),
             ResponseBody::Filler { remaining: 0, .. } => None,
             ResponseBody::Filler { remaining, chunked } => {
@@ -67,6 +74,7 @@ impl Body for ResponseBody {
         match self {
             ResponseBody::Full(data) => data.as_ref().map_or(0, Bytes::len) == 0,
             ResponseBody::Filler { remaining, .. } => *remaining == 0,
+            ResponseBody::Channel(_) => false,
         }
     }
 
@@ -79,7 +87,9 @@ impl Body for ResponseBody {
                 remaining,
                 chunked: false,
             } => SizeHint::with_exact(*remaining as u64),
-            ResponseBody::Filler { chunked: true, .. } => SizeHint::default(),
+            ResponseBody::Filler { chunked: true, .. } | ResponseBody::Channel(_) => {
+                SizeHint::default()
+            }
         }
     }
 }

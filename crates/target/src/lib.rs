@@ -119,6 +119,7 @@
 
 mod body;
 mod capacity;
+mod grpc;
 mod journey;
 mod listeners;
 mod relay;
@@ -306,6 +307,24 @@ impl RunningServer {
     /// Connections accepted so far. Exact; keep-alive requests on one connection count once.
     pub fn connections_accepted(&self) -> u64 {
         self.counters.accepts.load(Ordering::Relaxed)
+    }
+
+    /// gRPC calls to `loadmark.target.Target` (not counting reflection), request messages
+    /// read whole and response messages sent, and `Stream` calls the client cancelled.
+    pub fn grpc_calls(&self) -> u64 {
+        self.counters.grpc_calls.load(Ordering::Relaxed)
+    }
+
+    pub fn grpc_messages_received(&self) -> u64 {
+        self.counters.grpc_messages_received.load(Ordering::Relaxed)
+    }
+
+    pub fn grpc_messages_sent(&self) -> u64 {
+        self.counters.grpc_messages_sent.load(Ordering::Relaxed)
+    }
+
+    pub fn grpc_cancelled(&self) -> u64 {
+        self.counters.grpc_cancelled.load(Ordering::Relaxed)
     }
 
     /// WebSocket sessions opened so far: valid handshakes on a `/ws/` endpoint answered with

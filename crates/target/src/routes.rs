@@ -45,6 +45,8 @@ pub(crate) enum Routed<B> {
     Relay(crate::relay::RelayUrl),
     /// `POST /login`: the body names the user; answer with a token.
     Login(Request<B>),
+    /// A gRPC call to the target's service or its reflection (`crate::grpc`).
+    Grpc(Request<B>),
 }
 
 pub(crate) fn route<B>(req: Request<B>) -> Routed<B> {
@@ -97,6 +99,7 @@ pub(crate) fn route<B>(req: Request<B>) -> Routed<B> {
             WsPath::BadCount => bad_request("N must be a number of messages\n"),
             WsPath::Unknown => text(StatusCode::NOT_FOUND, WS_NOT_FOUND),
         },
+        (service, Some(_)) if crate::grpc::serves(service) => return Routed::Grpc(req),
         ("close", None) => {
             let mut r = ok();
             r.headers_mut()

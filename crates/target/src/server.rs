@@ -57,6 +57,13 @@ pub(crate) struct Counters {
     /// Set by [`crate::RunningServer::record_tags`]: keep each request's loadmark tags.
     pub recording: std::sync::atomic::AtomicBool,
     pub tags: std::sync::Mutex<Vec<crate::Tag>>,
+    /// gRPC calls to `loadmark.target.Target` (reflection calls are not counted), their
+    /// request messages read and response messages sent, and `Stream` calls the client
+    /// cancelled before their last message.
+    pub grpc_calls: AtomicU64,
+    pub grpc_messages_received: AtomicU64,
+    pub grpc_messages_sent: AtomicU64,
+    pub grpc_cancelled: AtomicU64,
     /// `--capacity`: the one queue every request goes through (shared like the counters).
     pub capacity: Option<crate::capacity::Gate>,
 }
@@ -336,6 +343,11 @@ impl Service<Request<Incoming>> for Target {
                 self.counters.requests.fetch_add(1, Ordering::Relaxed);
                 return Reply::Ready(Some(response));
             }
+            Routed::Grpc(req) => {
+                let response = crate::grpc::call(req, self.counters.clone());
+                self.counters.requests.fetch_add(1, Ordering::Relaxed);
+                return Reply::Ready(Some(response));
+            }
         };
         Reply::Later(later)
     }
@@ -360,6 +372,7 @@ async fn answer(
         Routed::Echo(req) => routes::echo(req).await,
         Routed::Relay(url) => relay::relay(url, slot).await,
         Routed::Upgrade(req, endpoint) => ws::accept(req, endpoint, counters),
+        Routed::Grpc(req) => crate::grpc::call(req, counters.clone()),
     }
 }
 

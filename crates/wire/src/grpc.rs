@@ -3,7 +3,13 @@
 //! call ends with `grpc-status` (and `grpc-message`) in the trailers, or in the headers of a
 //! trailers-only response. [`Reader`] follows the prefixes of a response body across DATA
 //! frames without keeping the messages; [`End`] is how a call ended, which the engine counts
-//! by code name.
+//! by code name. A streaming run's calls also carry a [`Flow`]: request messages paced
+//! over time, a server stream the client cancels, and when response messages came.
+
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use loadmark_plan::GrpcStreaming;
 
 /// Whether a request's headers ask for gRPC: `content-type: application/grpc` (or
 /// `application/grpc+proto`, ...). Such requests over HTTP/2 are counted by `grpc-status`.
@@ -137,7 +143,20 @@ pub struct End {
     pub broken: Option<Broken>,
     /// The status came in the response headers with END_STREAM (no body, no trailers).
     pub trailers_only: bool,
+    /// Response messages read whole (for a call the client cancelled, up to its count).
     pub messages: u32,
+    /// Request messages sent (queued whole on the connection).
+    pub sent: u32,
+    /// The client ended the call itself, as the plan asked (a server stream cancelled after
+    /// `--stream-call-count` messages or `--stream-call-duration`): no `grpc-status` came,
+    /// and none is made up for it.
+    pub ended_by_client: bool,
+    /// Streaming runs only: when the first response message came whole, and the time
+    /// between each response message and the one before, µs.
+    pub first_message: Option<std::time::Instant>,
+    pub gaps: Vec<u32>,
+    /// The call was one of a streaming run's (it carried a [`Flow`]).
+    pub streaming: bool,
 }
 
 impl End {
@@ -256,11 +275,171 @@ mod tests {
     }
 }
 
-/// A gRPC stream's reading: the body's prefixes and what its header blocks said.
+/// A gRPC stream's reading: the body's prefixes and what its header blocks said, and for a
+/// streaming run, what the call sent and when its messages came.
 #[derive(Debug, Clone, Default)]
 pub struct Call {
     pub reader: Reader,
     pub end: End,
+    /// Streaming runs only (boxed: a unary call carries one pointer more, no more).
+    pub flow: Option<Box<Flow>>,
+}
+
+impl Call {
+    /// A call of a streaming run, opened at `now` with `body` (its request messages: all of
+    /// them, or one round to cycle through when paced).
+    pub fn streaming(spec: &GrpcStreaming, body: &Bytes, now: Instant) -> Call {
+        let round = count_messages(body);
+        let pacing = spec
+            .interval
+            .filter(|_| spec.client_streams)
+            .map(|interval| Pacing {
+                round: body.clone(),
+                at: 0,
+                next: now,
+                interval,
+                // Neither a count nor a duration: the round once.
+                left: spec.count.or(spec.duration.is_none().then_some(round)),
+                until: spec.duration.map(|d| now + d),
+            });
+        let cancel_at = spec
+            .duration
+            .filter(|_| !spec.client_streams)
+            .map(|d| now + d);
+        Call {
+            flow: Some(Box::new(Flow {
+                sent: if pacing.is_some() { 0 } else { round },
+                pacing,
+                cancel_at,
+                ..Flow::default()
+            })),
+            ..Call::default()
+        }
+    }
+}
+
+/// What a streaming call does over time, beside reading its response.
+#[derive(Debug, Clone, Default)]
+pub struct Flow {
+    /// Request messages queued whole so far.
+    pub sent: u32,
+    /// Paced sending (`--stream-interval`): `None` once the last message went.
+    pub pacing: Option<Pacing>,
+    /// A server stream the client cancels at this instant (`--stream-call-duration`).
+    pub cancel_at: Option<Instant>,
+    first_message: Option<Instant>,
+    last_message: Option<Instant>,
+    gaps: Vec<u32>,
+}
+
+impl Flow {
+    /// `new` response messages came whole at `at`: the first's gap is from the message
+    /// before (or it is the first message), those read in the same read came 0 µs apart.
+    pub fn received(&mut self, new: u32, at: Instant) {
+        if new == 0 {
+            return;
+        }
+        let zeros = match self.last_message {
+            None => {
+                self.first_message = Some(at);
+                new - 1
+            }
+            Some(last) => {
+                let gap = at.saturating_duration_since(last).as_micros();
+                self.gaps.push(gap.min(u128::from(u32::MAX)) as u32);
+                new - 1
+            }
+        };
+        self.gaps.extend(std::iter::repeat_n(0, zeros as usize));
+        self.last_message = Some(at);
+    }
+
+    /// When it next has something to do (a message due, the end of sending, a cancel).
+    pub fn wake(&self) -> Option<Instant> {
+        let pace = self.pacing.as_ref().map(Pacing::wake);
+        match (pace, self.cancel_at) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Hands what was measured to the call's end.
+    pub fn finish(self, end: &mut End) {
+        end.streaming = true;
+        end.sent = self.sent;
+        end.first_message = self.first_message;
+        end.gaps = self.gaps;
+    }
+}
+
+/// Request messages sent one per interval, cycling through one round of them.
+#[derive(Debug, Clone)]
+pub struct Pacing {
+    round: Bytes,
+    /// Where the next message starts in `round`.
+    at: usize,
+    /// When the next message is due: the call's opening plus a whole number of intervals,
+    /// so a late timer sends late, never fewer messages.
+    pub next: Instant,
+    interval: Duration,
+    /// Messages still to send (`--stream-call-count`, or the round once).
+    left: Option<u32>,
+    /// No message is due at or after this (`--stream-call-duration`).
+    until: Option<Instant>,
+}
+
+impl Pacing {
+    fn wake(&self) -> Instant {
+        match self.until {
+            Some(until) if self.next >= until => until,
+            _ => self.next,
+        }
+    }
+
+    /// The next message if one is due at `now`; `Err(())` when sending is over.
+    #[allow(clippy::result_unit_err)]
+    pub fn next_message(&mut self, now: Instant) -> Result<Option<Bytes>, ()> {
+        if self.left == Some(0) || self.until.is_some_and(|until| self.next >= until) {
+            return Err(());
+        }
+        if self.next > now {
+            return Ok(None);
+        }
+        let rest = &self.round[self.at..];
+        let len = match rest {
+            [_, a, b, c, d, ..] => {
+                (5 + u32::from_be_bytes([*a, *b, *c, *d]) as usize).min(rest.len())
+            }
+            _ => rest.len(),
+        };
+        let message = self.round.slice(self.at..self.at + len);
+        self.at += len;
+        if self.at >= self.round.len() {
+            self.at = 0;
+        }
+        if let Some(left) = self.left.as_mut() {
+            *left -= 1;
+        }
+        self.next += self.interval;
+        Ok(Some(message))
+    }
+
+    /// No more messages will be due (the count is sent).
+    pub fn done(&self) -> bool {
+        self.left == Some(0)
+    }
+}
+
+/// Length-prefixed messages in `body`.
+pub fn count_messages(body: &[u8]) -> u32 {
+    let mut n = 0;
+    let mut at = 0;
+    while at + 5 <= body.len() {
+        let len = u32::from_be_bytes([body[at + 1], body[at + 2], body[at + 3], body[at + 4]]);
+        at += 5 + len as usize;
+        n += 1;
+    }
+    n
 }
 
 /// The fields of one header block that matter to a gRPC call, noted as HPACK decodes them.

@@ -13,11 +13,24 @@ use super::{rate_arg, ReportFlags};
 #[command(after_help = "Examples:\n  \
     loadmark grpc 127.0.0.1:50051 --proto helloworld.proto --call helloworld.Greeter/SayHello --data '{\"name\":\"x\"}' -c 50 -d 30s\n  \
     loadmark grpc 127.0.0.1:50051 --call helloworld.Greeter/SayHello --data '{\"name\":\"x\"}' -n 10000\n  \
-    loadmark grpc 127.0.0.1:50051 --protoset greeter.protoset --call helloworld.Greeter.SayHello -D req.json -R 500 -d 10s -m '{\"authorization\":\"Bearer t\"}'\n\n\
+    loadmark grpc 127.0.0.1:50051 --protoset greeter.protoset --call helloworld.Greeter.SayHello -D req.json -R 500 -d 10s -m '{\"authorization\":\"Bearer t\"}'\n  \
+    loadmark grpc 127.0.0.1:50051 --proto route_guide.proto --call routeguide.RouteGuide/ListFeatures --data @rect.json --stream-call-count 10 -c 4 -n 100\n  \
+    loadmark grpc 127.0.0.1:50051 --proto route_guide.proto --call routeguide.RouteGuide/RecordRoute --data '[{\"latitude\":1},{\"latitude\":2}]' --stream-call-count 20 --stream-interval 50ms -c 10 -d 30s\n\n\
     Without --proto or --protoset the server's reflection service describes the method. Each \
     call ends as one response counted by its grpc-status name (OK, UNAVAILABLE, ...; non-OK \
     ones are failed calls), or as a transport error. Plaintext HTTP/2 (h2c) is spoken; ghz's \
-    --insecure is accepted for it. -d is loadmark's duration: the request is --data (ghz's -d).")]
+    --insecure is accepted for it. -d is loadmark's duration: the request is --data (ghz's -d).\n\n\
+    Streaming methods (the schema says which): a client or bidi stream sends the --data array's \
+    messages (a single object is one message), --stream-call-count of them cycling through the \
+    array, all in one body, or one per --stream-interval, until the count is sent or \
+    --stream-call-duration is over; then it half-closes and waits for the trailers. A server \
+    stream reads every response message to the trailers, or loadmark cancels it \
+    (RST_STREAM CANCEL) after --stream-call-count messages or --stream-call-duration: such a \
+    call has no grpc-status; it is counted as 'ended by loadmark', a complete call and not a \
+    failure (ghz reports it as a CANCELLED error). A call's latency is its total, from its \
+    HEADERS to its trailers (or the cancel); the report gives time to first response message \
+    and the gap between messages apart, and the messages sent and received per call. \
+    --timeout counts after --stream-call-duration (or the paced sending) is over.")]
 pub struct GrpcArgs {
     /// The server, HOST:PORT
     pub target: String,
@@ -108,6 +121,18 @@ pub struct GrpcArgs {
     /// Each call's deadline, sent as grpc-timeout too
     #[arg(long = "timeout", help_heading = "Load", value_parser = duration_arg, default_value = "10s")]
     pub timeout: Duration,
+
+    /// Streaming calls: request messages a client or bidi stream sends; response messages after which loadmark cancels a server stream (ghz's)
+    #[arg(long = "stream-call-count", visible_alias = "stream-count", help_heading = "Streams", value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub stream_count: Option<u32>,
+
+    /// Streaming calls: a client or bidi stream sends until this long, then half-closes (needs --stream-interval); a server stream is cancelled then (ghz's)
+    #[arg(long = "stream-call-duration", visible_alias = "stream-duration", help_heading = "Streams", value_name = "DURATION", value_parser = duration_arg)]
+    pub stream_duration: Option<Duration>,
+
+    /// Client and bidi streams: one request message per interval, each its own DATA frame, e.g. 100ms (ghz's)
+    #[arg(long = "stream-interval", help_heading = "Streams", value_name = "DURATION", value_parser = duration_arg)]
+    pub stream_interval: Option<Duration>,
 
     #[command(flatten)]
     pub report: ReportFlags,

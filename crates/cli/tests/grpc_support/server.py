@@ -1,9 +1,12 @@
 """A gRPC server for loadmark's tests (crates/cli/tests/grpc.rs), on grpcio with reflection.
 
 loadmark.test.Tester/Echo answers "hello NAME", or fails with the status code its request
-names (code != 0) and the message "failing as asked". The service is described by the
-descriptors built below (the same as tester.proto and common.proto beside this file), so no
-protoc is needed. Every call is counted; the count is written to COUNT_FILE after each call.
+names (code != 0) and the message "failing as asked". loadmark.test.Tester/Tick (server
+streaming) sends a reply every 50 ms until the client cancels (or 200 replies); each Tick
+call that the client cancelled is counted in COUNT_FILE.cancelled, once its handler saw the
+cancel. The service is described by the descriptors built below (the same as tester.proto
+and common.proto beside this file), so no protoc is needed. Every Echo call is counted; the
+count is written to COUNT_FILE after each call.
 
 usage: server.py PORT COUNT_FILE
 """
@@ -11,6 +14,7 @@ usage: server.py PORT COUNT_FILE
 import os
 import sys
 import threading
+import time
 from concurrent import futures
 
 import grpc
@@ -43,6 +47,9 @@ rep = tester.message_type.add(name="EchoReply")
 rep.field.extend([field("message", 1, F.TYPE_STRING), field("calls", 2, F.TYPE_INT64)])
 svc = tester.service.add(name="Tester")
 svc.method.add(name="Echo", input_type=".loadmark.test.EchoRequest", output_type=".loadmark.test.EchoReply")
+svc.method.add(
+    name="Tick", input_type=".loadmark.test.EchoRequest", output_type=".loadmark.test.EchoReply", server_streaming=True
+)
 
 pool = descriptor_pool.Default()
 pool.Add(common)
@@ -69,12 +76,40 @@ def echo(request, context):
     return EchoReply(message="hello " + request.name, calls=n)
 
 
+cancelled = 0
+
+
+def write(path, n):
+    with open(path + ".tmp", "w") as f:
+        f.write(str(n))
+    os.replace(path + ".tmp", path)
+
+
+def tick(request, context):
+    global cancelled
+    try:
+        for i in range(200):
+            if not context.is_active():
+                break
+            yield EchoReply(message="tick " + request.name, calls=i)
+            time.sleep(0.05)
+    finally:
+        # A cancel stops the iteration (GeneratorExit at the yield) or is seen above.
+        if not context.is_active():
+            with lock:
+                cancelled += 1
+                write(count_file + ".cancelled", cancelled)
+
+
 handler = grpc.method_handlers_generic_handler(
     "loadmark.test.Tester",
     {
         "Echo": grpc.unary_unary_rpc_method_handler(
             echo, request_deserializer=EchoRequest.FromString, response_serializer=EchoReply.SerializeToString
-        )
+        ),
+        "Tick": grpc.unary_stream_rpc_method_handler(
+            tick, request_deserializer=EchoRequest.FromString, response_serializer=EchoReply.SerializeToString
+        ),
     },
 )
 # No BDP probing: its PINGs come when the server likes, and the client's PING ACKs (17 bytes

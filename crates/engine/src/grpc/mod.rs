@@ -7,32 +7,60 @@
 //! stay errors of their kind, as for any HTTP/2 request.
 
 use std::cell::RefCell;
+use std::time::Instant;
 
-use loadmark_metrics::Recorder;
-use loadmark_plan::Plan;
+use loadmark_metrics::{GrpcCall, Recorder};
+use loadmark_plan::{GrpcStreaming, Plan};
 use loadmark_wire::http2::Answer;
 
 /// The longest response message a call accepts (grpc-go's default receive limit): a longer
 /// one ends the call as RESOURCE_EXHAUSTED, as a gRPC client would end it.
 pub const MAX_RECEIVE_MESSAGE: usize = 4 << 20;
 
+/// How a run's HTTP/2 connections read gRPC calls.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Driving {
+    /// The longest response message.
+    pub limit: usize,
+    /// A streaming method's calls: how each streams.
+    pub streaming: Option<GrpcStreaming>,
+}
+
 /// Whether `plan` is a gRPC run: HTTP/2 with a gRPC content type. Such requests are counted
 /// by `grpc-status`, also when sent with `loadmark run --http2 -H content-type:...`.
-pub(crate) fn limit_of(plan: &Plan) -> Option<usize> {
+pub(crate) fn driving_of(plan: &Plan) -> Option<Driving> {
     let grpc = plan.request.headers.iter().any(|(name, value)| {
         name.eq_ignore_ascii_case("content-type")
             && loadmark_wire::grpc::is_grpc_content_type(value.as_bytes())
     });
-    (grpc && plan.protocol.http2.is_some()).then_some(MAX_RECEIVE_MESSAGE)
+    (grpc && plan.protocol.http2.is_some()).then_some(Driving {
+        limit: MAX_RECEIVE_MESSAGE,
+        streaming: plan.protocol.grpc,
+    })
 }
 
-/// A gRPC call's status, after its response's sample was recorded.
+/// A gRPC call's status and messages, after its response's sample was recorded. A call
+/// the client ended itself (a server stream cancelled as planned) has no status: it is
+/// counted as ended by loadmark, not given one.
 #[inline]
-pub(crate) fn settle(recorder: &RefCell<Recorder>, answer: &Answer) {
+pub(crate) fn settle(recorder: &RefCell<Recorder>, answer: &Answer, started: Instant) {
     if let Some(end) = &answer.grpc {
-        let (code, message) = end.outcome(answer.status);
-        recorder
-            .borrow_mut()
-            .record_grpc(answer.ended, code, || message);
+        let mut recorder = recorder.borrow_mut();
+        let call = GrpcCall {
+            sent: end.sent,
+            received: end.messages,
+            ended_by_client: end.ended_by_client,
+            // Streaming runs only (unary calls leave it `None`): from the call's start.
+            first_message_us: end
+                .first_message
+                .map(|at| at.saturating_duration_since(started).as_micros() as u64),
+            gaps_us: &end.gaps,
+        };
+        if end.ended_by_client {
+            recorder.record_grpc_call(answer.ended, &call, None, end.streaming);
+        } else {
+            let (code, message) = end.outcome(answer.status);
+            recorder.record_grpc_call(answer.ended, &call, Some((code, message)), end.streaming);
+        }
     }
 }

@@ -163,7 +163,7 @@ pub(crate) struct H2Shared {
     /// Shared by the workers and read by the runner.
     pub(crate) run: Arc<H2Run>,
     /// gRPC calls: the longest response message (`crate::grpc`).
-    pub(crate) grpc: Option<usize>,
+    pub(crate) grpc: Option<crate::grpc::Driving>,
 }
 
 impl H2Shared {
@@ -177,7 +177,7 @@ impl H2Shared {
         }
     }
 
-    pub(crate) fn with_grpc(self, grpc: Option<usize>) -> Self {
+    pub(crate) fn with_grpc(self, grpc: Option<crate::grpc::Driving>) -> Self {
         H2Shared { grpc, ..self }
     }
 
@@ -331,7 +331,7 @@ where
                         answered += 1;
                         let sample = answer.sample(None, tag.started);
                         settle::response(&shared.recorder, &sample);
-                        crate::grpc::settle(&shared.recorder, &answer);
+                        crate::grpc::settle(&shared.recorder, &answer, tag.started);
                         // For the lingering task (`crate::linger`), as over HTTP/1.1.
                         shared.activity.request_ended(stamped);
                     }

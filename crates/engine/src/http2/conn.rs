@@ -244,8 +244,8 @@ where
     /// Opens a stream carrying `block` (an HPACK header block) and `body`, queued for the
     /// next poll's write. Callers check [`H2Conn::can_open`] first.
     pub(crate) fn open(&mut self, block: &[u8], body: &Bytes, tag: T, deadline: Instant) {
-        self.state.open(block, body, tag, deadline);
-        self.arm(deadline);
+        let wake = self.state.open(block, body, tag, deadline);
+        self.arm(wake);
     }
 
     /// [`H2Conn::open`], keeping the response (up to `limit` bytes) for checks and
@@ -257,8 +257,8 @@ where
         deadline: Instant,
         limit: usize,
     ) {
-        self.state.open_capturing(block, body, tag, deadline, limit);
-        self.arm(deadline);
+        let wake = self.state.open_capturing(block, body, tag, deadline, limit);
+        self.arm(wake);
     }
 
     /// The response the last [`H2Conn::open_capturing`] stream kept, once it came whole.
@@ -268,8 +268,9 @@ where
 
     /// Makes every stream a gRPC call, reading responses' messages up to `limit` bytes
     /// (`crate::grpc`); `None` leaves plain HTTP/2.
-    pub(crate) fn grpc(&mut self, limit: Option<usize>) {
-        self.state.grpc = limit;
+    pub(crate) fn grpc(&mut self, grpc: Option<crate::grpc::Driving>) {
+        self.state.grpc = grpc.map(|g| g.limit);
+        self.state.streaming = grpc.and_then(|g| g.streaming);
     }
 
     fn arm(&mut self, deadline: Instant) {
@@ -329,6 +330,12 @@ where
             }
         }
         self.poll_timer(cx, events);
+        if self.state.ended.is_none() && self.state.out.len() > self.state.out_pos {
+            // What the timer queued (paced gRPC messages, RST_STREAMs).
+            if let Err(e) = self.flush(cx) {
+                end_io(&mut self.state, &e, "write", events);
+            }
+        }
         if !events.is_empty() || self.state.ended.is_some() {
             Poll::Ready(())
         } else {
@@ -398,6 +405,8 @@ where
         while self.timer_at.is_some() && self.timer.as_mut().poll(cx).is_ready() {
             let now = Instant::now();
             let s = &mut self.state;
+            // Streaming gRPC calls' paced messages and planned cancels.
+            s.tick(now, events);
             let expired: Vec<u32> = s
                 .streams
                 .iter()
@@ -409,7 +418,7 @@ where
                 let message = format!("no complete response within {:?} (--timeout)", s.timeout);
                 s.fail(id, ErrorKind::Timeout, message, false, events);
             }
-            self.timer_at = s.streams.values().map(|st| st.deadline).min();
+            self.timer_at = s.streams.values().map(|st| st.wake()).min();
             let next = self
                 .timer_at
                 .unwrap_or(now + Duration::from_secs(365 * 24 * 3600));

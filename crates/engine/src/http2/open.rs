@@ -129,7 +129,7 @@ where
                     answered += 1;
                     let sample = answer.sample(Some(tag.job.due), tag.started);
                     settle::response(&shared.recorder, &sample);
-                    crate::grpc::settle(&shared.recorder, &answer);
+                    crate::grpc::settle(&shared.recorder, &answer, tag.started);
                     lane.done(Instant::now());
                 }
                 Event::Failed { tag, failure } => {

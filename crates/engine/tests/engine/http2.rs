@@ -29,6 +29,7 @@ fn h2(mut p: Plan, streams: usize) -> Plan {
         unix_socket: None,
         pipeline: None,
         proxy: None,
+        grpc: None,
     };
     p
 }

@@ -27,6 +27,7 @@ fn http1_and_http2_over_a_unix_socket_reach_the_server_there() {
         unix_socket: Some(path.clone()),
         pipeline: None,
         proxy: None,
+        grpc: None,
     };
     let r = run(&p, &StopHandle::new(), |_| {}).unwrap();
     let s = &r.totals.snapshot;

@@ -10,6 +10,7 @@ mod bundle;
 mod capacity;
 mod compare;
 mod environment;
+mod grpc;
 mod health;
 mod merge;
 mod protocol;
@@ -36,6 +37,7 @@ pub use compare::{
     MetricDelta, Verdict, COMPARED, MIN_SECONDS,
 };
 pub use environment::{Build, Environment, HostState};
+pub use grpc::GrpcSummary;
 pub use merge::{merge_reports, merge_reports_with, merge_with_options, MergeError, MergeOptions};
 pub use protocol::{ProtocolFacts, ProtocolSummary};
 pub use report::{

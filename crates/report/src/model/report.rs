@@ -171,6 +171,9 @@ pub struct Summary {
     /// WebSocket runs (`loadmark ws`): sessions, messages both ways, pings, closes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub websocket: Option<WsSummary>,
+    /// gRPC runs (`loadmark grpc`): messages per call, a streaming run's timings.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grpc: Option<super::grpc::GrpcSummary>,
     /// Runs with checks (`--check`, a plan's `checks:`): passes and failures by check.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub checks: Option<loadmark_metrics::CheckStats>,
@@ -296,6 +299,7 @@ impl Report {
             status: snap.status.clone(),
             errors: snap.errors.clone(),
             websocket,
+            grpc: snap.grpc.as_deref().map(super::grpc::GrpcSummary::new),
             checks: (!plan.checks.is_empty() || snap.checks.is_some())
                 .then(|| snap.checks.as_deref().cloned().unwrap_or_default()),
             scenario: plan.scenario.as_ref().map(|_| {
@@ -336,12 +340,21 @@ impl Report {
                     busiest_worker: facts.busiest_worker,
                     contention: facts.contention,
                 },
-                latency_definition: match &plan.websocket {
-                    Some(spec) => super::websocket::latency_definition(spec),
-                    None if scheduled => OPEN_LATENCY_DEFINITION,
-                    None => LATENCY_DEFINITION,
-                }
-                .to_string(),
+                latency_definition: match (&plan.websocket, &plan.protocol.grpc) {
+                    (Some(spec), _) => super::websocket::latency_definition(spec).to_string(),
+                    // A streaming gRPC call's response ends at its trailers, or its cancel.
+                    (None, Some(streaming)) => format!(
+                        "{}; a streaming gRPC call: {}",
+                        if scheduled {
+                            OPEN_LATENCY_DEFINITION
+                        } else {
+                            LATENCY_DEFINITION
+                        },
+                        streaming.latency_definition()
+                    ),
+                    (None, None) if scheduled => OPEN_LATENCY_DEFINITION.to_string(),
+                    (None, None) => LATENCY_DEFINITION.to_string(),
+                },
                 health: super::health::assess(plan, facts, &summary),
             },
             summary,

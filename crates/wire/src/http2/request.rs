@@ -53,6 +53,12 @@ pub fn prepare(bytes: &[u8], scheme: &str) -> Result<Prepared, String> {
     format!("{scheme}://{}{path}", String::from_utf8_lossy(authority))
         .parse::<http::Uri>()
         .map_err(|e| format!("URL: {e}"))?;
+    // gRPC requests carry no content-length: a call's length is its messages, and a paced
+    // stream sends more than the one round its body holds (h2 servers reset a stream whose
+    // DATA exceeds its content-length).
+    let grpc = parsed.headers.iter().any(|h| {
+        h.name.eq_ignore_ascii_case("content-type") && crate::grpc::is_grpc_content_type(h.value)
+    });
     let mut block = Vec::with_capacity(64 + head_len);
     encode_field(b":method", method.as_bytes(), &mut block);
     encode_field(b":scheme", scheme.as_bytes(), &mut block);
@@ -61,6 +67,7 @@ pub fn prepare(bytes: &[u8], scheme: &str) -> Result<Prepared, String> {
     for h in parsed.headers.iter() {
         if connection_specific(h.name)
             || (h.name.eq_ignore_ascii_case("te") && !h.value.eq_ignore_ascii_case(b"trailers"))
+            || (grpc && h.name.eq_ignore_ascii_case("content-length"))
         {
             continue;
         }
@@ -124,6 +131,18 @@ mod tests {
             assert_eq!(get(gone), None, "{gone} must not be sent");
         }
         assert_eq!(&p.body[..], b"{\"a\":1}");
+    }
+
+    #[test]
+    fn a_grpc_request_carries_no_content_length() {
+        let head = b"POST /p.S/M HTTP/1.1\r\nHost: h\r\ncontent-type: application/grpc\r\ncontent-length: 7\r\n\r\n";
+        let p = prepare(head, "http").unwrap();
+        let mut names = Vec::new();
+        super::super::hpack::Decoder::new()
+            .decode(&p.block, |n, _| names.push(n.to_vec()))
+            .unwrap();
+        assert!(names.iter().any(|n| n == b"content-type"));
+        assert!(!names.iter().any(|n| n == b"content-length"));
     }
 
     #[test]

@@ -10,6 +10,8 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use loadmark_metrics::ErrorKind;
 
+use super::calls::sending;
+pub use super::capture::Capture;
 use super::event::{Answer, Event, Failure};
 use super::frame::{self, ConnError, Head, Reason};
 use super::hpack::Decoder;
@@ -101,6 +103,8 @@ pub struct State<T> {
     /// Every stream is a gRPC call whose response messages may be this long at most
     /// (`None`: plain HTTP/2).
     pub grpc: Option<usize>,
+    /// gRPC calls of a streaming method: how each streams (`super::calls`).
+    pub streaming: Option<loadmark_plan::GrpcStreaming>,
 }
 
 impl<T> State<T> {
@@ -130,14 +134,19 @@ impl<T> State<T> {
             sampled_written: 0,
             capture: None,
             grpc: None,
+            streaming: None,
         }
     }
 
     /// Opens the next stream: its HEADERS (and what the windows allow of its body) queued.
-    pub fn open(&mut self, block: &[u8], body: &Bytes, tag: T, deadline: Instant) {
+    /// Returns when it next needs the caller's timer: its deadline, or sooner for a
+    /// streaming gRPC call's paced messages or planned cancel.
+    pub fn open(&mut self, block: &[u8], body: &Bytes, tag: T, deadline: Instant) -> Instant {
         let id = self.next_id;
         self.next_id += 2;
-        let end = body.is_empty();
+        let (call, paced) = self.new_call(body);
+        // A paced call's messages go out one by one (`super::calls`), not as a body.
+        let end = body.is_empty() && !paced;
         let before = self.out.len();
         frame::headers(&mut self.out, id, block, end, self.max_frame);
         let written = (self.out.len() - before) as u64;
@@ -149,19 +158,22 @@ impl<T> State<T> {
                 deadline,
                 send_window: self.initial_window,
                 recv_window: STREAM_WINDOW,
-                upload: (!end).then(|| (body.clone(), 0)),
+                upload: (!end && !paced).then(|| (body.clone(), 0)),
                 status: 0,
                 first_byte: None,
                 body: 0,
                 wire_read: 0,
                 wire_written: written,
-                grpc: self.grpc.map(|_| crate::grpc::Call::default()),
+                grpc: call,
             },
         );
-        if !end {
+        if paced {
+            self.pace(id, Instant::now());
+        } else if !end {
             self.uploads.push(id);
             self.send_uploads();
         }
+        self.streams.get(&id).map_or(deadline, Stream::wake)
     }
 
     /// [`State::open`], keeping the response's head and body (up to `limit` bytes) for the
@@ -175,13 +187,13 @@ impl<T> State<T> {
         tag: T,
         deadline: Instant,
         limit: usize,
-    ) {
+    ) -> Instant {
         self.capture = Some(Box::new(Capture {
             id: self.next_id,
             limit,
             ..Capture::default()
         }));
-        self.open(block, body, tag, deadline);
+        self.open(block, body, tag, deadline)
     }
 
     /// The response the capturing stream kept, once it came whole.
@@ -558,6 +570,7 @@ impl<T> State<T> {
         }
         s.body += body.len() as u64;
         if let (Some(call), Some(limit)) = (s.grpc.as_mut(), self.grpc) {
+            let before = call.reader.messages;
             if let Err(broken) = call.reader.feed(body, limit) {
                 // The rest of the call is not wanted: it ends with the status a gRPC
                 // client gives it (see `crate::grpc::Broken::status`).
@@ -565,6 +578,19 @@ impl<T> State<T> {
                 frame::rst_stream(&mut self.out, h.stream, Reason::CANCEL);
                 self.complete(h.stream, at, events);
                 return Ok(());
+            }
+            if let Some(flow) = call.flow.as_deref_mut() {
+                if super::calls::received(
+                    self.streaming.as_ref(),
+                    &mut call.reader,
+                    flow,
+                    before,
+                    at,
+                ) {
+                    super::calls::cancel(&mut self.out, h.stream, &mut call.end);
+                    self.complete(h.stream, at, events);
+                    return Ok(());
+                }
             }
         }
         if let Some(capture) = self.capture.as_deref_mut().filter(|c| c.id == h.stream) {
@@ -584,7 +610,7 @@ impl<T> State<T> {
     }
 
     /// The server ended the stream: its response is whole.
-    fn complete(&mut self, id: u32, at: Instant, events: &mut Vec<Event<T>>) {
+    pub(super) fn complete(&mut self, id: u32, at: Instant, events: &mut Vec<Event<T>>) {
         let Some(s) = self.streams.remove(&id) else {
             return;
         };
@@ -595,8 +621,16 @@ impl<T> State<T> {
         if let Some(capture) = self.capture.as_deref_mut().filter(|c| c.id == id) {
             capture.done = true;
         }
-        if s.upload.is_some() {
-            // Answered before the whole body was sent (a 413, say): the rest is not wanted.
+        let sending = s
+            .grpc
+            .as_ref()
+            .and_then(|c| c.flow.as_deref())
+            .is_some_and(|f| f.pacing.is_some());
+        if s.upload.is_some()
+            || (sending && !s.grpc.as_ref().is_some_and(|c| c.end.ended_by_client))
+        {
+            // Answered before the whole body was sent (a 413, say, or a gRPC server that
+            // ended the call before its request stream): the rest is not wanted.
             self.uploads.retain(|u| *u != id);
             frame::rst_stream(&mut self.out, id, Reason::NO_ERROR);
         }
@@ -612,7 +646,12 @@ impl<T> State<T> {
                 grpc: s.grpc.map(|call| {
                     let mut end = call.end;
                     end.messages = call.reader.messages;
-                    if end.broken.is_none() && !call.reader.whole() {
+                    match call.flow {
+                        Some(flow) => flow.finish(&mut end),
+                        None => end.sent = 1,
+                    }
+                    // A call the client cancelled may stop inside a message.
+                    if end.broken.is_none() && !end.ended_by_client && !call.reader.whole() {
                         end.broken = Some(crate::grpc::Broken::Cut);
                     }
                     end
@@ -737,7 +776,8 @@ impl<T> State<T> {
             while *sent < body.len() && s.send_window > 0 && self.send_window > 0 {
                 let room = s.send_window.min(self.send_window) as usize;
                 let n = (body.len() - *sent).min(room).min(self.max_frame);
-                let last = *sent + n == body.len();
+                // A paced gRPC call's stream stays open for its next message.
+                let last = *sent + n == body.len() && !sending(&s.grpc);
                 frame::data(&mut self.out, id, &body[*sent..*sent + n], last);
                 s.wire_written += (frame::FRAME_HEAD + n) as u64;
                 self.open_written += (frame::FRAME_HEAD + n) as u64;
@@ -752,44 +792,6 @@ impl<T> State<T> {
                 i += 1;
             }
         }
-    }
-}
-
-/// A response kept whole for the checks: its head in HTTP/1.1's form (`HTTP/1.1 200`, then
-/// each regular header as `name: value`), then its body, so the one parser the checks and
-/// extractions use reads a response of either protocol. Bytes past `limit` are not kept.
-#[derive(Debug, Default)]
-pub struct Capture {
-    pub bytes: Vec<u8>,
-    /// The response was longer than the limit.
-    pub overflow: bool,
-    limit: usize,
-    /// The stream it belongs to.
-    id: u32,
-    /// The final head is in; the stream's end came.
-    head: bool,
-    done: bool,
-}
-
-impl Capture {
-    /// The headers pushed from `start` on were the final head's: its status line goes first.
-    fn head(&mut self, start: usize, status: u16) {
-        let headers = self.bytes.split_off(start);
-        self.push(format!("HTTP/1.1 {status} \r\n").as_bytes());
-        self.push(&headers);
-        self.push(b"\r\n");
-        self.head = true;
-    }
-
-    fn truncate(&mut self, len: usize) {
-        self.bytes.truncate(len);
-    }
-
-    fn push(&mut self, bytes: &[u8]) {
-        let room = self.limit.saturating_sub(self.bytes.len());
-        self.overflow |= bytes.len() > room;
-        self.bytes
-            .extend_from_slice(&bytes[..bytes.len().min(room)]);
     }
 }
 

@@ -18,7 +18,7 @@ fn end(server: &[u8], limit: Option<usize>) -> (Event<()>, Option<Box<Capture>>)
     match limit {
         Some(limit) => state.open_capturing(&block, &Bytes::new(), (), deadline, limit),
         None => state.open(&block, &Bytes::new(), (), deadline),
-    }
+    };
     let mut reader = FrameReader::new();
     let space = reader.space();
     space[..server.len()].copy_from_slice(server);
@@ -193,4 +193,120 @@ fn hostile_grpc_answers_end_with_the_status_a_client_gives() {
     frame::rst_stream(&mut out, 1, frame::Reason(0x2));
     let (event, _) = grpc_end(&out);
     assert!(matches!(event, Event::Failed { .. }));
+}
+
+/// The frames in `bytes`: (type, flags, stream, payload).
+fn frames_of(bytes: &[u8]) -> Vec<(u8, u8, u32, Vec<u8>)> {
+    let mut reader = FrameReader::new();
+    reader.space()[..bytes.len()].copy_from_slice(bytes);
+    reader.filled(bytes.len());
+    let mut out = Vec::new();
+    while let Some((head, payload)) = reader.next().unwrap() {
+        out.push((head.kind, head.flags, head.stream, payload.to_vec()));
+    }
+    out
+}
+
+fn streaming_state(spec: loadmark_plan::GrpcStreaming) -> State<()> {
+    let mut state: State<()> = State::new(Duration::from_secs(5));
+    state.settings_seen = true;
+    state.grpc = Some(64);
+    state.streaming = Some(spec);
+    state
+}
+
+#[test]
+fn a_server_stream_is_cancelled_at_its_count_whatever_came_in_the_same_read() {
+    let mut state = streaming_state(loadmark_plan::GrpcStreaming {
+        server_streams: true,
+        count: Some(2),
+        ..Default::default()
+    });
+    let body = Bytes::from(crate::grpc::frame_message(b"rect"));
+    state.open(&[0x83], &body, (), Instant::now() + Duration::from_secs(5));
+    state.out.clear();
+    let mut server = Vec::new();
+    grpc_head(&[(b":status", b"200"), GRPC_CT], false, &mut server);
+    let mut three = crate::grpc::frame_message(b"a");
+    three.extend(crate::grpc::frame_message(b"b"));
+    three.extend(crate::grpc::frame_message(b"c"));
+    frame::data(&mut server, 1, &three, false);
+    let mut events = Vec::new();
+    for (kind, flags, stream, payload) in frames_of(&server) {
+        let head = frame::Head {
+            len: payload.len(),
+            kind,
+            flags,
+            stream,
+        };
+        state
+            .frame(head, &payload, Instant::now(), &mut events)
+            .unwrap();
+    }
+    let [Event::Response { answer, .. }] = &events[..] else {
+        panic!("one response");
+    };
+    let end = answer.grpc.as_ref().unwrap();
+    assert!(end.ended_by_client && end.streaming && end.broken.is_none());
+    assert_eq!((end.messages, end.sent), (2, 1));
+    assert!(end.first_message.is_some());
+    assert_eq!(end.gaps, [0], "the second message came in the first's read");
+    let sent = frames_of(&state.out);
+    assert!(
+        sent.iter()
+            .any(|(k, _, s, p)| *k == frame::RST_STREAM && *s == 1 && p[..] == 8u32.to_be_bytes()),
+        "RST_STREAM CANCEL: {sent:?}"
+    );
+}
+
+#[test]
+fn a_paced_stream_sends_a_data_frame_per_message_cycling_and_half_closes_after_its_count() {
+    let mut state = streaming_state(loadmark_plan::GrpcStreaming {
+        client_streams: true,
+        count: Some(3),
+        interval: Some(Duration::from_millis(10)),
+        ..Default::default()
+    });
+    let mut round = crate::grpc::frame_message(b"one");
+    round.extend(crate::grpc::frame_message(b"second"));
+    let wake = state.open(
+        &[0x83],
+        &Bytes::from(round),
+        (),
+        Instant::now() + Duration::from_secs(5),
+    );
+    let first = frames_of(&state.out);
+    // HEADERS without END_STREAM, then the first message at once.
+    assert_eq!(first.len(), 2);
+    assert_eq!(
+        (first[0].0, first[0].1 & frame::END_STREAM),
+        (frame::HEADERS, 0)
+    );
+    assert_eq!(first[1].0, frame::DATA);
+    assert_eq!(first[1].3, crate::grpc::frame_message(b"one"));
+    assert_eq!(first[1].1 & frame::END_STREAM, 0);
+    assert!(
+        wake < Instant::now() + Duration::from_secs(1),
+        "woken for the next message"
+    );
+    state.out.clear();
+    // Nothing is due before the interval.
+    let mut events = Vec::new();
+    state.tick(Instant::now(), &mut events);
+    assert!(state.out.is_empty());
+    // Late: both messages due go out, the last with END_STREAM.
+    state.tick(Instant::now() + Duration::from_millis(25), &mut events);
+    let rest = frames_of(&state.out);
+    let payloads: Vec<&[u8]> = rest.iter().map(|f| &f.3[..]).collect();
+    assert_eq!(
+        payloads,
+        [
+            &crate::grpc::frame_message(b"second")[..],
+            &crate::grpc::frame_message(b"one")[..]
+        ]
+    );
+    assert_eq!(rest[0].1 & frame::END_STREAM, 0);
+    assert_eq!(rest[1].1 & frame::END_STREAM, frame::END_STREAM);
+    assert!(events.is_empty(), "the call waits for its response");
+    assert_eq!(state.streams[&1].wake(), state.streams[&1].deadline);
 }

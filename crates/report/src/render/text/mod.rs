@@ -71,7 +71,8 @@ pub fn render_text_titled(r: &Report, name: Option<&str>) -> String {
         sections::checks_block(&mut o, c, unit); // issues 17 and 20
     }
     if let Some(g) = &r.totals.grpc {
-        sections::grpc_block(&mut o, g); // issue 36
+        sections::grpc_block(&mut o, g, s.grpc.as_ref(), r.plan.protocol.grpc.as_ref());
+        // issue 36
     }
     errors_and_health(&mut o, r);
     if let Some(split) = &r.split {

@@ -138,8 +138,22 @@ pub fn render_thresholds_text(results: &[ThresholdResult]) -> String {
 }
 
 /// gRPC calls by status code name, each non-OK one with its first `grpc-message` (issue 36).
-pub(crate) fn grpc_block(o: &mut String, g: &loadmark_metrics::GrpcStats) {
-    let width = g.codes.iter().map(|c| c.name.len()).max().unwrap_or(2);
+/// A streaming run's block adds the calls loadmark ended itself, the messages per call,
+/// what a call's latency is, and when response messages came.
+pub(crate) fn grpc_block(
+    o: &mut String,
+    g: &loadmark_metrics::GrpcStats,
+    summary: Option<&crate::model::GrpcSummary>,
+    streaming: Option<&loadmark_plan::GrpcStreaming>,
+) {
+    let ended = summary.and_then(|s| s.ended_by_client).unwrap_or(0);
+    let width = g
+        .codes
+        .iter()
+        .map(|c| c.name.len())
+        .max()
+        .unwrap_or(2)
+        .max(if ended > 0 { 17 } else { 2 });
     for (i, c) in g.codes.iter().enumerate() {
         let label = if i == 0 { "gRPC status" } else { "" };
         let _ = write!(o, "  {label:<12}  {:<width$}  {}", c.name, c.count);
@@ -147,6 +161,36 @@ pub(crate) fn grpc_block(o: &mut String, g: &loadmark_metrics::GrpcStats) {
             let _ = write!(o, "  (first: {m})");
         }
         o.push('\n');
+    }
+    if ended > 0 {
+        let label = if g.codes.is_empty() {
+            "gRPC status"
+        } else {
+            ""
+        };
+        let _ = writeln!(
+            o,
+            "  {label:<12}  {:<width$}  {ended}  (streams loadmark cancelled after --stream-call-count/--stream-call-duration: no grpc-status, not failures)",
+            "ended by loadmark"
+        );
+    }
+    let (Some(s), Some(spec)) = (summary, streaming) else {
+        return;
+    };
+    let _ = writeln!(
+        o,
+        "  Messages      {} sent ({:.1} per call), {} received ({:.1} per call)",
+        s.messages_sent,
+        s.messages_sent_per_call,
+        s.messages_received,
+        s.messages_received_per_call
+    );
+    let _ = writeln!(o, "  Call latency  {}", spec.latency_definition());
+    if let Some(d) = s.first_message.as_ref().filter(|d| d.count > 0) {
+        super::short_line(o, "First message", d, "from the call's start");
+    }
+    if let Some(d) = s.message_gap.as_ref().filter(|d| d.count > 0) {
+        super::short_line(o, "Message gap", d, "between response messages of a call");
     }
 }
 

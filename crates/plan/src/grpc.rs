@@ -1,0 +1,64 @@
+//! How `loadmark grpc` drives a streaming call (issue 36): the method's shape (from its
+//! schema) and the stream flags (`--stream-call-count`, `--stream-call-duration`,
+//! `--stream-interval`, ghz's spellings). Unary runs carry none of this.
+
+use std::time::Duration;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// A streaming method's calls, as the client makes them. The request body holds the
+/// length-prefixed request messages of one call (for a client or bidi stream sent at once,
+/// all of them; when paced, one round that is cycled through).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct GrpcStreaming {
+    /// The method takes a stream of requests (client streaming or bidi).
+    pub client_streams: bool,
+    /// The method answers with a stream of messages (server streaming or bidi).
+    pub server_streams: bool,
+    /// Client and bidi streams: messages sent per call. Server streaming: the client
+    /// cancels the call (RST_STREAM CANCEL) after this many response messages.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub count: Option<u32>,
+    /// Client and bidi streams: messages are sent until this long after the call opened,
+    /// then the stream is half-closed. Server streaming: the client cancels the call then.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        with = "crate::plan::duration_text::option"
+    )]
+    #[schemars(with = "Option<String>")]
+    pub duration: Option<Duration>,
+    /// Client and bidi streams: one request message per interval (the first at once), each
+    /// in its own DATA frame. Absent: all of a call's messages go in one body.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        with = "crate::plan::duration_text::option"
+    )]
+    #[schemars(with = "Option<String>")]
+    pub interval: Option<Duration>,
+}
+
+impl GrpcStreaming {
+    /// Request messages go out one per interval rather than in one body.
+    pub fn paced(&self) -> bool {
+        self.client_streams && self.interval.is_some()
+    }
+
+    /// The client ends a server stream itself (after a count of messages or a duration).
+    pub fn cancels(&self) -> bool {
+        !self.client_streams && (self.count.is_some() || self.duration.is_some())
+    }
+
+    /// What a call's latency means, for the report (where it starts is the load model's:
+    /// the first byte written in a closed loop, the intended send time in an open one).
+    pub fn latency_definition(&self) -> &'static str {
+        match (self.client_streams, self.server_streams) {
+            (false, true) if self.cancels() => "the call's total, to its trailers, or to loadmark's cancel after --stream-call-count/--stream-call-duration (then no grpc-status: counted as ended by loadmark); time to first response message and the gap between response messages are reported apart",
+            (false, true) => "the call's total, to its trailers (the whole stream of response messages); time to first response message and the gap between response messages are reported apart",
+            (true, false) => "the call's total, through every request message sent, to the response and its trailers",
+            _ => "the call's total, through every request message sent and every response message, to the trailers; time to first response message and the gap between response messages are reported apart",
+        }
+    }
+}
