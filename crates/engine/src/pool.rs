@@ -472,7 +472,10 @@ impl Pool {
     /// over what one connection carries), plus one; unbounded before the pool knows both.
     /// Issue 43's bar: at 20,000 req/s and 25 µs, two connections.
     fn enough(&self) -> usize {
-        let (gap, service) = (self.gap.get(), self.service.get().recent());
+        let times = self.service.get();
+        // The lesser of the two: the recent one forgets a slow start within a few answers,
+        // the settled one ignores a stall's burst of slow answers.
+        let (gap, service) = (self.gap.get(), times.recent().min(times.settled()));
         if gap == 0 || service.is_zero() {
             return usize::MAX;
         }
