@@ -139,8 +139,13 @@ fn failed_run(report: &Report, fail_on: &[FailOn]) -> Option<String> {
     // A WebSocket run that opened no session has no WebSocket figures at all: the plan says
     // what kind of run it was.
     let ws = report.plan.websocket.is_some() || totals.websocket.is_some();
+    // A gRPC call succeeded with grpc-status OK, or as a stream loadmark ended as planned;
+    // its HTTP status is 200 whatever the call's outcome.
+    let grpc = totals.grpc.as_deref();
     let succeeded = if ws {
         totals.websocket.as_ref().map_or(0, |w| w.sessions_opened)
+    } else if let Some(g) = grpc {
+        g.count("OK") + g.streams.as_ref().map_or(0, |s| s.ended_by_client)
     } else {
         totals.status.class(2) + totals.status.class(3)
     };
@@ -149,6 +154,7 @@ fn failed_run(report: &Report, fail_on: &[FailOn]) -> Option<String> {
     if succeeded == 0 || all_failed {
         let what = match (succeeded, ws) {
             (0, true) => "no WebSocket session opened",
+            (0, false) if grpc.is_some() => "no call succeeded (no OK grpc-status)",
             (0, false) => "no request succeeded (no 2xx/3xx response)",
             (_, true) => "every message failed",
             (_, false) => "every request failed",

@@ -192,8 +192,10 @@ fn python_server_reflection_and_proto_agree_and_statuses_are_counted_by_name() {
     ] {
         let data = format!(r#"{{"code":{code}}}"#);
         let (out, report) = run(&[&addr, "--call", call, "--data", &data, "-c", "1", "-n", "5"]);
-        assert!(out.status.success(), "{}", stderr(&out));
+        // Every call failed: the run failed (exit 1), its report is still printed.
+        assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
         assert_eq!(codes(&report), [(name.to_string(), 5)]);
+        assert_eq!(report["summary"]["requests"]["completed"], 5);
         assert_eq!(
             report["totals"]["grpc"]["codes"][0]["first_message"],
             "failing as asked"
@@ -506,7 +508,20 @@ fn the_built_in_target_serves_each_call_shape_by_reflection_and_counts_what_it_s
         let mut args = vec![addr.as_str(), "--call", &method, "--data", data];
         args.extend_from_slice(extra);
         let (out, report) = run(&args);
-        assert!(out.status.success(), "{method}: {}", stderr(&out));
+        // A run in which no call ended OK failed, as a run without a 2xx does (exit 1).
+        let expected = if method.ends_with("/Fail") {
+            Some(1)
+        } else {
+            Some(0)
+        };
+        assert_eq!(out.status.code(), expected, "{method}: {}", stderr(&out));
+        if expected == Some(1) {
+            assert!(
+                stderr(&out).contains("no call succeeded (no OK grpc-status)"),
+                "{}",
+                stderr(&out)
+            );
+        }
         assert_eq!(report["summary"]["requests"]["errors"], 0, "{method}");
         report
     };

@@ -384,12 +384,13 @@ impl Report {
         }
     }
 
-    /// Transport errors plus non-2xx/3xx responses.
-    /// Requests that failed: transport errors, non-2xx/3xx responses, and 2xx/3xx
-    /// responses that failed a check (each request counted once).
+    /// Requests that failed: transport errors, non-2xx/3xx responses, gRPC calls that ended
+    /// with a status other than OK (their HTTP status is 200), and 2xx/3xx responses that
+    /// failed a check (each request counted once).
     pub fn failed(&self) -> u64 {
         self.summary.requests.errors
             + self.summary.requests.non_success_responses
+            + self.totals.grpc.as_ref().map_or(0, |g| g.not_ok())
             + self
                 .summary
                 .checks
