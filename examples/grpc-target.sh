@@ -21,4 +21,6 @@ call Stream --data '{"count":20,"intervalMs":5}' -c 4 -n 40
 call Stream --data '{"count":1000,"intervalMs":5}' --stream-call-count 5 -c 4 -n 40
 call Collect --data '[{"text":"a"},{"text":"bc"}]' --stream-call-count 10 --stream-interval 10ms -c 4 -n 40
 call Chat --data '{"text":"x"}' --stream-call-count 10 --stream-interval 5ms -c 4 -n 40
-call Fail --data '{"code":14,"message":"down for maintenance"}' -n 20
+# Every call fails: the report counts them by status, and the run exits 1 (no call ended OK).
+call Fail --data '{"code":14,"message":"down for maintenance"}' -n 20 \
+  || echo "== exit $?: no call ended OK, as a run without a 2xx exits 1"
