@@ -430,14 +430,16 @@ fn http2_and_websocket_journeys_run_under_every_load_model_and_count_what_the_se
         let s = scenario(r);
         let counts = (s.iterations, s.aborted, s.dropped);
         assert_eq!(s.aborted, 0, "{model}: {counts:?}");
-        // A request the end of the run cut off counts in flight, as over HTTP/1.1.
+        // A request the end of the run cut off counts in flight, as over HTTP/1.1: the
+        // server may have answered it (its count a moment after the run) or never seen it
+        // whole, so what it handled lies between the completed and the sent.
         let q = &r.summary.requests;
         let messages = server.ws_messages_received() - before.3;
         let chats = step(s, "chat").requests;
-        assert_eq!(
-            q.completed + q.in_flight_at_end,
-            served + messages,
-            "{model}: {q:?}"
+        let handled = served + messages;
+        assert!(
+            (q.completed..=q.completed + q.in_flight_at_end).contains(&handled),
+            "{model}: the server handled {handled}, the report {q:?}"
         );
         assert!(
             messages >= chats && messages <= chats + q.in_flight_at_end,
