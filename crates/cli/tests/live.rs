@@ -641,6 +641,20 @@ fn the_open_connections_gauge_is_the_connections_asked_for_and_zero_at_the_end()
     server.shutdown();
 }
 
+/// The address a `--dashboard 127.0.0.1:0` run says it serves on (its stderr line).
+fn dashboard_addr(run: &Daemon) -> String {
+    run.wait_for_line(STOP_PATIENCE, |l| {
+        Some(
+            l.split("dashboard at http://")
+                .nth(1)?
+                .split('/')
+                .next()?
+                .to_string(),
+        )
+    })
+    .unwrap()
+}
+
 /// Runs `live_support/dashboard.js` (playwright-core driving Debian's chromium): `pages`
 /// pages watch `url` until each has the final report; what each saw.
 fn watch_dashboard(url: &str, pages: usize, shot: &Path) -> Vec<serde_json::Value> {
@@ -697,17 +711,7 @@ fn the_live_dashboard_in_two_browsers_ends_at_the_reports_totals() {
             report.to_str().unwrap(),
         ],
     );
-    let addr = run
-        .wait_for_line(STOP_PATIENCE, |l| {
-            Some(
-                l.split("dashboard at http://")
-                    .nth(1)?
-                    .split('/')
-                    .next()?
-                    .to_string(),
-            )
-        })
-        .unwrap();
+    let addr = dashboard_addr(&run);
     let artifacts = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/test-artifacts");
     std::fs::create_dir_all(&artifacts).unwrap();
     let shot = artifacts.join("live-dashboard.png");
@@ -793,17 +797,7 @@ fn a_stuck_dashboard_viewer_neither_slows_the_run_nor_keeps_loadmark_alive() {
             report.to_str().unwrap(),
         ],
     );
-    let addr = run
-        .wait_for_line(STOP_PATIENCE, |l| {
-            Some(
-                l.split("dashboard at http://")
-                    .nth(1)?
-                    .split('/')
-                    .next()?
-                    .to_string(),
-            )
-        })
-        .unwrap();
+    let addr = dashboard_addr(&run);
     let mut stuck = std::net::TcpStream::connect(&addr).unwrap();
     stuck
         .write_all(b"GET /events HTTP/1.1\r\nHost: x\r\n\r\n")
@@ -848,17 +842,7 @@ fn the_live_dashboard_follows_a_bench_step_by_step() {
             "127.0.0.1:0",
         ],
     );
-    let addr = run
-        .wait_for_line(STOP_PATIENCE, |l| {
-            Some(
-                l.split("dashboard at http://")
-                    .nth(1)?
-                    .split('/')
-                    .next()?
-                    .to_string(),
-            )
-        })
-        .unwrap();
+    let addr = dashboard_addr(&run);
     let artifacts = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/test-artifacts");
     std::fs::create_dir_all(&artifacts).unwrap();
     let shot = artifacts.join("live-dashboard-bench.png");
