@@ -36,6 +36,58 @@ pub struct SeriesPoint {
     /// seconds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub partial_s: Option<f64>,
+    /// Plans with several scenarios at once (`scenarios:`): each one's figures in this
+    /// second, by name, so a report can chart each scenario over time. Absent otherwise.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub scenarios: Vec<ScenarioPoint>,
+}
+
+/// One scenario's second, of a plan with several at once.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct ScenarioPoint {
+    pub name: String,
+    /// Its requests that ended in this second (responses and errors), over every step.
+    pub requests: u64,
+    /// Transport errors plus non-2xx/3xx responses among them.
+    pub failed: u64,
+    /// Its iterations that ran every step and ended in this second.
+    pub iterations: u64,
+    pub latency_p50_us: u64,
+    pub latency_p99_us: u64,
+    pub latency_max_us: u64,
+}
+
+impl ScenarioPoint {
+    fn of(s: &crate::scenario::ScenarioStats) -> Self {
+        let (mut requests, mut failed) = (0, 0);
+        for st in &s.steps {
+            requests += st.completed();
+            failed += st.errors.total() + st.status.not_success();
+        }
+        // One step's histogram is read as it is; several are added into one (a few per
+        // second, a few scenarios: nothing beside the second's own work).
+        let merged;
+        let latency = match s.steps.as_slice() {
+            [one] => &one.latency,
+            steps => {
+                let mut all = crate::new_histogram();
+                for st in steps {
+                    all.add(&st.latency).expect("same histogram bounds");
+                }
+                merged = all;
+                &merged
+            }
+        };
+        ScenarioPoint {
+            name: s.name.clone().unwrap_or_default(),
+            requests,
+            failed,
+            iterations: s.iterations,
+            latency_p50_us: latency.value_at_quantile(0.5),
+            latency_p99_us: latency.value_at_quantile(0.99),
+            latency_max_us: latency.max(),
+        }
+    }
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -63,6 +115,7 @@ impl SeriesPoint {
             messages_sent: s.websocket.as_ref().map_or(0, |w| w.messages_sent),
             messages_received: s.websocket.as_ref().map_or(0, |w| w.messages_received),
             partial_s: None,
+            scenarios: s.scenarios.iter().map(ScenarioPoint::of).collect(),
         }
     }
 

@@ -50,7 +50,7 @@ mod snapshot;
 mod summary;
 mod websocket;
 
-pub use aggregate::{Aggregate, Second, SeriesPoint, Totals};
+pub use aggregate::{Aggregate, ScenarioPoint, Second, SeriesPoint, Totals};
 pub use checks::{CheckStat, CheckStats, CHECK_EXAMPLE_CHARS};
 pub use error_kind::{ErrorCounts, ErrorKind, ErrorStat};
 pub use grpc::{grpc_code_name, GrpcCall, GrpcCode, GrpcStats, GrpcStreamStats, GRPC_CODES};

@@ -375,8 +375,12 @@ fn interactive_charts_show_the_json_values_zoom_and_toggle() {
         serde_json::from_str(&loadmark_report::render_json(&run)).unwrap();
     let sweep = sweep_bundle();
     let many = common::many_steps_bundle(8);
+    let scenarios = common::scenarios_report();
+    let scenarios_json: serde_json::Value =
+        serde_json::from_str(&loadmark_report::render_json(&scenarios)).unwrap();
     let mut jobs = Vec::new();
     for (name, html) in [
+        ("interactive-scenarios", render_html(&scenarios)),
         ("interactive-run", render_html(&run)),
         ("interactive-bundle", render_html_bundle(&sweep)),
         ("interactive-many-steps", render_html_bundle(&many)),
@@ -402,6 +406,11 @@ fn interactive_charts_show_the_json_values_zoom_and_toggle() {
         "page": page("interactive-many-steps"), "shot": shot("interactive-many-steps"),
         "hover": [{"chart": "rps-step1", "x": 1, "linked": ["rps-step8", "latency-over-time-step8"]}],
         "zoom": "rps-step2", "toggle": "latency-over-time-step3",
+    }));
+    jobs.push(serde_json::json!({
+        "page": page("interactive-scenarios"), "shot": shot("interactive-scenarios"),
+        "hover": [{"chart": "scenario-rps", "x": 3, "linked": ["scenario-p99", "rps"]}],
+        "zoom": "scenario-p99", "toggle": "scenario-rps",
     }));
     let found = interact(&serde_json::Value::Array(jobs));
 
@@ -506,7 +515,58 @@ fn interactive_charts_show_the_json_values_zoom_and_toggle() {
     );
     zoomed_and_reset(&m["zoom"]);
     toggled(&m["toggle"]);
+
+    // Two scenarios at once: a line each, the values of the JSON's second for each scenario,
+    // linked on time with the run's own req/s.
+    let s = &found[3];
+    assert_clean(
+        s,
+        &[
+            "spectrum",
+            "rps",
+            "latency-over-time",
+            "errors",
+            "scenario-rps",
+            "scenario-p99",
+        ],
+    );
+    assert_eq!(s["charts"]["scenario-rps"]["series"], 2);
+    let hover = &s["hover"][0];
+    let second = &scenarios_json["series"][3];
+    let of = |name: &str| {
+        second["scenarios"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|x| x["name"] == name)
+            .unwrap_or_else(|| panic!("{name} in {second}"))
+            .clone()
+    };
+    for (cell, name) in [(1, "browse"), (2, "checkout")] {
+        let figures = of(name);
+        assert!(figures["requests"].as_u64().unwrap() > 0, "{second}");
+        assert_eq!(
+            number_in(&hover["legend"][cell]),
+            figures["requests"].as_f64().unwrap(),
+            "{name}: {hover}"
+        );
+        let p99 = &hover["linked"][0];
+        assert_eq!(p99["x"], 3, "linked on time: {p99}");
+        assert_eq!(
+            number_in(&p99["legend"][cell]),
+            figures["latency_p99_us"].as_f64().unwrap() / 1000.0,
+            "{name}: {p99}"
+        );
+    }
+    assert_eq!(
+        number_in(&hover["linked"][1]["legend"][1]),
+        second["responses"].as_f64().unwrap(),
+        "the run's req/s at the same second: {hover}"
+    );
+    zoomed_and_reset(&s["zoom"]);
+    toggled(&s["toggle"]);
     for name in [
+        "interactive-scenarios",
         "interactive-run",
         "interactive-bundle",
         "interactive-many-steps",

@@ -115,8 +115,37 @@ fn three_scenarios_with_their_own_load_models_and_starts_each_count_exactly() {
     ] {
         assert!(md.contains(expected), "{expected}: {md}");
     }
+    // Each scenario's seconds add up to its requests; health's begin at its start.
+    let per_second = |r: &Report, name: &str| -> Vec<(u64, u64)> {
+        r.series
+            .iter()
+            .filter_map(|p| {
+                p.scenarios
+                    .iter()
+                    .find(|x| x.name == name)
+                    .map(|x| (p.second, x.requests))
+            })
+            .collect()
+    };
+    for s in [buyers, browsers, health] {
+        let seconds = per_second(r, &s.name);
+        assert_eq!(
+            seconds.iter().map(|x| x.1).sum::<u64>(),
+            s.requests,
+            "{}: {seconds:?}",
+            s.name
+        );
+    }
+    assert!(per_second(r, "health")
+        .iter()
+        .all(|&(second, _)| second >= 1));
+    let merged_health: u64 = per_second(&merged, "health").iter().map(|x| x.1).sum();
+    assert_eq!(merged_health, 200, "merged seconds add by scenario");
     let html = loadmark_report::render_html_bundle(&bundle);
     assert!(html.contains("Scenario browsers (from 0s"), "{html}");
+    for chart in ["scenario-rps", "scenario-p99"] {
+        assert!(html.contains(&format!("data-chart=\"{chart}\"")), "{chart}");
+    }
     let text_report = loadmark_report::render_text(r);
     assert!(text_report.contains("Scenario buyers"), "{text_report}");
 }

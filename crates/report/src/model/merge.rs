@@ -191,4 +191,18 @@ fn add_point(into: &mut SeriesPoint, p: &SeriesPoint) {
     into.latency_max_us = into.latency_max_us.max(p.latency_max_us);
     into.messages_sent += p.messages_sent;
     into.messages_received += p.messages_received;
+    // Each scenario's second as the whole run's: counts added, latencies the highest.
+    for theirs in &p.scenarios {
+        match into.scenarios.iter_mut().find(|s| s.name == theirs.name) {
+            Some(mine) => {
+                mine.requests += theirs.requests;
+                mine.failed += theirs.failed;
+                mine.iterations += theirs.iterations;
+                mine.latency_p50_us = mine.latency_p50_us.max(theirs.latency_p50_us);
+                mine.latency_p99_us = mine.latency_p99_us.max(theirs.latency_p99_us);
+                mine.latency_max_us = mine.latency_max_us.max(theirs.latency_max_us);
+            }
+            None => into.scenarios.push(theirs.clone()),
+        }
+    }
 }

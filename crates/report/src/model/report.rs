@@ -603,6 +603,7 @@ mod tests {
             messages_sent: 0,
             messages_received: 0,
             partial_s: None,
+            scenarios: Vec::new(),
         };
         let series = [
             p(0, 5, true),

@@ -320,3 +320,77 @@ pub fn many_steps_bundle(steps: u64) -> loadmark_report::Bundle {
     }];
     bundle
 }
+
+/// Two scenarios at once for 5 s: `browse` (50 req/s from second 0, 2 ms) and `checkout`
+/// (20 req/s from second 2, 8 ms, every 10th a 503), each request recorded for the run and
+/// for its scenario's one step, as the engine records them.
+pub fn scenarios_report() -> Report {
+    use loadmark_metrics::{ScenarioSlot, StepOutcome};
+    let origin = Instant::now();
+    let mut recorder = Recorder::new(origin);
+    let step = vec!["get".to_string()];
+    // The recorder takes requests in the order they end, as a worker ends them.
+    let mut ends: Vec<(u64, &str, u64)> = Vec::new();
+    for (name, from_s, per_second) in [("browse", 0u64, 50u64), ("checkout", 2, 20)] {
+        for i in 0..(5 - from_s) * per_second {
+            ends.push((from_s * 1_000_000 + i * 1_000_000 / per_second + 1, name, i));
+        }
+    }
+    ends.sort_unstable();
+    for (end_us, name, i) in ends {
+        let ended = origin + Duration::from_micros(end_us);
+        let base_us = if name == "browse" { 2_000 } else { 8_000 };
+        let latency = Duration::from_micros(base_us + i % 7 * 100);
+        let started = ended - latency;
+        let status = if name == "checkout" && i % 10 == 9 {
+            503
+        } else {
+            200
+        };
+        recorder.record(&Sample {
+            scheduled: None,
+            started,
+            first_byte: started + latency / 2,
+            ended,
+            status,
+            bytes_read: 100,
+            bytes_written: 50,
+        });
+        let s = recorder.scenario_in(ended, ScenarioSlot::Named(name));
+        s.record_step(
+            0,
+            &step,
+            StepOutcome::Response {
+                status,
+                latency_us: latency.as_micros() as u64,
+            },
+        );
+        s.iterations += 1;
+    }
+    let mut aggregate = Aggregate::new(1, 0);
+    aggregate.add(recorder.finish());
+    let mut plan = plan();
+    plan.scenarios = [("browse", 0u64), ("checkout", 2)]
+        .into_iter()
+        .map(|(name, start)| loadmark_plan::NamedScenario {
+            name: name.into(),
+            steps: Vec::new(),
+            load: plan.load.clone(),
+            stop: Stop::Duration(Duration::from_secs(5 - start)),
+            start: Duration::from_secs(start),
+            thresholds: Vec::new(),
+        })
+        .collect();
+    let facts = RunFacts {
+        started_at: UNIX_EPOCH + Duration::from_secs(1_795_381_503),
+        elapsed: Duration::from_secs(5),
+        measured: Duration::from_secs(5),
+        interrupted: false,
+        client_cpu_user: Duration::from_millis(40),
+        client_cpu_system: Duration::from_millis(60),
+        busiest_worker: 0.2,
+        target_addr: "127.0.0.1:8080".into(),
+        contention: None,
+    };
+    Report::new(&plan, &facts, aggregate.finish(), env())
+}

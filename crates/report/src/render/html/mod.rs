@@ -3,7 +3,8 @@
 //! same numbers; no network. The SVGs are what shows without script and what is printed.
 //!
 //! Charts: the latency percentile spectrum on a log "nines" axis (HdrHistogram's plot),
-//! req/s, p50/p99 and errors over time, for bundles req/s and p99 per step (against the swept
+//! req/s, p50/p99 and errors over time, req/s and p99 per scenario when several ran at
+//! once, for bundles req/s and p99 per step (against the swept
 //! parameter when it is numeric) as lines and bars, and the server's RSS and CPU over time
 //! when it was monitored. Each chart is a `<figure class="chart" data-chart=NAME>` whose
 //! data lines carry `data-points`, so tests can check what was drawn.
@@ -16,6 +17,7 @@ mod checks;
 mod compare;
 mod details;
 mod interactive;
+mod scenarios;
 mod table;
 mod usage;
 mod websocket;
@@ -105,6 +107,7 @@ pub fn render_html_bundle(b: &Bundle) -> String {
     ));
 
     over_time_charts(&mut o, &mut ix, b);
+    scenarios::scenario_charts(&mut o, &mut ix, b);
 
     if multi {
         sweep(&mut o, b);
