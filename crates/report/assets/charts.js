@@ -1,7 +1,9 @@
 // loadmark's interactive report charts (inlined by crates/report/src/render/html/interactive.rs
 // after uPlot). Reads the JSON in <script id="lm-charts">, draws each chart with uPlot into the
 // <figure data-chart=ID> of the same name and marks the figure "lm-on", which hides its SVG on
-// screen (print shows the SVG). Every chart over time shares one cursor ("lm-time").
+// screen (print shows the SVG). Every chart over time shares one cursor ("lm-time"); charts
+// over a latency percentile ("nines") or another x ("xy": a swept parameter, an offered rate)
+// have their own.
 // No request leaves the page. window.lmCharts maps each figure's name to its uPlot, for tests.
 (function () {
   "use strict";
@@ -22,9 +24,12 @@
 
   function options(c, width, height) {
     var nines = c.kind === "nines";
+    var time = c.kind === "time";
     var series = [{
-      label: nines ? "percentile" : "second",
-      value: function (u, v) { return v == null ? "–" : nines ? percent(v) : v + " s"; }
+      label: nines ? "percentile" : time ? "second" : c.xlabel,
+      value: function (u, v) {
+        return v == null ? "–" : nines ? percent(v) : time ? v + " s" : String(v);
+      }
     }];
     var line = 0;
     c.series.forEach(function (s) {
@@ -56,8 +61,8 @@
     else if (!c.log) y.range = function (u, lo, hi) { return [0, hi > 0 ? hi * 1.05 : 1]; };
     var x = { time: false };
     var axisX = { label: c.xlabel };
-    // Whole seconds on a time axis (its values are whole seconds).
-    if (!nines) axisX.incrs = [1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200];
+    // Whole seconds on a time axis (a run's seconds are whole; a monitor's may be halves).
+    if (time) axisX.incrs = [1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200];
     if (nines) {
       x.range = function (u, lo, hi) { return [0, Math.max(1, Math.ceil(hi))]; };
       axisX.splits = function (u, ai, lo, hi) {
@@ -77,7 +82,7 @@
       axes: [axisX, { label: c.ylabel, size: 64 }],
       cursor: {
         drag: { x: true, y: false, setScale: true },
-        sync: nines ? undefined : { key: "lm-time", setSeries: false }
+        sync: time ? { key: "lm-time", setSeries: false } : undefined
       },
       legend: { live: true },
       hooks: { draw: c.guides ? [guides(c.guides)] : [] }
@@ -95,6 +100,7 @@
       ctx.setLineDash([4, 3]);
       ctx.lineWidth = uPlot.pxRatio;
       ctx.font = Math.round(11 * uPlot.pxRatio) + "px system-ui, sans-serif";
+      var placed = [];
       list.forEach(function (g) {
         var x = Math.round(u.valToPos(g.x, "x", true));
         if (x < u.bbox.left || x > u.bbox.left + u.bbox.width) return;
@@ -102,7 +108,10 @@
         ctx.moveTo(x, top);
         ctx.lineTo(x, bottom);
         ctx.stroke();
-        ctx.fillText(g.label, x + 4 * uPlot.pxRatio, top + 12 * uPlot.pxRatio);
+        // Labels of guides close together (a knee at the capacity) go one under the other.
+        var row = placed.filter(function (p) { return Math.abs(p - x) < 80 * uPlot.pxRatio; }).length;
+        placed.push(x);
+        ctx.fillText(g.label, x + 4 * uPlot.pxRatio, top + (12 + 13 * row) * uPlot.pxRatio);
       });
       ctx.restore();
     };

@@ -16,8 +16,8 @@ use std::process::Command;
 
 use common::report_of;
 use loadmark_report::{
-    compare, render_comparison_html, render_html, render_html_bundle, Bundle, BundleStep,
-    CompareSettings, ServerUsage, UsageSample,
+    compare, render_capacity_html, render_comparison_html, render_html, render_html_bundle, Bundle,
+    BundleStep, CompareSettings, ServerUsage, UsageSample,
 };
 
 const CHROMIUM: &str = "chromium";
@@ -378,8 +378,10 @@ fn interactive_charts_show_the_json_values_zoom_and_toggle() {
     let scenarios = common::scenarios_report();
     let scenarios_json: serde_json::Value =
         serde_json::from_str(&loadmark_report::render_json(&scenarios)).unwrap();
+    let capacity = capacity_result();
     let mut jobs = Vec::new();
     for (name, html) in [
+        ("interactive-capacity", render_capacity_html(&capacity)),
         ("interactive-scenarios", render_html(&scenarios)),
         ("interactive-run", render_html(&run)),
         ("interactive-bundle", render_html_bundle(&sweep)),
@@ -399,7 +401,11 @@ fn interactive_charts_show_the_json_values_zoom_and_toggle() {
     }));
     jobs.push(serde_json::json!({
         "page": page("interactive-bundle"), "shot": shot("interactive-bundle"),
-        "hover": [{"chart": "rps", "x": 1, "linked": ["latency-over-time"]}],
+        "hover": [
+            {"chart": "rps", "x": 1, "linked": ["latency-over-time"]},
+            {"chart": "sweep-p99", "x": 4},
+            {"chart": "server-cpu", "x": 1.5},
+        ],
         "zoom": "latency-over-time", "toggle": "rps",
     }));
     jobs.push(serde_json::json!({
@@ -411,6 +417,11 @@ fn interactive_charts_show_the_json_values_zoom_and_toggle() {
         "page": page("interactive-scenarios"), "shot": shot("interactive-scenarios"),
         "hover": [{"chart": "scenario-rps", "x": 3, "linked": ["scenario-p99", "rps"]}],
         "zoom": "scenario-p99", "toggle": "scenario-rps",
+    }));
+    jobs.push(serde_json::json!({
+        "page": page("interactive-capacity"), "shot": shot("interactive-capacity"),
+        "hover": [{"chart": "latency-offered", "x": 4000}],
+        "zoom": "latency-offered", "toggle": "latency-achieved",
     }));
     let found = interact(&serde_json::Value::Array(jobs));
 
@@ -488,6 +499,25 @@ fn interactive_charts_show_the_json_values_zoom_and_toggle() {
         );
     }
     assert_eq!(hover["linked"][0]["x"], 1, "{hover}");
+    // The sweep's p99 at 4 connections, and the server's CPU sample at 1.5 s, per step.
+    let sweep_p99 = &b["hover"][1];
+    assert_eq!(number_in(&sweep_p99["legend"][0]), 4.0, "{sweep_p99}");
+    let p99_at_4 = sweep.steps[2].report.totals.latency.value_at_quantile(0.99) as f64 / 1000.0;
+    assert!(
+        (number_in(&sweep_p99["legend"][1]) - p99_at_4).abs() < 0.01,
+        "{sweep_p99} against {p99_at_4}"
+    );
+    let cpu = &b["hover"][2];
+    assert_eq!(number_in(&cpu["legend"][0]), 1.5, "{cpu}");
+    for (i, step) in sweep.steps.iter().enumerate() {
+        let sample = &step.server.as_ref().unwrap().samples[3];
+        assert_eq!(sample.at_ms, 1_500);
+        assert_eq!(
+            number_in(&cpu["legend"][i + 1]),
+            sample.cpu_percent,
+            "{cpu}"
+        );
+    }
     zoomed_and_reset(&b["zoom"]);
     toggled(&b["toggle"]);
 
@@ -565,7 +595,20 @@ fn interactive_charts_show_the_json_values_zoom_and_toggle() {
     );
     zoomed_and_reset(&s["zoom"]);
     toggled(&s["toggle"]);
+
+    // A capacity search: p50/p90/p99 against the offered rate with the knee and the capacity
+    // marked; hovering 4,000/s reads that step's percentiles.
+    let c = &found[4];
+    assert_clean(c, &["latency-offered", "latency-achieved"]);
+    let at = &c["hover"][0];
+    assert_eq!(number_in(&at["legend"][0]), 4000.0, "{at}");
+    for (cell, p) in [(1, 0.5), (2, 0.8), (3, 4.0)] {
+        assert_eq!(number_in(&at["legend"][cell]), p, "{at}");
+    }
+    zoomed_and_reset(&c["zoom"]);
+    toggled(&c["toggle"]);
     for name in [
+        "interactive-capacity",
         "interactive-scenarios",
         "interactive-run",
         "interactive-bundle",
@@ -574,6 +617,32 @@ fn interactive_charts_show_the_json_values_zoom_and_toggle() {
         let size = std::fs::metadata(dir.join(format!("{name}.png"))).map_or(0, |m| m.len());
         assert!(size > 10_000, "screenshot {name}.png is {size} bytes");
     }
+}
+
+/// A capacity search of five steps (p99 2, 3, 4, 12 and 90 ms at 1,000-8,000/s).
+fn capacity_result() -> loadmark_report::CapacityResult {
+    let step = |offered: f64, achieved: f64, p99_ms: u64, met: bool| {
+        serde_json::json!({
+            "offered": offered, "achieved": achieved, "p50_us": 500, "p90_us": 800,
+            "p99_us": p99_ms * 1000, "completed": 1000, "errors": 0, "failed": 0, "met": met,
+            "repeat": false,
+        })
+    };
+    let curve: Vec<serde_json::Value> = vec![
+        step(1000.0, 1000.0, 2, true),
+        step(2000.0, 2000.0, 3, true),
+        step(4000.0, 3990.0, 4, true),
+        step(6000.0, 5990.0, 12, false),
+        step(8000.0, 7000.0, 90, false),
+    ];
+    serde_json::from_value(serde_json::json!({
+        "schema_version": 1, "kind": "capacity", "loadmark_version": "0.1.0",
+        "url": "http://127.0.0.1:8080/", "unit": "requests", "protocol": "HTTP/1.1",
+        "objectives": ["p99 < 10ms"], "capacity": 4000.0, "achieved_at_capacity": 3990.0,
+        "end": "found", "message": "capacity 4,000 requests/s", "knee": 4000.0,
+        "step_rule": "2 s per step", "curve": curve,
+    }))
+    .expect("a capacity result")
 }
 
 /// A drag over the middle half narrows the x scale; a double click restores it.

@@ -1,14 +1,16 @@
 //! A capacity search as one HTML page: the verdict's facts, p50/p90/p99 against the offered
-//! and the achieved rate with the knee and the capacity marked, and the curve's table.
+//! and the achieved rate with the knee and the capacity marked (SVG, and interactive over it
+//! as in a run's report), and the curve's table.
 
 use std::fmt::Write as _;
 
 use super::chart::{chart_marked, Line, Mark, XAxis};
+use super::interactive::{Charts, TimeChart};
 use super::{esc, CSS};
 use crate::model::{CapacityResult, CurvePoint};
 use crate::render::shared::capacity::{curve_row, facts, rate, CURVE_HEADER};
 
-/// Renders a capacity search as a self-contained page (inline SVG, no JavaScript).
+/// Renders a capacity search as a self-contained page (inline SVG and uPlot, nothing fetched).
 pub fn render_capacity_html(r: &CapacityResult) -> String {
     let title = format!("Capacity of {}", r.url);
     let mut o = String::new();
@@ -36,6 +38,7 @@ pub fn render_capacity_html(r: &CapacityResult) -> String {
         });
     }
     let per_s = format!("{}/s", r.unit);
+    let mut ix = Charts::default();
     for (id, axis, x_of) in [
         (
             "latency-offered",
@@ -77,6 +80,21 @@ pub fn render_capacity_html(r: &CapacityResult) -> String {
             line("p90", |p| p.p90_us),
             line("p99", |p| p.p99_us),
         ];
+        let title = format!("Latency against the {axis}");
+        let guides: Vec<(f64, String)> =
+            marks_here.iter().map(|m| (m.x, m.label.clone())).collect();
+        ix.xy(
+            &TimeChart {
+                id,
+                title: &title,
+                x_label: &axis,
+                y_label: "latency (ms)",
+                unit: "ms",
+                may_log: true,
+            },
+            &lines,
+            &guides,
+        );
         o.push_str(&chart_marked(
             id,
             &format!("Latency against the {axis}"),
@@ -100,10 +118,12 @@ pub fn render_capacity_html(r: &CapacityResult) -> String {
         }
         o.push_str("</tr>\n");
     }
+    o.push_str("</table>\n");
+    o.push_str(&ix.scripts());
     let _ = write!(
         o,
-        "</table>\n<footer>loadmark {} capacity search</footer>\n</body>\n</html>\n",
+        "<footer>loadmark {} capacity search</footer>\n</body>\n</html>\n",
         esc(&r.loadmark_version)
     );
-    o
+    o.replacen("</head>", &format!("{}</head>", ix.style()), 1)
 }

@@ -45,7 +45,8 @@ pub(crate) struct Charts {
 struct Spec {
     /// The `data-chart` of the figure it draws into.
     id: String,
-    /// `time` (x in seconds since the start, cursor linked) or `nines` (x is -log10(1 - q)).
+    /// `time` (x in seconds since the start, cursor linked), `nines` (x is -log10(1 - q)) or
+    /// `xy` (x any number: a swept parameter, an offered rate; cursor not linked).
     kind: &'static str,
     title: String,
     xlabel: String,
@@ -71,7 +72,7 @@ struct Series {
     data: Vec<Option<f64>>,
     /// Set on a series of markers (points, no line): the name of each point.
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    tags: Vec<Option<&'static str>>,
+    tags: Vec<Option<String>>,
 }
 
 /// A value as JSON: whole numbers without ".0" (most of a page's numbers are counts and
@@ -100,13 +101,14 @@ where
 #[derive(Serialize)]
 struct Guide {
     x: f64,
-    label: &'static str,
+    label: String,
 }
 
-/// What a chart over time shows, for its title, axis and hover text.
+/// What a chart over time (or over another x) shows, for its title, axes and hover text.
 pub(crate) struct TimeChart<'a> {
     pub id: &'a str,
     pub title: &'a str,
+    pub x_label: &'a str,
     pub y_label: &'a str,
     pub unit: &'static str,
     /// Latencies: switch to a log axis when the spread is wide.
@@ -165,24 +167,56 @@ impl Charts {
         names: Vec<String>,
         ymax: Option<f64>,
     ) {
-        // Whole seconds, so the union of every line's seconds is exact.
-        let seconds: BTreeMap<u64, ()> = lines
+        self.lines("time", c, id, title, lines, names, ymax, Vec::new());
+    }
+
+    /// Lines over an x that is not time (a swept parameter, an offered rate), with labelled
+    /// vertical marks (a knee, a capacity); its cursor is its own.
+    pub(crate) fn xy(&mut self, c: &TimeChart, lines: &[Line], marks: &[(f64, String)]) {
+        let names = lines.iter().map(|l| l.name.clone()).collect();
+        let lines: Vec<&Line> = lines.iter().collect();
+        let guides = marks
             .iter()
-            .flat_map(|l| l.points.iter().map(|p| (p.0 as u64, ())))
+            .map(|(x, label)| Guide {
+                x: *x,
+                label: label.clone(),
+            })
             .collect();
-        let x: Vec<u64> = seconds.into_keys().collect();
+        let (id, title) = (c.id.to_string(), c.title.to_string());
+        self.lines("xy", c, id, title, &lines, names, None, guides);
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn lines(
+        &mut self,
+        kind: &'static str,
+        c: &TimeChart,
+        id: String,
+        title: String,
+        lines: &[&Line],
+        names: Vec<String>,
+        ymax: Option<f64>,
+        guides: Vec<Guide>,
+    ) {
+        // x kept in millionths, so the union of every line's x values is exact (whole
+        // seconds, a monitor's half seconds, a swept parameter).
+        let key = |x: f64| (x * 1e6).round() as i64;
+        let xs: BTreeMap<i64, f64> = lines
+            .iter()
+            .flat_map(|l| l.points.iter().map(|p| (key(p.0), p.0)))
+            .collect();
         let log = c.may_log && wide_spread(lines.iter().flat_map(|l| l.points.iter().map(|p| p.1)));
         let series = lines
             .iter()
             .zip(names)
             .map(|(line, label)| {
-                let by_second: BTreeMap<u64, f64> =
-                    line.points.iter().map(|&(s, v)| (s as u64, v)).collect();
+                let by_x: BTreeMap<i64, f64> =
+                    line.points.iter().map(|&(x, v)| (key(x), v)).collect();
                 Series {
                     label,
-                    data: x
-                        .iter()
-                        .map(|s| by_second.get(s).copied().filter(|&v| !log || v > 0.0))
+                    data: xs
+                        .keys()
+                        .map(|k| by_x.get(k).copied().filter(|&v| !log || v > 0.0))
                         .collect(),
                     tags: Vec::new(),
                 }
@@ -190,16 +224,16 @@ impl Charts {
             .collect();
         self.charts.push(Spec {
             id,
-            kind: "time",
+            kind,
             title,
-            xlabel: "time since start (s)".into(),
+            xlabel: c.x_label.to_string(),
             ylabel: c.y_label.to_string(),
             unit: c.unit,
             log,
             ymax: ymax.filter(|_| !log),
-            x: x.into_iter().map(|s| s as f64).collect(),
+            x: xs.into_values().collect(),
             series,
-            guides: Vec::new(),
+            guides,
         });
     }
 
@@ -225,6 +259,7 @@ impl Charts {
                 .map(|&(q, label)| {
                     // To a millionth of a nine, so p99 sits at 2, not at 1.9999999999999996.
                     let x = (nines(q) * 1e6).round() / 1e6;
+                    let label = label.to_string();
                     (Guide { x, label }, q)
                 })
                 .filter(|(g, _)| g.x <= top + 1e-9)
@@ -254,11 +289,11 @@ impl Charts {
             let mut data = vec![None; x.len()];
             for (g, q) in guides.iter().filter(|(g, _)| g.x <= end + 1e-9) {
                 let i = x.iter().position(|&v| key(v) == key(g.x)).unwrap_or(0);
-                tags[i] = Some(g.label);
+                tags[i] = Some(g.label.clone());
                 data[i] = Some(ms(*q));
             }
             let i = x.iter().position(|&v| key(v) == key(end)).unwrap_or(0);
-            tags[i] = Some("max");
+            tags[i] = Some("max".to_string());
             data[i] = Some(h.max() as f64 / 1000.0);
             series.push(Series {
                 label: if multi {
@@ -357,9 +392,13 @@ mod tests {
         c.spectrum("spectrum", "Latency", &[("latency".into(), &h)]);
         let s = &c.charts[0];
         let marks = &s.series[1];
-        let named: Vec<&str> = marks.tags.iter().flatten().copied().collect();
+        let named: Vec<&str> = marks.tags.iter().flatten().map(String::as_str).collect();
         assert_eq!(named, ["p50", "p90", "p99", "p99.9", "max"]);
-        let max_at = marks.tags.iter().position(|t| *t == Some("max")).unwrap();
+        let max_at = marks
+            .tags
+            .iter()
+            .position(|t| t.as_deref() == Some("max"))
+            .unwrap();
         assert_eq!(marks.data[max_at], Some(h.max() as f64 / 1000.0));
         assert_eq!(s.x.len(), s.series[0].data.len());
     }

@@ -110,9 +110,9 @@ pub fn render_html_bundle(b: &Bundle) -> String {
     scenarios::scenario_charts(&mut o, &mut ix, b);
 
     if multi {
-        sweep(&mut o, b);
+        sweep(&mut o, &mut ix, b);
     }
-    usage::server_usage(&mut o, b);
+    usage::server_usage(&mut o, &mut ix, b);
     o.push_str(&ix.scripts());
     let _ = writeln!(
         o,
@@ -175,6 +175,7 @@ fn over_time_charts(o: &mut String, ix: &mut interactive::Charts, b: &Bundle) {
         &TimeChart {
             id: "rps",
             title: &rps_title,
+            x_label: TIME,
             y_label: &answers_per_s,
             unit: "/s",
             may_log: false,
@@ -194,6 +195,7 @@ fn over_time_charts(o: &mut String, ix: &mut interactive::Charts, b: &Bundle) {
         &TimeChart {
             id: "latency-over-time",
             title: "p50, p99 and max latency over time",
+            x_label: TIME,
             y_label: "latency (ms)",
             unit: "ms",
             may_log: true,
@@ -225,6 +227,7 @@ fn over_time_charts(o: &mut String, ix: &mut interactive::Charts, b: &Bundle) {
         &TimeChart {
             id: "errors",
             title: &errors_title,
+            x_label: TIME,
             y_label: "failed/s",
             unit: "/s",
             may_log: false,
@@ -254,6 +257,7 @@ fn over_time_charts(o: &mut String, ix: &mut interactive::Charts, b: &Bundle) {
             &TimeChart {
                 id: "messages",
                 title,
+                x_label: TIME,
                 y_label: "messages/s",
                 unit: "/s",
                 may_log: false,
@@ -387,7 +391,7 @@ fn notes(o: &mut String, b: &Bundle) {
 
 /// Req/s and p99 per step: lines against the first parameter when every step has it as a
 /// number, and bars always.
-fn sweep(o: &mut String, b: &Bundle) {
+fn sweep(o: &mut String, ix: &mut interactive::Charts, b: &Bundle) {
     let key = b.steps[0].params.first().map(|(k, _)| k.clone());
     let numeric: Option<Vec<f64>> = key.as_ref().and_then(|k| {
         b.steps
@@ -419,19 +423,47 @@ fn sweep(o: &mut String, b: &Bundle) {
                 })
                 .collect::<Vec<_>>()
         };
+        let rps_title = format!("Responses per second versus {k}");
+        let rps = lines(&|r| r.summary.rps);
+        ix.xy(
+            &TimeChart {
+                id: "sweep-rps",
+                title: &rps_title,
+                x_label: k,
+                y_label: "responses/s",
+                unit: "/s",
+                may_log: false,
+            },
+            &rps,
+            &[],
+        );
         o.push_str(&chart(
             "sweep-rps",
-            &format!("Responses per second versus {k}"),
+            &rps_title,
             XAxis::Linear(k),
             "responses/s",
-            &lines(&|r| r.summary.rps),
+            &rps,
         ));
+        let p99_title = format!("p99 latency versus {k}");
+        let p99 = lines(&|r| p99_ms(r));
+        ix.xy(
+            &TimeChart {
+                id: "sweep-p99",
+                title: &p99_title,
+                x_label: k,
+                y_label: "p99 latency (ms)",
+                unit: "ms",
+                may_log: true,
+            },
+            &p99,
+            &[],
+        );
         o.push_str(&chart(
             "sweep-p99",
-            &format!("p99 latency versus {k}"),
+            &p99_title,
             XAxis::Linear(k),
             "p99 latency (ms)",
-            &lines(&|r| p99_ms(r)),
+            &p99,
         ));
     }
     let labels: Vec<String> = b.steps.iter().map(step_label).collect();

@@ -58,6 +58,7 @@ pub(super) fn scenario_charts(o: &mut String, ix: &mut Charts, b: &Bundle) {
         &TimeChart {
             id: "scenario-rps",
             title: rps_title,
+            x_label: TIME,
             y_label: "requests/s",
             unit: "/s",
             may_log: false,
@@ -77,6 +78,7 @@ pub(super) fn scenario_charts(o: &mut String, ix: &mut Charts, b: &Bundle) {
         &TimeChart {
             id: "scenario-p99",
             title: p99_title,
+            x_label: TIME,
             y_label: "latency (ms)",
             unit: "ms",
             may_log: true,

@@ -4,10 +4,11 @@
 //! Imports `model` and the HTML renderer's own modules, never another format.
 
 use super::chart::{per_step_chart, Line};
+use super::interactive::{Charts, TimeChart};
 use super::step_label;
 use crate::model::{Bundle, ServerUsage, UsageSample};
 
-pub(crate) fn server_usage(o: &mut String, b: &Bundle) {
+pub(crate) fn server_usage(o: &mut String, ix: &mut Charts, b: &Bundle) {
     let has = |u: &ServerUsage| !u.samples.is_empty();
     let monitored: Vec<_> = b
         .steps
@@ -46,18 +47,34 @@ pub(crate) fn server_usage(o: &mut String, b: &Bundle) {
             .collect::<Vec<_>>()
     };
     const TIME: &str = "time since step start (s)";
-    o.push_str(&per_step_chart(
-        "server-rss",
-        "Server memory (RSS) over time",
-        TIME,
-        "RSS (MiB)",
-        groups(&|p| p.rss_bytes as f64 / (1024.0 * 1024.0), 0),
-    ));
-    o.push_str(&per_step_chart(
-        "server-cpu",
-        "Server CPU over time (100% is one core)",
-        TIME,
-        "CPU (%)",
-        groups(&|p| p.cpu_percent, 1),
-    ));
+    let charts: [(&str, &str, &str, &str, Vec<_>); 2] = [
+        (
+            "server-rss",
+            "Server memory (RSS) over time",
+            "RSS (MiB)",
+            "MiB",
+            groups(&|p| p.rss_bytes as f64 / (1024.0 * 1024.0), 0),
+        ),
+        (
+            "server-cpu",
+            "Server CPU over time (100% is one core)",
+            "CPU (%)",
+            "%",
+            groups(&|p| p.cpu_percent, 1),
+        ),
+    ];
+    for (id, title, y_label, unit, lines) in charts {
+        ix.per_step(
+            &TimeChart {
+                id,
+                title,
+                x_label: TIME,
+                y_label,
+                unit,
+                may_log: false,
+            },
+            &lines,
+        );
+        o.push_str(&per_step_chart(id, title, TIME, y_label, lines));
+    }
 }
