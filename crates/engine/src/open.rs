@@ -68,13 +68,22 @@ impl Schedule {
     /// come (at once for one already due); None when the schedule has no more. Time the pacer
     /// spent polling with nothing to do is added to `idle`.
     pub(crate) async fn next(&mut self, idle: &Cell<Duration>) -> Option<(u64, Instant)> {
+        self.next_seen(idle).await.map(|(k, due, _)| (k, due))
+    }
+
+    /// As [`Schedule::next`], with the clock as the pacer last read it (at or after the due
+    /// time): when the request is handed out, without another read of the clock.
+    pub(crate) async fn next_seen(
+        &mut self,
+        idle: &Cell<Duration>,
+    ) -> Option<(u64, Instant, Instant)> {
         let k = self.share.segment.global(self.j);
         let due = self.origin + self.profile.due(k)?;
         // Sleep only when nothing is due: every request already due goes out at once.
-        let polled = self.pacer.sleep_until(due).await;
+        let (polled, seen) = self.pacer.sleep_until_seen(due).await;
         idle.set(idle.get() + polled);
         self.j += self.share.of;
-        Some((k, due))
+        Some((k, due, seen))
     }
 }
 
@@ -110,11 +119,11 @@ pub(crate) struct OpenLoop<T: Transport, D> {
 }
 
 impl<T: Transport, D: Driver<T>> OpenLoop<T, D> {
-    /// Opens a connection for `job` (the pool may grow: checked by the caller).
-    fn grow(self: &Rc<Self>, job: Due) {
+    /// Opens a connection for `job` at `now` (the pool may grow: checked by the caller).
+    fn grow(self: &Rc<Self>, job: Due, now: Instant) {
         self.pool.open_one(false);
         let slot = Slot::new(job.due);
-        self.pool.hand(&slot, job);
+        self.pool.hand(&slot, job, now);
         self.start(slot, None);
     }
 
@@ -131,14 +140,14 @@ impl<T: Transport, D: Driver<T>> OpenLoop<T, D> {
     /// Places a request at once, without a round of the event loop: on a connection with
     /// room, or a new one if the pool may grow; false when neither.
     fn place_now(self: &Rc<Self>, job: Due) -> bool {
+        let now = Instant::now();
         if let Some(slot) = self.pool.take() {
-            self.pool.hand(&slot, job);
+            self.pool.hand(&slot, job, now);
             return true;
         }
-        let now = Instant::now();
         // A request sent elsewhere is not the schedule's lateness: placed as if due now.
         if self.pool.may_grow(now, now) {
-            self.grow(job);
+            self.grow(job, now);
             return true;
         }
         false
@@ -266,25 +275,25 @@ pub(crate) async fn schedule_loop<T: Transport, D: Driver<T>>(
         let next = tokio::select! {
             biased;
             () = &mut halted => None,
-            next = schedule.next(&shared.idle_polling) => next,
+            next = schedule.next_seen(&shared.idle_polling) => next,
         };
-        let Some((k, due)) = next else {
+        let Some((k, due, seen)) = next else {
             break;
         };
         let job = Due::new(k, due);
-        let slot = match pool.take() {
-            Some(slot) => Some(slot),
+        let (slot, now) = match pool.take() {
+            Some(slot) => (Some(slot), seen),
             // Reading what has arrived may free a connection, cheaper than a new one. When
             // the pool may not grow anyway, the request waits its turn without that round of
             // the event loop: past the server's capacity a round per due request (a thousand
             // connections' turns) left the schedule 100 ms behind at 50,000 req/s.
-            None if pool.may_grow(Instant::now(), due) => pool.harvest().await,
-            None => None,
+            None if pool.may_grow(seen, due) => (pool.harvest().await, Instant::now()),
+            None => (None, seen),
         };
         match slot {
-            Some(slot) => pool.hand(&slot, job),
-            None if pool.may_grow(Instant::now(), due) => run.grow(job),
-            None if !pool.full() => pool.wait(job, Instant::now()),
+            Some(slot) => pool.hand(&slot, job, now),
+            None if pool.may_grow(now, due) => run.grow(job, now),
+            None if !pool.full() => pool.wait(job, now),
             None => run.record_dropped(due),
         }
         pool.placed(due);

@@ -11,7 +11,7 @@ fn job(k: u64, due: Instant) -> Due {
 /// Takes a connection and gives it a job, as the schedule does.
 fn place(pool: &Pool, k: u64, now: Instant) -> Rc<Slot> {
     let slot = pool.take().expect("a connection with room");
-    pool.hand(&slot, job(k, now));
+    pool.hand(&slot, job(k, now), now);
     slot
 }
 
@@ -128,11 +128,11 @@ fn a_late_client_does_not_grow_the_pool_but_a_slow_server_does() {
         assert!(pool.open_one(false));
         for k in 0..10 {
             let at = t0 + us(100 * k);
-            pool.hand(&slot, job(k, at));
+            pool.hand(&slot, job(k, at), at);
             slot.try_job().expect("taken up");
             pool.done(&slot, at + service, TIMEOUT, |_| {});
         }
-        pool.hand(&slot, job(10, t0 + us(2_000)));
+        pool.hand(&slot, job(10, t0 + us(2_000)), t0 + us(2_000));
         pool
     };
     let due = t0 + us(3_000);
@@ -167,13 +167,13 @@ fn the_pool_grows_to_what_littles_law_asks_twice_over_and_no_further() {
     assert!(pool.open_one(false));
     for k in 0..20 {
         let at = t0 + us(50 * k);
-        pool.hand(&slot, job(k, at));
+        pool.hand(&slot, job(k, at), at);
         slot.try_job().expect("taken up");
         pool.placed(at);
         pool.done(&slot, at + us(25), TIMEOUT, |_| {});
     }
     assert_eq!(pool.enough(), 2);
-    pool.hand(&slot, job(20, t0 + us(1_000)));
+    pool.hand(&slot, job(20, t0 + us(1_000)), t0 + us(1_000));
     assert!(
         pool.may_grow(t0 + us(1_000), t0 + us(1_000)),
         "one connection is not enough"
@@ -185,7 +185,7 @@ fn the_pool_grows_to_what_littles_law_asks_twice_over_and_no_further() {
     let slot = Slot::new(t0);
     for k in 0..20 {
         let at = t0 + us(50 * k);
-        slow.hand(&slot, job(k, at));
+        slow.hand(&slot, job(k, at), at);
         slot.try_job().expect("taken up");
         slow.placed(at);
         slow.done(&slot, at + us(1_000), TIMEOUT, |_| {});
@@ -284,4 +284,25 @@ fn a_retired_slot_ends_its_task_and_a_job_wakes_it() {
         let ((first, second), ()) = tokio::join!(waiting, giver);
         assert_eq!((first.map(|j| j.k), second), (Some(7), None));
     });
+}
+
+#[test]
+fn before_any_answer_the_pool_waits_for_the_first_before_it_grows() {
+    let t0 = Instant::now();
+    let us = Duration::from_micros;
+    let pool = Pool::new(10, 1, 1, t0);
+    assert!(pool.open_one(true));
+    let slot = Slot::new(t0);
+    pool.list(&slot);
+    place(&pool, 0, t0);
+    // A cold first exchange: requests due meanwhile wait for it.
+    assert!(!pool.may_grow(t0 + us(50), t0 + us(50)));
+    assert!(!pool.may_grow(t0 + us(900), t0 + us(900)));
+    // A server still silent after FIRST_ANSWER_WAIT gets another connection.
+    let later = t0 + FIRST_ANSWER_WAIT + us(50);
+    assert!(pool.may_grow(later, later));
+    // Once it has answered, the wait is over: the usual rules decide.
+    pool.done(&slot, t0 + us(200), TIMEOUT, |_| {});
+    place(&pool, 1, t0 + us(200));
+    assert!(pool.may_grow(t0 + us(250), t0 + us(250)));
 }

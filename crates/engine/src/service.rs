@@ -1,7 +1,7 @@
 //! How long the open loop's requests take, as its pool sees them (issue 43): from the
-//! hand-out of a request to a connection that carried nothing to the request's end. A late
-//! client counts in it as a slow server does. The pool sizes itself by it (Little's law:
-//! requests in flight = rate × service time), and reports the least and the recent figure.
+//! hand-out of a request to a connection that carried nothing to the request's end, the
+//! time the connection is held. The pool sizes itself by it (Little's law: requests in
+//! flight = rate × service time), and reports the least and the recent figure.
 
 use std::time::{Duration, Instant};
 

@@ -100,9 +100,15 @@ impl Pacer {
     /// Returns at `due` (at once if it has passed), with the time it spent polling with
     /// nothing to do.
     pub async fn sleep_until(&mut self, due: Instant) -> Duration {
+        self.sleep_until_seen(due).await.0
+    }
+
+    /// As [`Pacer::sleep_until`], with the clock as last read (at or after `due`): callers
+    /// that stamp what they do at once save a read of the clock per request.
+    pub async fn sleep_until_seen(&mut self, due: Instant) -> (Duration, Instant) {
         let now = Instant::now();
         if due <= now {
-            return Duration::ZERO;
+            return (Duration::ZERO, now);
         }
         let early = wake_early();
         if due - now > early {
@@ -135,7 +141,7 @@ impl Pacer {
             }
             before = after;
         }
-        idle
+        (idle, before)
     }
 }
 
