@@ -30,6 +30,8 @@ pub fn grpc(mut args: GrpcArgs) -> Result<ExitCode> {
         Some(text) => Some(text.clone()),
         None => None,
     };
+    let json = request_json(&args)?;
+    refuse_templates(&json)?;
     let schema = if let Some(set) = &args.protoset {
         Schema::load(&Source::Protoset(set.clone()))
     } else if !args.proto.is_empty() {
@@ -54,7 +56,6 @@ pub fn grpc(mut args: GrpcArgs) -> Result<ExitCode> {
         .method(&args.call)
         .map_err(|e| UsageError(e.to_string()))?;
     let streaming = streaming_of(&args, &method)?;
-    let json = request_json(&args)?;
     let body = match &streaming {
         Some(spec) if spec.client_streams => stream_body(&method, &json, spec)?,
         _ => method
@@ -318,6 +319,36 @@ fn request_json(args: &GrpcArgs) -> Result<String> {
     })
 }
 
+/// The request message is encoded once, so a placeholder of `run`'s templates would be sent
+/// as its literal text in every call: refused, saying so, rather than loading the server
+/// with `{{seq}}` where the user meant numbers.
+fn refuse_templates(json: &str) -> Result<()> {
+    const WORDS: [&str; 5] = ["seq", "segment", "rand_int", "rand_f", "csv"];
+    let mut rest = json;
+    while let Some(open) = rest.find("{{") {
+        let Some(close) = rest[open..].find("}}") else {
+            break;
+        };
+        let inner = &rest[open + 2..open + close];
+        if inner
+            .split_whitespace()
+            .next()
+            .is_some_and(|w| WORDS.contains(&w))
+        {
+            return Err(UsageError(format!(
+                "--data: {{{{{}}}}} is a per-request template of `loadmark run`; loadmark grpc \
+                 encodes the request message once, so every call would carry it as text. \
+                 Per-call templates of gRPC requests are not in this version: give the message \
+                 as it should be sent",
+                inner.trim()
+            ))
+            .into());
+        }
+        rest = &rest[open + close + 2..];
+    }
+    Ok(())
+}
+
 /// `-m`'s JSON object as header pairs.
 fn metadata(json: Option<&str>) -> Result<Vec<(String, String)>> {
     let Some(json) = json else {
@@ -380,5 +411,9 @@ mod tests {
             ("authorization".to_string(), "Bearer t".to_string())
         );
         assert!(metadata(Some("[1]")).is_err());
+        assert!(refuse_templates(r#"{"name":"{{seq}}"}"#).is_err());
+        assert!(refuse_templates(r#"{"id":"{{rand_int 1 9}}"}"#).is_err());
+        assert!(refuse_templates(r#"{"id":"{{ seq }}"}"#).is_err());
+        assert!(refuse_templates(r#"{"name":"{{ not a placeholder }}","x":"}}{{"}"#).is_ok());
     }
 }

@@ -249,6 +249,20 @@ fn python_server_reflection_and_proto_agree_and_statuses_are_counted_by_name() {
         "{}",
         stderr(&out)
     );
+    // A template of `run` would be sent as its text in every call: refused, saying so.
+    let (out, _) = run(&[
+        &addr,
+        "--call",
+        call,
+        "--data",
+        r#"{"name":"user-{{seq}}"}"#,
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("--data: {{seq}} is a per-request template of `loadmark run`"),
+        "{}",
+        stderr(&out)
+    );
     let bad = dir.path().join("bad.proto");
     std::fs::write(&bad, "syntax = \"proto3\";\nmessage M { strin x = 1; }\n").unwrap();
     let (out, _) = run(&[&addr, "--proto", bad.to_str().unwrap(), "--call", call]);
