@@ -512,7 +512,8 @@ pub struct ReportFlags {
 
     /// Pass/fail condition checked at the end, e.g. 'p99<50ms', 'errors<1%', 'rps>10000'
     /// (repeatable); exit code 3 when one fails. Metrics: p50 p90 p95 p99 p99.9 (any pN),
-    /// min, max, mean, rps, errors, failed, dropped
+    /// min, max, mean, rps, errors, failed, dropped, checks, check:NAME, and for gRPC runs
+    /// status:NAME (calls that ended with that code, e.g. 'status:UNAVAILABLE<0.1%')
     #[arg(
         long = "threshold",
         value_name = "METRIC<VALUE",

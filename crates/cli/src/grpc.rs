@@ -17,7 +17,8 @@ use crate::args::{Cli, Command, GrpcArgs};
 use crate::UsageError;
 
 pub fn grpc(mut args: GrpcArgs) -> Result<ExitCode> {
-    let target = target_of(&args.target)?;
+    let (target, https) = target_of(&args.target)?;
+    let tls = tls_of(&args, https)?;
     let duration = match &args.duration {
         Some(text) if looks_like_data(text) => {
             return Err(UsageError(format!(
@@ -29,6 +30,8 @@ pub fn grpc(mut args: GrpcArgs) -> Result<ExitCode> {
         Some(text) => Some(text.clone()),
         None => None,
     };
+    let json = request_json(&args)?;
+    refuse_templates(&json)?;
     let schema = if let Some(set) = &args.protoset {
         Schema::load(&Source::Protoset(set.clone()))
     } else if !args.proto.is_empty() {
@@ -36,6 +39,15 @@ pub fn grpc(mut args: GrpcArgs) -> Result<ExitCode> {
             files: args.proto.clone(),
             imports: args.import_paths.clone(),
         })
+    } else if let Some(policy) = &tls {
+        let (host, addr) = resolved(&target)?;
+        let timeout = args.timeout;
+        let connect = async move {
+            loadmark_engine::transport::connect_tls_h2(addr, &host, policy, timeout)
+                .await
+                .map_err(|e| e.message)
+        };
+        loadmark_grpc::reflection::schema_over(&target, &args.call, args.timeout, connect)
     } else {
         loadmark_grpc::reflection::schema_for(&target, &args.call, args.timeout)
     }
@@ -44,7 +56,6 @@ pub fn grpc(mut args: GrpcArgs) -> Result<ExitCode> {
         .method(&args.call)
         .map_err(|e| UsageError(e.to_string()))?;
     let streaming = streaming_of(&args, &method)?;
-    let json = request_json(&args)?;
     let body = match &streaming {
         Some(spec) if spec.client_streams => stream_body(&method, &json, spec)?,
         _ => method
@@ -57,7 +68,11 @@ pub fn grpc(mut args: GrpcArgs) -> Result<ExitCode> {
     let mut argv: Vec<String> = vec![
         "loadmark".into(),
         "run".into(),
-        format!("http://{target}{}", method.path()),
+        format!(
+            "{}://{target}{}",
+            if tls.is_some() { "https" } else { "http" },
+            method.path()
+        ),
         "--http2".into(),
         "-m".into(),
         "POST".into(),
@@ -73,11 +88,26 @@ pub fn grpc(mut args: GrpcArgs) -> Result<ExitCode> {
     for (name, value) in metadata(args.metadata.as_deref())? {
         argv.extend(["-H".into(), format!("{name}: {value}")]);
     }
+    // The run's --insecure is curl's -k: TLS without verification.
+    if args.skip_verify {
+        argv.push("--insecure".into());
+    }
     let mut flag = |name: &str, value: Option<String>| {
         if let Some(v) = value {
             argv.extend([name.to_string(), v]);
         }
     };
+    // TLS: the run's own flags (its --insecure is curl's: skip verification).
+    let files = &args.tls_files;
+    flag(
+        "--cacert",
+        files.cacert.as_ref().map(|p| p.display().to_string()),
+    );
+    flag(
+        "--cert",
+        files.cert.as_ref().map(|p| p.display().to_string()),
+    );
+    flag("--key", files.key.as_ref().map(|p| p.display().to_string()));
     flag("-c", args.connections.map(|c| c.to_string()));
     flag("--streams", args.streams.map(|s| s.to_string()));
     flag("-R", args.rate.map(|r| r.to_string()));
@@ -208,23 +238,66 @@ fn span(spec: &GrpcStreaming, body: &[u8]) -> Duration {
     }
 }
 
-/// `HOST:PORT`, also given as `http://HOST:PORT` or `dns:///HOST:PORT` (grpcurl's).
-fn target_of(text: &str) -> Result<String> {
+/// `HOST:PORT`, also given as `http://HOST:PORT`, `https://HOST:PORT` (then TLS: the bool) or
+/// `dns:///HOST:PORT` (grpcurl's).
+fn target_of(text: &str) -> Result<(String, bool)> {
+    let https = text.starts_with("https://");
     let bare = text
         .trim_start_matches("dns:///")
         .trim_start_matches("http://")
+        .trim_start_matches("https://")
         .trim_end_matches('/');
-    if text.starts_with("https://") {
+    match bare.rsplit_once(':') {
+        Some((host, port)) if !host.is_empty() && port.parse::<u16>().is_ok() => {
+            Ok((bare.into(), https))
+        }
+        _ => Err(UsageError(format!("{text}: expected HOST:PORT, e.g. 127.0.0.1:50051")).into()),
+    }
+}
+
+/// The TLS policy when the call goes over TLS (--tls, an https:// target, a TLS file or
+/// --skip-verify), `None` for plaintext. ghz's --insecure is plaintext, so it is refused
+/// beside anything that asks for TLS, naming --skip-verify.
+fn tls_of(args: &GrpcArgs, https: bool) -> Result<Option<loadmark_plan::TlsPolicy>> {
+    let files = &args.tls_files;
+    let asked = [
+        ("--tls", args.tls),
+        ("an https:// target", https),
+        ("--skip-verify", args.skip_verify),
+        ("--cacert", files.cacert.is_some()),
+        ("--cert", files.cert.is_some()),
+    ];
+    let Some((why, _)) = asked.iter().find(|(_, given)| *given) else {
+        return Ok(None);
+    };
+    if args.insecure {
         return Err(UsageError(format!(
-            "{text}: gRPC over TLS is not in this version of loadmark grpc; it speaks plaintext \
-             HTTP/2 (h2c) to HOST:PORT"
+            "--insecure with {why}: in loadmark grpc (as in ghz) --insecure means plaintext, \
+             no TLS; to speak TLS without verifying the server's certificate use --skip-verify"
         ))
         .into());
     }
-    match bare.rsplit_once(':') {
-        Some((host, port)) if !host.is_empty() && port.parse::<u16>().is_ok() => Ok(bare.into()),
-        _ => Err(UsageError(format!("{text}: expected HOST:PORT, e.g. 127.0.0.1:50051")).into()),
-    }
+    let policy = files
+        .policy(args.skip_verify)
+        .map_err(|e| UsageError(e.to_string()))?;
+    Ok(Some(policy))
+}
+
+/// The host of `HOST:PORT` (without IPv6 brackets, as TLS verifies it) and its first address,
+/// as the run resolves it.
+fn resolved(target: &str) -> Result<(String, std::net::SocketAddr)> {
+    use std::net::ToSocketAddrs;
+    let (host, _) = target.rsplit_once(':').expect("checked by target_of");
+    let host = host
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .to_string();
+    let addr = target
+        .to_socket_addrs()
+        .ok()
+        .and_then(|mut addrs| addrs.next())
+        .ok_or_else(|| UsageError(format!("{target}: the host does not resolve")))?;
+    Ok((host, addr))
 }
 
 /// ghz's `-d '{...}'` (its data) rather than a duration.
@@ -244,6 +317,36 @@ fn request_json(args: &GrpcArgs) -> Result<String> {
         (None, Some(path)) => read(path, "-D")?,
         (None, None) => "{}".into(),
     })
+}
+
+/// The request message is encoded once, so a placeholder of `run`'s templates would be sent
+/// as its literal text in every call: refused, saying so, rather than loading the server
+/// with `{{seq}}` where the user meant numbers.
+fn refuse_templates(json: &str) -> Result<()> {
+    const WORDS: [&str; 5] = ["seq", "segment", "rand_int", "rand_f", "csv"];
+    let mut rest = json;
+    while let Some(open) = rest.find("{{") {
+        let Some(close) = rest[open..].find("}}") else {
+            break;
+        };
+        let inner = &rest[open + 2..open + close];
+        if inner
+            .split_whitespace()
+            .next()
+            .is_some_and(|w| WORDS.contains(&w))
+        {
+            return Err(UsageError(format!(
+                "--data: {{{{{}}}}} is a per-request template of `loadmark run`; loadmark grpc \
+                 encodes the request message once, so every call would carry it as text. \
+                 Per-call templates of gRPC requests are not in this version: give the message \
+                 as it should be sent",
+                inner.trim()
+            ))
+            .into());
+        }
+        rest = &rest[open + close + 2..];
+    }
+    Ok(())
 }
 
 /// `-m`'s JSON object as header pairs.
@@ -287,8 +390,18 @@ mod tests {
 
     #[test]
     fn targets_timeouts_and_ghz_data_are_read_as_ghz_users_mean_them() {
-        assert_eq!(target_of("127.0.0.1:50051").unwrap(), "127.0.0.1:50051");
-        assert_eq!(target_of("dns:///localhost:9").unwrap(), "localhost:9");
+        assert_eq!(
+            target_of("127.0.0.1:50051").unwrap(),
+            ("127.0.0.1:50051".to_string(), false)
+        );
+        assert_eq!(
+            target_of("dns:///localhost:9").unwrap(),
+            ("localhost:9".to_string(), false)
+        );
+        assert_eq!(
+            target_of("https://localhost:9").unwrap(),
+            ("localhost:9".to_string(), true)
+        );
         assert!(target_of("localhost").is_err());
         assert!(looks_like_data("{\"name\":\"x\"}") && !looks_like_data("30s"));
         assert_eq!(grpc_timeout(std::time::Duration::from_secs(10)), "10000m");
@@ -298,5 +411,9 @@ mod tests {
             ("authorization".to_string(), "Bearer t".to_string())
         );
         assert!(metadata(Some("[1]")).is_err());
+        assert!(refuse_templates(r#"{"name":"{{seq}}"}"#).is_err());
+        assert!(refuse_templates(r#"{"id":"{{rand_int 1 9}}"}"#).is_err());
+        assert!(refuse_templates(r#"{"id":"{{ seq }}"}"#).is_err());
+        assert!(refuse_templates(r#"{"name":"{{ not a placeholder }}","x":"}}{{"}"#).is_ok());
     }
 }

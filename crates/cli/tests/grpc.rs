@@ -4,6 +4,10 @@
 //! target/ci-grpc/py). Counts are the servers' own; statuses are counted by name.
 
 mod common;
+#[path = "grpc_support/render.rs"]
+mod render;
+#[path = "grpc_support/tls.rs"]
+mod tls;
 
 use common::*;
 
@@ -185,6 +189,7 @@ fn python_server_reflection_and_proto_agree_and_statuses_are_counted_by_name() {
     assert_eq!(count(), 80);
 
     // Failures by name, with the server's message; a failed call is a failed request.
+    let mut unavailable = serde_json::Value::Null;
     for (code, name) in [
         (14, "UNAVAILABLE"),
         (4, "DEADLINE_EXCEEDED"),
@@ -192,6 +197,9 @@ fn python_server_reflection_and_proto_agree_and_statuses_are_counted_by_name() {
     ] {
         let data = format!(r#"{{"code":{code}}}"#);
         let (out, report) = run(&[&addr, "--call", call, "--data", &data, "-c", "1", "-n", "5"]);
+        if code == 14 {
+            unavailable = report.clone();
+        }
         // Every call failed: the run failed (exit 1), its report is still printed.
         assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
         assert_eq!(codes(&report), [(name.to_string(), 5)]);
@@ -241,6 +249,20 @@ fn python_server_reflection_and_proto_agree_and_statuses_are_counted_by_name() {
         "{}",
         stderr(&out)
     );
+    // A template of `run` would be sent as its text in every call: refused, saying so.
+    let (out, _) = run(&[
+        &addr,
+        "--call",
+        call,
+        "--data",
+        r#"{"name":"user-{{seq}}"}"#,
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("--data: {{seq}} is a per-request template of `loadmark run`"),
+        "{}",
+        stderr(&out)
+    );
     let bad = dir.path().join("bad.proto");
     std::fs::write(&bad, "syntax = \"proto3\";\nmessage M { strin x = 1; }\n").unwrap();
     let (out, _) = run(&[&addr, "--proto", bad.to_str().unwrap(), "--call", call]);
@@ -282,6 +304,112 @@ fn python_server_reflection_and_proto_agree_and_statuses_are_counted_by_name() {
     wait_until("the server saw 4 cancels", || cancelled() >= 4);
     assert_eq!(cancelled(), 4);
     assert_eq!(count(), 100);
+    server.stop(Duration::from_secs(5));
+
+    // Markdown, HTML and CSV say what the text and JSON reports say.
+    render::renders_the_grpc_figures(dir.path(), &unavailable, &report);
+}
+
+/// The report's threshold results as (threshold, passed, actual).
+fn thresholds(report: &serde_json::Value) -> Vec<(String, bool, String)> {
+    report["thresholds"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no thresholds in {report}"))
+        .iter()
+        .map(|t| {
+            (
+                t["threshold"].as_str().unwrap().to_string(),
+                t["passed"].as_bool().unwrap(),
+                t["actual"].as_str().unwrap_or("no data").to_string(),
+            )
+        })
+        .collect()
+}
+
+/// `--threshold status:NAME`: calls by their grpc-status name from a real server, as a
+/// share of the calls or a count; a name gRPC does not have is refused before any call.
+#[test]
+fn status_thresholds_hold_or_fail_on_the_calls_counted_by_code_name() {
+    let python = tool(workspace().join("target/ci-grpc/py/bin/python"));
+    let dir = temp_dir("grpc", "thresholds");
+    let count_file = dir.path().join("count");
+    let (server, port) = start("server.py", |port| {
+        let mut c = Command::new(&python);
+        c.arg(support("server.py"))
+            .arg(port.to_string())
+            .arg(&count_file);
+        c
+    });
+    let addr = format!("127.0.0.1:{port}");
+    let call = "loadmark.test.Tester/Echo";
+    let with = |data: &str, limits: &[&str]| {
+        let mut args = vec![
+            addr.as_str(),
+            "--call",
+            call,
+            "--data",
+            data,
+            "-c",
+            "1",
+            "-n",
+            "10",
+        ];
+        for t in limits {
+            args.extend(["--threshold", t]);
+        }
+        run(&args)
+    };
+    // Every call OK: none UNAVAILABLE, all OK.
+    let (out, report) = with(
+        r#"{"name":"x"}"#,
+        &[
+            "status:UNAVAILABLE < 0.1%",
+            "status:ok>=100%",
+            "status:OK<50%",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    assert_eq!(
+        thresholds(&report),
+        [
+            (
+                "status:UNAVAILABLE < 0.1%".to_string(),
+                true,
+                "0.000%".to_string()
+            ),
+            ("status:ok>=100%".to_string(), true, "100.000%".to_string()),
+            ("status:OK<50%".to_string(), false, "100.000%".to_string()),
+        ]
+    );
+    // Every call UNAVAILABLE (14): counted by name or by number.
+    let (out, report) = with(
+        r#"{"code":14}"#,
+        &["status:14<=9", "status:UNAVAILABLE<=10"],
+    );
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("thresholds failed: status:14<=9"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(
+        thresholds(&report),
+        [
+            ("status:14<=9".to_string(), false, "10".to_string()),
+            ("status:UNAVAILABLE<=10".to_string(), true, "10".to_string()),
+        ]
+    );
+    // A typo is a usage error listing the names, before any call.
+    let (out, _) = with(r#"{"name":"x"}"#, &["status:UNAVAILBLE<1%"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("\"UNAVAILBLE\" is not a gRPC status code")
+            && stderr(&out).contains("DEADLINE_EXCEEDED, NOT_FOUND"),
+        "{}",
+        stderr(&out)
+    );
+    let served = std::fs::read_to_string(&count_file).unwrap();
+    assert_eq!(served.trim(), "20");
     server.stop(Duration::from_secs(5));
 }
 

@@ -594,6 +594,23 @@ impl Tls {
     }
 }
 
+/// One TLS connection to `addr` offering HTTP/2 (ALPN `h2`), verified as `host` under
+/// `policy`, for a question asked before the load (gRPC server reflection over TLS): the
+/// same trust, client certificate and errors as the run's connections.
+pub async fn connect_tls_h2(
+    addr: SocketAddr,
+    host: &str,
+    policy: &TlsPolicy,
+    connect_timeout: Duration,
+) -> Result<tokio_rustls::client::TlsStream<TcpStream>, ConnectError> {
+    let tcp = Tcp {
+        addr,
+        connect_timeout,
+        via: None,
+    };
+    Tls::with_alpn(tcp, host, policy, &[b"h2"])?.connect().await
+}
+
 fn tls_error(message: String) -> ConnectError {
     ConnectError {
         kind: ErrorKind::Tls,
@@ -627,9 +644,18 @@ fn untrusted_hint(e: &io::Error) -> &'static str {
     let rustls_error = e
         .get_ref()
         .and_then(|inner| inner.downcast_ref::<rustls::Error>());
+    use rustls::CertificateError::{NotValidForName, NotValidForNameContext};
     match rustls_error {
+        Some(rustls::Error::InvalidCertificate(
+            NotValidForName | NotValidForNameContext { .. },
+        )) => {
+            " (the certificate is for another name: connect by a name it holds, or skip \
+             verification: --insecure; loadmark grpc's --insecure is plaintext, its \
+             --skip-verify skips verification)"
+        }
         Some(rustls::Error::InvalidCertificate(_)) => {
             " (the server's certificate is not trusted: --cacert FILE trusts its CA, --insecure \
+             skips verification; loadmark grpc's --insecure is plaintext, its --skip-verify \
              skips verification)"
         }
         _ => "",

@@ -95,13 +95,34 @@ const V1ALPHA: &str = "/grpc.reflection.v1alpha.ServerReflection/ServerReflectio
 /// The schema of `call`'s service, from the reflection service at `addr` (`host:port`,
 /// plaintext HTTP/2), within `timeout`.
 pub fn schema_for(addr: &str, call: &str, timeout: Duration) -> Result<Schema, crate::SchemaError> {
+    let connect = async move {
+        tokio::net::TcpStream::connect(addr)
+            .await
+            .map_err(|e| format!("connect: {e}"))
+    };
+    schema_over(addr, call, timeout, connect)
+}
+
+/// As [`schema_for`], over the stream `connect` opens (a TLS connection that offered `h2`,
+/// with the trust and client certificate of the run): this crate speaks HTTP/2 over it and
+/// leaves how to reach the server to the caller.
+pub fn schema_over<S, F>(
+    addr: &str,
+    call: &str,
+    timeout: Duration,
+    connect: F,
+) -> Result<Schema, crate::SchemaError>
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+    F: std::future::Future<Output = Result<S, String>>,
+{
     let (service, _) = split_call(call)?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(|e| crate::SchemaError::Proto(format!("server reflection: {e}")))?;
     let fetched = runtime.block_on(async {
-        tokio::time::timeout(timeout, fetch(addr, service))
+        tokio::time::timeout(timeout, fetch(addr, service, connect))
             .await
             .unwrap_or_else(|_| {
                 Err(ReflectionError::Transport {
@@ -113,14 +134,19 @@ pub fn schema_for(addr: &str, call: &str, timeout: Duration) -> Result<Schema, c
     fetched.map_err(|e| crate::SchemaError::Proto(e.to_string()))
 }
 
-async fn fetch(addr: &str, service: &str) -> Result<Schema, ReflectionError> {
+async fn fetch<S>(
+    addr: &str,
+    service: &str,
+    connect: impl std::future::Future<Output = Result<S, String>>,
+) -> Result<Schema, ReflectionError>
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
     let transport = |why: String| ReflectionError::Transport {
         addr: addr.into(),
         why,
     };
-    let stream = tokio::net::TcpStream::connect(addr)
-        .await
-        .map_err(|e| transport(format!("connect: {e}")))?;
+    let stream = connect.await.map_err(transport)?;
     let (mut sender, conn) =
         hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(stream))
             .await

@@ -205,7 +205,9 @@ fn websocket_text_markdown_and_json() {
     );
     let summary = loadmark_report::render_csv_summary(&report);
     assert!(
-        summary.trim_end().ends_with(",1000.000,1000.000,4,,,,,,,0"),
+        summary
+            .trim_end()
+            .ends_with(&format!(",1000.000,1000.000,4,,,,,,,0{}", ",".repeat(13))),
         "{summary}"
     );
     let json = render_json(&report);

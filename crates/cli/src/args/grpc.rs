@@ -7,19 +7,22 @@ use std::time::Duration;
 use clap::Args;
 
 use super::values::{at_least_one, duration_arg};
-use super::{rate_arg, ReportFlags};
+use super::{rate_arg, ReportFlags, TlsFlags};
 
 #[derive(Args, Debug)]
 #[command(after_help = "Examples:\n  \
     loadmark grpc 127.0.0.1:50051 --proto helloworld.proto --call helloworld.Greeter/SayHello --data '{\"name\":\"x\"}' -c 50 -d 30s\n  \
     loadmark grpc 127.0.0.1:50051 --call helloworld.Greeter/SayHello --data '{\"name\":\"x\"}' -n 10000\n  \
+    loadmark grpc api.example.com:443 --tls --call helloworld.Greeter/SayHello --data '{\"name\":\"x\"}' -n 1000\n  \
+    loadmark grpc localhost:50051 --cacert ca.pem --cert client.pem --key client.key --call helloworld.Greeter/SayHello -n 1000\n  \
     loadmark grpc 127.0.0.1:50051 --protoset greeter.protoset --call helloworld.Greeter.SayHello -D req.json -R 500 -d 10s -m '{\"authorization\":\"Bearer t\"}'\n  \
     loadmark grpc 127.0.0.1:50051 --proto route_guide.proto --call routeguide.RouteGuide/ListFeatures --data @rect.json --stream-call-count 10 -c 4 -n 100\n  \
     loadmark grpc 127.0.0.1:50051 --proto route_guide.proto --call routeguide.RouteGuide/RecordRoute --data '[{\"latitude\":1},{\"latitude\":2}]' --stream-call-count 20 --stream-interval 50ms -c 10 -d 30s\n\n\
     Without --proto or --protoset the server's reflection service describes the method. Each \
     call ends as one response counted by its grpc-status name (OK, UNAVAILABLE, ...; non-OK \
-    ones are failed calls), or as a transport error. Plaintext HTTP/2 (h2c) is spoken; ghz's \
-    --insecure is accepted for it. -d is loadmark's duration: the request is --data (ghz's -d).\n\n\
+    ones are failed calls), or as a transport error. Plaintext HTTP/2 (h2c) is spoken unless \
+    --tls, an https:// target, --cacert, --cert or --skip-verify asks for TLS; ghz's --insecure \
+    (plaintext) is accepted. -d is loadmark's duration: the request is --data (ghz's -d).\n\n\
     Streaming methods (the schema says which): a client or bidi stream sends the --data array's \
     messages (a single object is one message), --stream-call-count of them cycling through the \
     array, all in one body, or one per --stream-interval, until the count is sent or \
@@ -84,9 +87,29 @@ pub struct GrpcArgs {
     )]
     pub metadata: Option<String>,
 
-    /// Plaintext HTTP/2 (ghz's spelling; plaintext is the default)
-    #[arg(long = "insecure", help_heading = "Call")]
+    /// Plaintext HTTP/2, no TLS (ghz's meaning; plaintext is the default without --tls, an
+    /// https:// target or a TLS file). To skip certificate checks over TLS: --skip-verify
+    #[arg(long = "insecure", help_heading = "TLS")]
     pub insecure: bool,
+
+    /// Speak TLS (HTTP/2 over TLS, ALPN h2), verifying the server's certificate against the
+    /// Mozilla roots (or --cacert) and its name against HOST; also implied by an https://
+    /// target, --cacert, --cert or --skip-verify
+    #[arg(long = "tls", help_heading = "TLS")]
+    pub tls: bool,
+
+    /// TLS without verifying the server's certificate chain and name (ghz's --skipTLS; the
+    /// connection is still encrypted, and --cert is still presented)
+    #[arg(
+        long = "skip-verify",
+        visible_alias = "skip-tls",
+        alias = "skipTLS",
+        help_heading = "TLS"
+    )]
+    pub skip_verify: bool,
+
+    #[command(flatten)]
+    pub tls_files: TlsFlags,
 
     /// Concurrent connections (closed loop: each keeps --streams calls open) [default: 50]
     #[arg(short = 'c', long = "connections", help_heading = "Load", value_parser = at_least_one, allow_negative_numbers = true)]

@@ -8,7 +8,11 @@ cancel. The service is described by the descriptors built below (the same as tes
 and common.proto beside this file), so no protoc is needed. Every Echo call is counted; the
 count is written to COUNT_FILE after each call.
 
-usage: server.py PORT COUNT_FILE
+With CERT and KEY (PEM files) it speaks TLS on localhost:PORT instead of plaintext on
+127.0.0.1:PORT; with CLIENT_CA too, it requires a client certificate signed by that CA
+(mutual TLS).
+
+usage: server.py PORT COUNT_FILE [CERT KEY [CLIENT_CA]]
 """
 
 import os
@@ -119,7 +123,18 @@ server = grpc.server(
 )
 server.add_generic_rpc_handlers((handler,))
 reflection.enable_server_reflection(("loadmark.test.Tester", reflection.SERVICE_NAME), server)
-server.add_insecure_port("127.0.0.1:" + port)
+if len(sys.argv) > 4:
+    read = lambda path: open(path, "rb").read()
+    client_ca = read(sys.argv[5]) if len(sys.argv) > 5 else None
+    credentials = grpc.ssl_server_credentials(
+        [(read(sys.argv[4]), read(sys.argv[3]))],
+        root_certificates=client_ca,
+        require_client_auth=client_ca is not None,
+    )
+    # localhost: the name the certificate is for (on 127.0.0.1, and ::1 where there is one).
+    server.add_secure_port("localhost:" + port, credentials)
+else:
+    server.add_insecure_port("127.0.0.1:" + port)
 server.start()
 print("listening", flush=True)
 server.wait_for_termination()

@@ -74,8 +74,13 @@ pub(crate) fn assess(plan: &Plan, facts: &RunFacts, summary: &Summary) -> Health
     let tls = summary.errors.get(loadmark_metrics::ErrorKind::Tls);
     let example = tls.first_example.as_deref().unwrap_or("");
     if tls.count > 0 && !plan.tls.is_insecure() && example.contains("certificate") {
+        // `loadmark grpc`'s --insecure is ghz's plaintext; its --skip-verify is curl's -k.
+        let grpc = plan.request.headers.iter().any(|(name, value)| {
+            name.eq_ignore_ascii_case("content-type") && value.starts_with("application/grpc")
+        });
+        let skip = if grpc { "--skip-verify" } else { "--insecure" };
         health.findings.push(format!(
-            "{} requests failed TLS verification ({example}): for a test server with a self-signed certificate add --insecure; for a private CA, --cacert FILE",
+            "{} requests failed TLS verification ({example}): for a test server with a self-signed certificate add {skip}; for a private CA, --cacert FILE",
             tls.count
         ));
     }

@@ -15,9 +15,10 @@ use serde::{Deserialize, Serialize};
 use super::report::Report;
 use super::scenario::ScenarioFigures;
 use crate::units::format_us;
+use loadmark_metrics::GRPC_CODES;
 
 /// The metrics a threshold can name, listed in parse errors.
-pub const THRESHOLD_METRICS: &str = "p50, p75, p90, p95, p99, p99.9, p99.99, min, max, mean (latency; value with a unit: us, ms, s), rps (responses per second), errors (transport errors: a count, or N% of completed requests), failed (errors plus non-2xx/3xx responses: count or %), dropped (open loop: count or % of requests due), checks (% of check evaluations that passed, or a count of failures), check:NAME (the same for the check named NAME)";
+pub const THRESHOLD_METRICS: &str = "p50, p75, p90, p95, p99, p99.9, p99.99, min, max, mean (latency; value with a unit: us, ms, s), rps (responses per second), errors (transport errors: a count, or N% of completed requests), failed (errors plus non-2xx/3xx responses: count or %), dropped (open loop: count or % of requests due), checks (% of check evaluations that passed, or a count of failures), check:NAME (the same for the check named NAME), status:NAME (gRPC calls that ended with the status code NAME, e.g. status:UNAVAILABLE: a count, or N% of completed calls)";
 
 /// What a threshold measures.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -36,6 +37,9 @@ pub enum Metric {
     Checks,
     /// One named check (see [`Threshold::check`]): pass rate in %, or failures.
     Check,
+    /// gRPC calls that ended with one status code (see [`Threshold::status`]): a count, or
+    /// a % of completed calls.
+    Status,
 }
 
 /// How the observed value must compare with the limit.
@@ -87,6 +91,10 @@ pub struct Threshold {
     /// The check's name for `check:NAME`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub check: Option<String>,
+    /// The gRPC status code's name for `status:NAME`, as `grpc/status.proto` spells it
+    /// (`UNAVAILABLE`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<String>,
 }
 
 /// A threshold that cannot be understood.
@@ -98,6 +106,9 @@ pub enum ThresholdError {
     /// The metric name is not one loadmark measures.
     #[error("threshold {text:?}: unknown metric {metric:?}; known metrics: {THRESHOLD_METRICS}")]
     UnknownMetric { text: String, metric: String },
+    /// `status:NAME` names no gRPC status code.
+    #[error("threshold {text:?}: {name:?} is not a gRPC status code; status:NAME takes one of {}", GRPC_CODES.join(", "))]
+    UnknownStatus { text: String, name: String },
     /// The value is not a number with a unit this metric accepts.
     #[error("threshold {text:?}: {reason}")]
     BadValue { text: String, reason: String },
@@ -122,6 +133,19 @@ impl Threshold {
                 metric: name.to_string(),
             });
         }
+        // `status:NAME`: a gRPC code's name in any case (`status:unavailable`), or its number.
+        let status = match name
+            .strip_prefix("status:")
+            .or_else(|| name.strip_prefix("STATUS:"))
+        {
+            Some(code) => Some(
+                status_name(code).ok_or_else(|| ThresholdError::UnknownStatus {
+                    text: text.to_string(),
+                    name: code.to_string(),
+                })?,
+            ),
+            None => None,
+        };
         let (op, value) = if let Some(v) = rest.strip_prefix("<=") {
             (Op::Le, v)
         } else if let Some(v) = rest.strip_prefix(">=") {
@@ -133,6 +157,8 @@ impl Threshold {
         };
         let metric = if check.is_some() {
             Some(Metric::Check)
+        } else if status.is_some() {
+            Some(Metric::Status)
         } else {
             parse_metric(&name.to_ascii_lowercase())
         };
@@ -179,18 +205,21 @@ impl Threshold {
                     Unit::Count,
                 )
             }
-            Metric::Errors | Metric::Failed | Metric::Dropped | Metric::Checks | Metric::Check => {
-                match value.strip_suffix('%') {
-                    Some(v) => {
-                        let p = number(v)?;
-                        if p > 100.0 {
-                            return Err(bad("a percentage is at most 100%"));
-                        }
-                        (p, Unit::Percent)
+            Metric::Errors
+            | Metric::Failed
+            | Metric::Dropped
+            | Metric::Checks
+            | Metric::Check
+            | Metric::Status => match value.strip_suffix('%') {
+                Some(v) => {
+                    let p = number(v)?;
+                    if p > 100.0 {
+                        return Err(bad("a percentage is at most 100%"));
                     }
-                    None => (number(value)?, Unit::Count),
+                    (p, Unit::Percent)
                 }
-            }
+                None => (number(value)?, Unit::Count),
+            },
         };
         Ok(Threshold {
             text: text.trim().to_string(),
@@ -199,6 +228,7 @@ impl Threshold {
             limit,
             unit,
             check,
+            status,
         })
     }
 
@@ -214,6 +244,7 @@ impl Threshold {
             failed: r.failed(),
             dropped: s.dropped,
             checks: s.checks.as_ref(),
+            grpc: r.totals.grpc.as_deref(),
         })
     }
 
@@ -234,6 +265,11 @@ impl Threshold {
             Metric::Errors => of(f.errors, f.completed),
             Metric::Failed => of(f.failed, f.completed),
             Metric::Dropped => of(f.dropped, f.completed + f.dropped),
+            // A run without gRPC calls has no data (fails): an HTTP run cannot prove it.
+            Metric::Status => {
+                let name = self.status.as_deref()?;
+                of(f.grpc?.count(name), f.completed)
+            }
             // A pass rate in %, a count of failures otherwise; no checks: no data (fails).
             Metric::Checks | Metric::Check => {
                 let stats = f.checks?;
@@ -268,6 +304,7 @@ impl Threshold {
             failed: f.failed,
             dropped: f.dropped,
             checks: f.checks.as_ref(),
+            grpc: None,
         });
         self.result(actual, Some(name))
     }
@@ -289,6 +326,17 @@ impl Threshold {
             Unit::Count => format!("{v:.0}"),
         }
     }
+}
+
+/// A gRPC status code's name as `grpc/status.proto` spells it, from its name in any case or
+/// its number (`unavailable`, `14`).
+fn status_name(text: &str) -> Option<String> {
+    let upper = text.to_ascii_uppercase();
+    GRPC_CODES
+        .iter()
+        .enumerate()
+        .find(|(code, name)| **name == upper || text.parse::<usize>() == Ok(*code))
+        .map(|(_, name)| (*name).to_string())
 }
 
 fn parse_metric(name: &str) -> Option<Metric> {
@@ -337,6 +385,8 @@ struct Figures<'a> {
     failed: u64,
     dropped: u64,
     checks: Option<&'a loadmark_metrics::CheckStats>,
+    /// gRPC runs only: calls by status code.
+    grpc: Option<&'a loadmark_metrics::GrpcStats>,
 }
 
 impl ThresholdResult {
@@ -451,6 +501,43 @@ mod tests {
         );
         assert!(Threshold::parse("check:>1%").is_err());
         assert!(Threshold::parse("checks>101%").is_err());
+    }
+
+    #[test]
+    fn status_thresholds_name_a_grpc_code_in_any_case_or_by_number() {
+        let t = Threshold::parse("status:UNAVAILABLE < 0.1%").unwrap();
+        assert_eq!(
+            (t.metric, t.op, t.limit, t.unit, t.status.as_deref()),
+            (
+                Metric::Status,
+                Op::Lt,
+                0.1,
+                Unit::Percent,
+                Some("UNAVAILABLE")
+            )
+        );
+        let t = Threshold::parse("status:deadline_exceeded<=3").unwrap();
+        assert_eq!(
+            (t.unit, t.limit, t.status.as_deref()),
+            (Unit::Count, 3.0, Some("DEADLINE_EXCEEDED"))
+        );
+        assert_eq!(
+            Threshold::parse("status:8<1%").unwrap().status.as_deref(),
+            Some("RESOURCE_EXHAUSTED")
+        );
+        let e = Threshold::parse("status:UNAVAILBLE<1%").unwrap_err();
+        assert!(
+            matches!(&e, ThresholdError::UnknownStatus { name, .. } if name == "UNAVAILBLE"),
+            "{e}"
+        );
+        let said = e.to_string();
+        assert!(
+            said.contains("not a gRPC status code") && said.contains("OK, CANCELLED, UNKNOWN"),
+            "{said}"
+        );
+        assert!(Threshold::parse("status:17<1%").is_err());
+        assert!(Threshold::parse("status:<1%").is_err());
+        assert!(Threshold::parse("status:OK>150%").is_err());
     }
 
     #[test]

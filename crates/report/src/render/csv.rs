@@ -5,7 +5,10 @@
 //! read one table per file. Latencies are integer microseconds, rates per second. The
 //! WebSocket columns (messages, sessions) are zero or empty for HTTP runs; the checks and
 //! scenario columns are empty for runs without them; `retries` (requests sent again on a new
-//! connection) ends the usual summary columns. The series leaves
+//! connection) ends the usual summary columns, and the gRPC ones follow it (empty for other runs:
+//! the method, calls, failed calls, `grpc_status` as `NAME:count` pairs and
+//! `grpc_first_messages` as `NAME:message` pairs, `;`-separated, messages, the request
+//! message's mean size without gRPC's prefix, and a streaming run's timings). The series leaves
 //! out the fragment of a second after the run's end (`Report::chart_series`): its handful of
 //! responses is no rate; the summary row counts them.
 //!
@@ -18,7 +21,7 @@ use crate::model::Report;
 use crate::model::{Bundle, BundleStep};
 
 const SERIES_HEADER: &str = "second,warmup,responses,errors,failed,bytes_read,connections_opened,latency_p50_us,latency_p99_us,latency_max_us,messages_sent,messages_received";
-const SUMMARY_HEADER: &str = "started_at,method,url,measured_s,completed,responses,errors,non_success_responses,failed,dropped,in_flight_at_end,rps,read_bytes_per_s,latency_min_us,latency_mean_us,latency_stdev_us,latency_p50_us,latency_p75_us,latency_p90_us,latency_p95_us,latency_p99_us,latency_p99_9_us,latency_p99_99_us,latency_max_us,messages_sent_per_s,messages_received_per_s,sessions_opened,checks_passed,checks_failed,checks_failed_responses,iterations,iterations_aborted,iterations_dropped,retries";
+const SUMMARY_HEADER: &str = "started_at,method,url,measured_s,completed,responses,errors,non_success_responses,failed,dropped,in_flight_at_end,rps,read_bytes_per_s,latency_min_us,latency_mean_us,latency_stdev_us,latency_p50_us,latency_p75_us,latency_p90_us,latency_p95_us,latency_p99_us,latency_p99_9_us,latency_p99_99_us,latency_max_us,messages_sent_per_s,messages_received_per_s,sessions_opened,checks_passed,checks_failed,checks_failed_responses,iterations,iterations_aborted,iterations_dropped,retries,grpc_method,grpc_calls,grpc_not_ok,grpc_status,grpc_first_messages,grpc_messages_sent,grpc_messages_received,grpc_request_message_bytes,grpc_ended_by_client,grpc_first_message_p50_us,grpc_first_message_p99_us,grpc_message_gap_p50_us,grpc_message_gap_p99_us";
 
 const STEPS_HEADER: &str = "scenario_step,requests,responses,status_1xx,status_2xx,status_3xx,status_4xx,status_5xx,errors,checks_passed,checks_failed,extraction_failures,latency_min_us,latency_mean_us,latency_p50_us,latency_p90_us,latency_p95_us,latency_p99_us,latency_p99_9_us,latency_max_us";
 
@@ -176,7 +179,7 @@ fn summary_row(o: &mut String, prefix: &str, r: &Report) {
     };
     let _ = writeln!(
         o,
-        "{prefix}{},{},{},{:.3},{},{},{},{},{},{},{},{:.3},{:.1},{},{:.1},{:.1},{},{},{},{},{},{},{},{},{},{},{},{}",
+        "{prefix}{},{},{},{:.3},{},{},{},{},{},{},{},{:.3},{:.1},{},{:.1},{:.1},{},{},{},{},{},{},{},{},{},{},{},{},{}",
         field(&r.run.started_at),
         field(&r.plan.request.method),
         field(&r.plan.request.url.to_string()),
@@ -226,7 +229,49 @@ fn summary_row(o: &mut String, prefix: &str, r: &Report) {
         },
         // Last of the usual columns, so the ones before it keep their positions (issue 20).
         s.retries,
+        grpc_cells(r),
     );
+}
+
+/// The gRPC columns (issue 36), empty for a run without gRPC calls.
+fn grpc_cells(r: &Report) -> String {
+    use crate::render::shared::grpc::{grpc_method, grpc_of, request_message_bytes};
+    let Some(g) = grpc_of(r) else {
+        return ",".repeat(12);
+    };
+    let pairs = |f: &dyn Fn(&loadmark_metrics::GrpcCode) -> Option<String>| {
+        let list: Vec<String> = g
+            .codes
+            .iter()
+            .filter_map(|c| f(c).map(|v| format!("{}:{v}", c.name)))
+            .collect();
+        field(&list.join(";"))
+    };
+    let s = r.summary.grpc.as_ref();
+    let us = |d: Option<&loadmark_metrics::Distribution>, q: f64| {
+        d.filter(|d| d.count > 0)
+            .and_then(|d| d.percentile(q))
+            .map_or_else(String::new, |v| v.to_string())
+    };
+    let first = s.and_then(|s| s.first_message.as_ref());
+    let gap = s.and_then(|s| s.message_gap.as_ref());
+    format!(
+        "{},{},{},{},{},{},{},{},{},{},{},{},{}",
+        field(&grpc_method(r)),
+        g.calls(),
+        g.not_ok(),
+        pairs(&|c| Some(c.count.to_string())),
+        pairs(&|c| c.first_message.clone()),
+        g.messages_sent,
+        g.messages_received,
+        request_message_bytes(r).map_or_else(String::new, |(_, b)| format!("{b:.1}")),
+        s.and_then(|s| s.ended_by_client)
+            .map_or_else(String::new, |n| n.to_string()),
+        us(first, 50.0),
+        us(first, 99.0),
+        us(gap, 50.0),
+        us(gap, 99.0),
+    )
 }
 
 /// RFC 4180 quoting where needed.

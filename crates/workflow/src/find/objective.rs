@@ -38,6 +38,10 @@ pub fn parse_objective(text: &str, origin: &str) -> Result<Threshold, ObjectiveE
             text.find(metric.as_str()).unwrap_or(0),
             format!("unknown metric {metric:?} (p50 … p99.9, mean, max, errors, failed, dropped, rps)"),
         ),
+        ThresholdError::UnknownStatus { name, .. } => located(
+            text.find(name.as_str()).unwrap_or(0),
+            e.to_string(),
+        ),
         ThresholdError::BadValue { reason, .. } => {
             let after = op_at.map_or(0, |at| {
                 at + 1 + text[at + 1..].chars().take_while(|c| *c == '=' || c.is_whitespace()).count()
@@ -73,7 +77,9 @@ pub fn parse_objective(text: &str, origin: &str) -> Result<Threshold, ObjectiveE
 fn tail_share(t: &Threshold) -> Option<f64> {
     let share = match (t.metric, t.unit) {
         (Metric::Percentile(p), _) => 1.0 - p / 100.0,
-        (Metric::Errors | Metric::Failed | Metric::Dropped, Unit::Percent) => t.limit / 100.0,
+        (Metric::Errors | Metric::Failed | Metric::Dropped | Metric::Status, Unit::Percent) => {
+            t.limit / 100.0
+        }
         _ => return None,
     };
     (share > 0.0 && share < 1.0).then_some(share)

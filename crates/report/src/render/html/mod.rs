@@ -16,6 +16,7 @@ mod chart;
 mod checks;
 mod compare;
 mod details;
+mod grpc;
 mod interactive;
 mod scenarios;
 mod table;
@@ -71,6 +72,7 @@ pub fn render_html_bundle(b: &Bundle) -> String {
     }
     table::styles(&mut o, b);
     websocket::websocket_section(&mut o, b);
+    grpc::grpc_section(&mut o, b); // issue 36
     details::comparisons(&mut o, b);
     notes(&mut o, b);
     details::details(&mut o, b, step_label);

@@ -162,6 +162,7 @@ pub fn render_markdown(b: &Bundle) -> String {
         .collect();
     sections::protocol_section(&mut o, &named); // issue 16
     sections::websocket_section(&mut o, &named);
+    sections::grpc_section(&mut o, &named); // issue 36
     sections::checks_section(&mut o, &named); // issue 17
     sections::scenario_section(&mut o, &named); // issue 17
 

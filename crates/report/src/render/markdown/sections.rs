@@ -58,6 +58,56 @@ pub(crate) fn websocket_section(o: &mut String, steps: &[(String, &Report)]) {
     }
 }
 
+/// Markdown tables of the gRPC figures of every step that made gRPC calls: one row per run,
+/// one per status code with its first `grpc-message`, and what a streaming call's latency is.
+pub(crate) fn grpc_section(o: &mut String, steps: &[(String, &Report)]) {
+    use crate::render::shared::grpc::{
+        grpc_latency_notes, grpc_row, grpc_status_rows, GRPC_HEADS, GRPC_STATUS_HEADS,
+    };
+    let rows: Vec<[String; 9]> = steps
+        .iter()
+        .filter_map(|(name, r)| grpc_row(name, r))
+        .collect();
+    if rows.is_empty() {
+        return;
+    }
+    let esc = |c: &String| c.replace('|', "\\|").replace('\n', " ");
+    let _ = writeln!(o, "\n## gRPC\n");
+    let _ = writeln!(
+        o,
+        "Every call ends as one response counted by its grpc-status, or as a transport error. A status other than OK is a failed call. The request message's size is its protobuf encoding, without gRPC's 5-byte prefix.\n"
+    );
+    let _ = writeln!(o, "| {} |", GRPC_HEADS.join(" | "));
+    let _ = writeln!(o, "|---|---|---|{}", "---:|".repeat(GRPC_HEADS.len() - 3));
+    for row in rows {
+        let cells: Vec<String> = row.iter().map(esc).collect();
+        let _ = writeln!(o, "| {} |", cells.join(" | "));
+    }
+    let statuses: Vec<[String; 5]> = steps
+        .iter()
+        .flat_map(|(name, r)| grpc_status_rows(name, r))
+        .collect();
+    if !statuses.is_empty() {
+        let _ = writeln!(o, "\n| {} |", GRPC_STATUS_HEADS.join(" | "));
+        let _ = writeln!(o, "|---|---|---:|---:|---|");
+        for row in statuses {
+            let cells: Vec<String> = row.iter().map(esc).collect();
+            let _ = writeln!(o, "| {} |", cells.join(" | "));
+        }
+    }
+    let notes = grpc_latency_notes(steps.iter().map(|(name, r)| (name.clone(), *r)));
+    if !notes.is_empty() {
+        o.push('\n');
+    }
+    for (step, definition) in notes {
+        let _ = writeln!(
+            o,
+            "- **{}**: a call's latency is {definition}.",
+            step.trim()
+        );
+    }
+}
+
 /// A Markdown section with one row per check of every step that has checks.
 pub(crate) fn checks_section(o: &mut String, steps: &[(String, &Report)]) {
     let rows: Vec<String> = steps

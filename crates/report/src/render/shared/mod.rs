@@ -7,6 +7,7 @@
 
 pub(crate) mod capacity;
 pub(crate) mod compare_table;
+pub(crate) mod grpc;
 pub(crate) mod styles;
 pub(crate) mod table;
 
