@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use crate::plan::{
-    Http2, Load, Plan, Protocol, RequestSpec, Stop, Timeouts, TlsPolicy, DEFAULT_TIMEOUT,
+    Http2, Http3, Load, Plan, Protocol, RequestSpec, Stop, Timeouts, TlsPolicy, DEFAULT_TIMEOUT,
 };
 use crate::schedule::Profile;
 use crate::text::PlanError;
@@ -38,6 +38,8 @@ pub struct Settings {
     pub streams: Option<usize>,
     /// `--http2-fallback`: HTTP/1.1 when a TLS server does not offer h2 (needs `--http2`).
     pub http2_fallback: bool,
+    /// `--http3`: HTTP/3 over QUIC (https:// only).
+    pub http3: bool,
     /// `--unix-socket PATH`.
     pub unix_socket: Option<std::path::PathBuf>,
     /// `--pipeline P`: HTTP/1.1 requests written together per connection.
@@ -50,11 +52,11 @@ fn conflict(first: &'static str, second: &'static str, why: &'static str) -> Pla
 
 impl Settings {
     fn protocol(&self) -> Result<Protocol, PlanError> {
-        if self.streams.is_some() && !self.http2 {
+        if self.streams.is_some() && !self.http2 && !self.http3 {
             return Err(conflict(
                 "--streams",
                 "HTTP/1.1",
-                "streams are HTTP/2's; add --http2",
+                "streams are HTTP/2's and HTTP/3's; add --http2 or --http3",
             ));
         }
         if self.http2_fallback && !self.http2 {
@@ -65,6 +67,9 @@ impl Settings {
             ));
         }
         Ok(Protocol {
+            http3: self.http3.then(|| Http3 {
+                streams: self.streams.unwrap_or(1),
+            }),
             http2: self.http2.then(|| Http2 {
                 streams: self.streams.unwrap_or(1),
                 fallback: self.http2_fallback,
