@@ -24,8 +24,6 @@ pub struct QuicConnection {
     pub datagrams_received: u64,
     pub udp_bytes_sent: u64,
     pub udp_bytes_received: u64,
-    /// STREAMS_BLOCKED frames sent: times requests waited for the server's stream limit.
-    pub streams_blocked: u64,
 }
 
 /// Connections' figures added up as they close; mergeable across workers.
@@ -62,7 +60,6 @@ impl QuicTally {
         s.datagrams_received += c.datagrams_received;
         s.udp_bytes_sent += c.udp_bytes_sent;
         s.udp_bytes_received += c.udp_bytes_received;
-        s.streams_blocked += c.streams_blocked;
     }
 
     /// The run's figures; None when no connection completed its handshake.
@@ -99,7 +96,6 @@ impl QuicTally {
             datagrams_received: s.datagrams_received,
             datagram_mean_bytes_sent: per(s.udp_bytes_sent, s.datagrams_sent),
             datagram_mean_bytes_received: per(s.udp_bytes_received, s.datagrams_received),
-            streams_blocked: s.streams_blocked,
         })
     }
 
@@ -130,7 +126,6 @@ impl QuicTally {
         s.datagrams_received += sum.datagrams_received;
         s.udp_bytes_sent += sum.udp_bytes_sent;
         s.udp_bytes_received += sum.udp_bytes_received;
-        s.streams_blocked += sum.streams_blocked;
     }
 }
 
@@ -170,9 +165,6 @@ pub struct QuicFigures {
     pub datagrams_received: u64,
     pub datagram_mean_bytes_sent: f64,
     pub datagram_mean_bytes_received: f64,
-    /// STREAMS_BLOCKED frames the client sent: times requests waited for the server's
-    /// stream limit (they waited, they were never sent past it).
-    pub streams_blocked: u64,
 }
 
 #[cfg(test)]

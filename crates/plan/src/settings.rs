@@ -254,6 +254,42 @@ mod tests {
     use crate::Target;
 
     #[test]
+    fn http3_takes_streams_needs_https_and_speaks_alone() {
+        let h3 = |url: &str, more: Settings| {
+            let mut req = request();
+            req.url = Target::parse(url).unwrap();
+            Settings {
+                http3: true,
+                ..more
+            }
+            .to_plan(req, 2)
+        };
+        let streams = Settings {
+            streams: Some(8),
+            ..Default::default()
+        };
+        let p = h3("https://127.0.0.1:8443/", streams).unwrap();
+        assert_eq!((p.protocol.name(), p.protocol.streams()), ("HTTP/3", 8));
+        let e = h3("http://127.0.0.1:8080/", Settings::default()).unwrap_err();
+        assert!(e.to_string().contains("HTTP/3 needs https://"), "{e}");
+        let both = Settings {
+            http2: true,
+            ..Default::default()
+        };
+        let e = h3("https://127.0.0.1:8443/", both).unwrap_err();
+        assert!(
+            e.to_string().contains("--http2 and --http3")
+                || e.to_string().contains("--http3 and --http2"),
+            "{e}"
+        );
+        let close = Settings {
+            keep_alive: Some(false),
+            ..Default::default()
+        };
+        assert!(h3("https://127.0.0.1:8443/", close).is_err());
+    }
+
+    #[test]
     fn rate_with_a_count_schedules_exactly_that_many_requests() {
         for (rate, n) in [
             (500.0, 1000),

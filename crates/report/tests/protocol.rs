@@ -216,7 +216,6 @@ fn an_http3_run_shows_its_quic_figures_in_text_and_json() {
             datagrams_received: 5000,
             datagram_mean_bytes_sent: 120.0,
             datagram_mean_bytes_received: 1100.0,
-            streams_blocked: 7,
         }),
     });
     let json = render_json(&r);

@@ -189,14 +189,11 @@ fn quic_lines(q: &loadmark_metrics::QuicFigures) -> Vec<String> {
             ms(q.rtt_mean_ms),
         ),
         format!(
-            "UDP: {} datagrams sent (mean {:.0} B), {} received (mean {:.0} B); \
-             requests waited for the server's stream limit {} time{} (STREAMS_BLOCKED)",
+            "UDP: {} datagrams sent (mean {:.0} B), {} received (mean {:.0} B)",
             q.datagrams_sent,
             q.datagram_mean_bytes_sent,
             q.datagrams_received,
             q.datagram_mean_bytes_received,
-            q.streams_blocked,
-            plural(q.streams_blocked),
         ),
     ]
 }
