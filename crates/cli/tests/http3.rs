@@ -231,7 +231,7 @@ fn a_silent_udp_port_and_a_server_without_h3_are_classified_errors_not_hangs() {
     assert!(r.summary.protocol.as_ref().unwrap().quic.is_none());
 
     // A QUIC server that offers only another application protocol.
-    let (addr, _server) = quic_server_with_alpn(b"hq-interop");
+    let (addr, _server) = quic_server(b"hq-interop", false);
     let url = format!("https://127.0.0.1:{}/", addr.port());
     let (ran, r) = run_json(
         dir.path(),
@@ -243,11 +243,38 @@ fn a_silent_udp_port_and_a_server_without_h3_are_classified_errors_not_hangs() {
     assert_eq!(tls.count, 2, "{}", ran.out);
     let example = tls.first_example.as_deref().unwrap();
     assert!(example.contains("does not offer HTTP/3"), "{example}");
+
+    // A server that resets every request stream: each request is one error naming the reset.
+    let (addr, _server) = quic_server(b"h3", true);
+    let url = format!("https://127.0.0.1:{}/", addr.port());
+    let (ran, r) = run_json(
+        dir.path(),
+        "reset",
+        &[&[&url[..]][..], &args, &["-n", "4"]].concat(),
+    );
+    assert_eq!(ran.code, Some(1), "{}{}", ran.out, ran.err);
+    let s = &r.summary;
+    let (read, write) = (
+        s.errors.get(ErrorKind::Read),
+        s.errors.get(ErrorKind::Write),
+    );
+    assert_eq!(
+        (s.requests.errors, read.count + write.count),
+        (4, 4),
+        "{}",
+        ran.out
+    );
+    let example = read
+        .first_example
+        .as_deref()
+        .or(write.first_example.as_deref());
+    assert!(example.unwrap().contains("reset the stream"), "{}", ran.out);
 }
 
-/// A quinn server on a thread of its own whose only ALPN is `alpn`; it accepts handshakes
-/// (which fail on ALPN) until the returned runtime is dropped.
-fn quic_server_with_alpn(alpn: &[u8]) -> (std::net::SocketAddr, tokio::runtime::Runtime) {
+/// A quinn server on a thread of its own whose only ALPN is `alpn`, until the returned
+/// runtime is dropped. With `reset`, it resets every request stream (H3_REQUEST_REJECTED)
+/// of the connections whose handshake completes.
+fn quic_server(alpn: &[u8], reset: bool) -> (std::net::SocketAddr, tokio::runtime::Runtime) {
     let cert = rcgen::generate_simple_self_signed(vec!["127.0.0.1".into()]).unwrap();
     let key = rustls::pki_types::PrivateKeyDer::Pkcs8(cert.key_pair.serialize_der().into());
     let mut tls = rustls::ServerConfig::builder_with_provider(std::sync::Arc::new(
@@ -273,7 +300,15 @@ fn quic_server_with_alpn(alpn: &[u8]) -> (std::net::SocketAddr, tokio::runtime::
     runtime.spawn(async move {
         while let Some(incoming) = endpoint.accept().await {
             tokio::spawn(async move {
-                let _ = incoming.await;
+                let Ok(connection) = incoming.await else {
+                    return;
+                };
+                while let Ok((mut send, mut recv)) = connection.accept_bi().await {
+                    if reset {
+                        let _ = send.reset(0x10bu32.into());
+                        let _ = recv.stop(0x10bu32.into());
+                    }
+                }
             });
         }
     });
