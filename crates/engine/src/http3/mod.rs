@@ -143,7 +143,7 @@ impl H3Shared {
     }
 
     /// Opens a connection: QUIC's handshake (bounded by the connect timeout), then HTTP/3's
-    /// (SETTINGS on the control streams). The handshake time goes to the recorder as the
+    /// control and QPACK streams (the server's SETTINGS are read as they come). The handshake time goes to the recorder as the
     /// connection's connect time, and to the QUIC figures when the connection closes.
     pub(crate) async fn connect<T: Transport>(
         &self,
