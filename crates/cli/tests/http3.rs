@@ -187,6 +187,19 @@ fn http3_needs_https_and_refuses_what_it_cannot_carry() {
         assert_eq!(ran.code, Some(2), "{extra:?}: {}", ran.err);
         assert!(ran.err.contains("--http3"), "{}", ran.err);
     }
+    let ran = loadmark(&[
+        "run",
+        "https://127.0.0.1:9/",
+        "--http3",
+        "--check",
+        "status == 200",
+    ]);
+    assert_eq!(ran.code, Some(2), "{}", ran.err);
+    assert!(
+        ran.err.contains("--check") && ran.err.contains("HTTP/3"),
+        "{}",
+        ran.err
+    );
     let ran = loadmark(&["serve", "--port", "0", "--http3"]);
     assert_eq!(ran.code, Some(2), "{}", ran.err);
     assert!(ran.err.contains("--tls"), "{}", ran.err);
@@ -328,6 +341,7 @@ fn caddy(dir: &Path, port: u16, backend: u16) -> Daemon {
          http_port {http_port}\n  storage file_system {data}\n}}\n\
          https://127.0.0.1:{port} {{\n  bind 127.0.0.1\n  tls internal\n  \
          log {{\n    output file {log}\n    format json\n  }}\n  \
+         handle /ready {{\n    respond \"ready\"\n  }}\n  \
          handle /static/* {{\n    root * {site}\n    file_server\n  }}\n  \
          handle {{\n    reverse_proxy 127.0.0.1:{backend}\n  }}\n}}\n",
         data = dir.join("data").display(),
@@ -385,6 +399,12 @@ fn caddy_serves_a_static_file_and_a_reverse_proxy_over_http3_with_counts_that_ma
     let root = root.to_str().unwrap().to_string();
     let log = dir.path().join("access.log");
     let base = format!("https://127.0.0.1:{port}");
+    // Caddy listens before its certificate is issued (handshakes fail with internal_error
+    // until then): ready once a request over HTTP/3 is answered.
+    let ready = format!("{base}/ready");
+    wait_until("Caddy answering over HTTP/3", || {
+        loadmark(&["run", &ready, "--http3", "--cacert", &root, "-n", "1"]).ok
+    });
 
     let args = [
         "--http3",

@@ -686,6 +686,9 @@ impl Plan {
         if self.protocol.grpc.is_some() {
             return conflict("loadmark grpc", "gRPC runs over HTTP/2");
         }
+        if !self.checks.is_empty() {
+            return conflict("--check", "checks are not applied to HTTP/3 responses yet");
+        }
         if !self.request.keep_alive {
             return conflict(
                 "--no-keepalive/Connection: close",

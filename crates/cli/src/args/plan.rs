@@ -105,6 +105,8 @@ impl RunArgs {
                     why: "HTTP/3 (QUIC over UDP) does not go through a proxy here",
                 });
             }
+            // Checks arrive after the settings were validated: the plan's rules again.
+            plan.validate()?;
         } else {
             plan.protocol.proxy = Proxy::for_plan(self.proxy.as_deref(), &plan, env_var)?;
         }
