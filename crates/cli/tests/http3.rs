@@ -244,7 +244,7 @@ fn a_silent_udp_port_and_a_server_without_h3_are_classified_errors_not_hangs() {
     assert!(r.summary.protocol.as_ref().unwrap().quic.is_none());
 
     // A QUIC server that offers only another application protocol.
-    let (addr, _server) = quic_server(b"hq-interop", false);
+    let (addr, _server) = quic_server(b"hq-interop", Hostile::Nothing);
     let url = format!("https://127.0.0.1:{}/", addr.port());
     let (ran, r) = run_json(
         dir.path(),
@@ -258,7 +258,7 @@ fn a_silent_udp_port_and_a_server_without_h3_are_classified_errors_not_hangs() {
     assert!(example.contains("does not offer HTTP/3"), "{example}");
 
     // A server that resets every request stream: each request is one error naming the reset.
-    let (addr, _server) = quic_server(b"h3", true);
+    let (addr, _server) = quic_server(b"h3", Hostile::Reset);
     let url = format!("https://127.0.0.1:{}/", addr.port());
     let (ran, r) = run_json(
         dir.path(),
@@ -282,12 +282,45 @@ fn a_silent_udp_port_and_a_server_without_h3_are_classified_errors_not_hangs() {
         .as_deref()
         .or(write.first_example.as_deref());
     assert!(example.unwrap().contains("reset the stream"), "{}", ran.out);
+
+    // A server that closes the connection at each request: each is one error naming the
+    // close's code, and a new connection carries the next.
+    let (addr, _server) = quic_server(b"h3", Hostile::Close);
+    let url = format!("https://127.0.0.1:{}/", addr.port());
+    let (ran, r) = run_json(
+        dir.path(),
+        "close",
+        &[&[&url[..]][..], &args, &["-n", "5"]].concat(),
+    );
+    assert_eq!(ran.code, Some(1), "{}{}", ran.out, ran.err);
+    let s = &r.summary;
+    let read = s.errors.get(ErrorKind::Read);
+    assert_eq!((s.requests.errors, read.count), (5, 5), "{}", ran.out);
+    assert!(
+        read.first_example
+            .as_deref()
+            .unwrap()
+            .contains("H3_EXCESSIVE_LOAD"),
+        "{}",
+        ran.out
+    );
+    assert_eq!(s.connections_opened, 5, "{}", ran.out);
+}
+
+/// What the hostile QUIC server does with a request stream.
+#[derive(Clone, Copy)]
+enum Hostile {
+    /// Nothing: its handshake is the test (ALPN).
+    Nothing,
+    /// Resets it (H3_REQUEST_REJECTED).
+    Reset,
+    /// Closes the whole connection (H3_EXCESSIVE_LOAD, with a reason).
+    Close,
 }
 
 /// A quinn server on a thread of its own whose only ALPN is `alpn`, until the returned
-/// runtime is dropped. With `reset`, it resets every request stream (H3_REQUEST_REJECTED)
-/// of the connections whose handshake completes.
-fn quic_server(alpn: &[u8], reset: bool) -> (std::net::SocketAddr, tokio::runtime::Runtime) {
+/// runtime is dropped, doing `hostile` to every request stream.
+fn quic_server(alpn: &[u8], hostile: Hostile) -> (std::net::SocketAddr, tokio::runtime::Runtime) {
     let cert = rcgen::generate_simple_self_signed(vec!["127.0.0.1".into()]).unwrap();
     let key = rustls::pki_types::PrivateKeyDer::Pkcs8(cert.key_pair.serialize_der().into());
     let mut tls = rustls::ServerConfig::builder_with_provider(std::sync::Arc::new(
@@ -317,9 +350,13 @@ fn quic_server(alpn: &[u8], reset: bool) -> (std::net::SocketAddr, tokio::runtim
                     return;
                 };
                 while let Ok((mut send, mut recv)) = connection.accept_bi().await {
-                    if reset {
-                        let _ = send.reset(0x10bu32.into());
-                        let _ = recv.stop(0x10bu32.into());
+                    match hostile {
+                        Hostile::Nothing => {}
+                        Hostile::Reset => {
+                            let _ = send.reset(0x10bu32.into());
+                            let _ = recv.stop(0x10bu32.into());
+                        }
+                        Hostile::Close => connection.close(0x107u32.into(), b"too busy"),
                     }
                 }
             });
