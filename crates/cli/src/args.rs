@@ -97,6 +97,7 @@ pub enum Command {
     #[command(after_help = "Examples:\n  \
         loadmark serve --port 8080\n  \
         loadmark serve --port 8443 --tls --http2 -t 2\n  \
+        loadmark serve --port 8443 --tls --http3\n  \
         loadmark serve --port 8080 --stall 1s --every 5s\n  \
         loadmark serve --port 8080 --capacity 5000 --queue 50ms")]
     Serve(ServeArgs),
@@ -355,8 +356,15 @@ pub struct RunArgs {
     #[arg(long = "http2-fallback", help_heading = "Protocol", requires = "http2")]
     pub http2_fallback: bool,
 
-    /// Concurrent streams per HTTP/2 connection (h2load's -m) [default: 1]
-    #[arg(long = "streams", help_heading = "Protocol", value_parser = at_least_one, allow_negative_numbers = true, requires = "http2")]
+    /// Speak HTTP/3 over QUIC (UDP to the URL's port; https:// only, ALPN h3): --insecure,
+    /// --cacert and --cert apply as over TLS; --streams sets the requests each connection
+    /// carries at once; the report adds handshake times and QUIC's packet, loss and
+    /// congestion figures
+    #[arg(long = "http3", help_heading = "Protocol", conflicts_with_all = ["http2", "pipeline", "unix_socket"])]
+    pub http3: bool,
+
+    /// Concurrent streams per HTTP/2 or HTTP/3 connection (h2load's -m) [default: 1]
+    #[arg(long = "streams", help_heading = "Protocol", value_parser = at_least_one, allow_negative_numbers = true)]
     pub streams: Option<usize>,
 
     /// Connect to this Unix domain socket instead of the URL's host and port (as curl); the
@@ -600,6 +608,10 @@ pub struct ServeArgs {
     /// first line); with --http2, h2 is offered by ALPN
     #[arg(long = "tls")]
     pub tls: bool,
+    /// With --tls: HTTP/3 too, over QUIC on the UDP port of the same number (as Caddy), with
+    /// the same certificate; `loadmark run https://... --http3` loads it
+    #[arg(long = "http3", requires = "tls")]
+    pub http3: bool,
     /// Also listen on this Unix domain socket (it must not exist; removed at exit)
     #[arg(long = "unix-socket", value_name = "PATH")]
     pub unix_socket: Option<PathBuf>,

@@ -320,6 +320,7 @@ pub(crate) fn build_report(plan: &Plan, result: RunResult) -> Report {
             http2_fallback: result.http2_fallback.clone(),
             server_max_concurrent_streams: result.http2_server_streams,
             requests_per_connection: result.requests_per_connection.clone(),
+            quic: result.quic.clone(),
         },
     );
     let mut report = Report::new(plan, &facts, result.totals, environment());
@@ -355,6 +356,7 @@ fn serve(args: &ServeArgs) -> Result<ExitCode> {
         http2: args.http2,
         reuse_port: args.reuse_port,
         tls: args.tls,
+        http3: args.http3,
         unix_socket: args.unix_socket.clone(),
         capacity: args.capacity.map(|rate| loadmark_target::Capacity {
             rate,
@@ -384,9 +386,11 @@ fn serve(args: &ServeArgs) -> Result<ExitCode> {
         "loadmark target listening on {}://{}{unix_note} ({}{} thread{}{}{}){cert_note}; Ctrl-C stops it\n",
         if args.tls { "https" } else { "http" },
         server.local_addr(),
-        match (args.http2, args.tls) {
-            (true, true) => "HTTP/1.1 and h2 by ALPN, ",
-            (true, false) => "HTTP/1.1 and h2c, ",
+        match (args.http2, args.tls, args.http3) {
+            (true, true, true) => "HTTP/1.1 and h2 by ALPN, HTTP/3 on UDP, ",
+            (false, true, true) => "HTTP/1.1, HTTP/3 on UDP, ",
+            (true, true, false) => "HTTP/1.1 and h2 by ALPN, ",
+            (true, false, _) => "HTTP/1.1 and h2c, ",
             _ => "",
         },
         args.threads,

@@ -35,6 +35,7 @@ mod error;
 mod exchange;
 mod grpc;
 mod http2;
+mod http3;
 mod linger;
 mod oneshot;
 mod open;

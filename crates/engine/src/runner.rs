@@ -114,6 +114,9 @@ pub struct RunResult {
     /// `--http2-fallback` over TLS: the server did not choose h2 with ALPN (this says what
     /// it chose), so the run went over HTTP/1.1.
     pub http2_fallback: Option<String>,
+    /// HTTP/3: what the QUIC stack counted over every connection (None: not HTTP/3, or no
+    /// handshake completed).
+    pub quic: Option<loadmark_metrics::QuicFigures>,
 }
 
 /// Runs the plan to its end (or until `stop`), calling `on_progress` about twice a second.
@@ -147,7 +150,33 @@ pub fn run_part(
             path: path.clone(),
             connect_timeout: plan.timeouts.connect,
         };
-        return run_with(plan, part, addr, unix, stop, &mut on_progress);
+        return run_with(plan, part, addr, unix, None, stop, &mut on_progress);
+    }
+    if let Some(h3) = plan.protocol.http3 {
+        // QUIC goes straight to the URL's UDP port (no proxy carries it here).
+        let addr = resolve(url.host(), url.port())?;
+        let run = crate::http3::H3Run::new(
+            addr,
+            url.host(),
+            &plan.tls,
+            h3.streams,
+            plan.timeouts.connect,
+        )
+        .map_err(EngineError::Tls)?;
+        // The workers' connections are QUIC's: this transport is never connected, it only
+        // keeps the executors' shape (every model runs any driver over a transport).
+        let tcp = Tcp {
+            addr,
+            connect_timeout: plan.timeouts.connect,
+            via: None,
+        };
+        let transport = DirectTcp {
+            tcp,
+            stamp: false,
+            nagle: Nagle::Off,
+        };
+        let h3run = Some(Arc::new(run));
+        return run_with(plan, part, addr, transport, h3run, stop, &mut on_progress);
     }
     // Through a proxy, connections go to it (and the target's name may be its to resolve).
     let (addr, via) = match crate::proxy::route(plan)? {
@@ -164,7 +193,7 @@ pub fn run_part(
         let tls = Tls::with_alpn(tcp.clone(), url.host(), &plan.tls, &[b"h2", b"http/1.1"])
             .map_err(|e| EngineError::Tls(e.message))?;
         match refuse_without_h2(&tls) {
-            Ok(()) => run_with(plan, part, addr, tls, stop, &mut on_progress),
+            Ok(()) => run_with(plan, part, addr, tls, None, stop, &mut on_progress),
             Err(EngineError::Http2NotOffered(why)) if h2.fallback => {
                 // --http2-fallback: the same run over HTTP/1.1 (as curl's --http2 would go
                 // on), and the result says so; nothing HTTP/2-only is left in the plan.
@@ -172,7 +201,7 @@ pub fn run_part(
                 http1.protocol.http2 = None;
                 let tls = Tls::new(tcp, url.host(), &plan.tls)
                     .map_err(|e| EngineError::Tls(e.message))?;
-                let mut result = run_with(&http1, part, addr, tls, stop, &mut on_progress)?;
+                let mut result = run_with(&http1, part, addr, tls, None, stop, &mut on_progress)?;
                 result.http2_fallback = Some(why);
                 Ok(result)
             }
@@ -180,7 +209,7 @@ pub fn run_part(
         }
     } else if url.scheme().is_tls() {
         let tls = Tls::new(tcp, url.host(), &plan.tls).map_err(|e| EngineError::Tls(e.message))?;
-        run_with(plan, part, addr, tls, stop, &mut on_progress)
+        run_with(plan, part, addr, tls, None, stop, &mut on_progress)
     } else {
         let keep_alive = plan.request.keep_alive && !plan.request.says_close();
         // HTTP/2 (and gRPC on it) writes control frames of its own between requests (a PING's
@@ -199,7 +228,7 @@ pub fn run_part(
                 stamp: keep_alive,
                 nagle,
             };
-            run_with(plan, part, addr, transport, stop, &mut on_progress)
+            run_with(plan, part, addr, transport, None, stop, &mut on_progress)
         } else if keep_alive {
             // Kernel arrival times cost a setsockopt per connection: worth it where
             // connections are kept (and the closed loop can nap).
@@ -208,11 +237,11 @@ pub fn run_part(
                 stamp: true,
                 nagle,
             };
-            run_with(plan, part, addr, transport, stop, &mut on_progress)
+            run_with(plan, part, addr, transport, None, stop, &mut on_progress)
         } else {
             // A connection per request: its syscalls are what a request costs (oneshot.rs).
             let transport = OneShotTcp { tcp };
-            run_with(plan, part, addr, transport, stop, &mut on_progress)
+            run_with(plan, part, addr, transport, None, stop, &mut on_progress)
         }
     }
 }
@@ -250,6 +279,7 @@ fn run_with<T: Transport>(
     part: &Part,
     addr: SocketAddr,
     transport: T,
+    h3run: Option<Arc<crate::http3::H3Run>>,
     stop: &StopHandle,
     on_progress: &mut dyn FnMut(&Progress),
 ) -> Result<RunResult, EngineError>
@@ -283,6 +313,7 @@ where
             threads,
             segment: &segment,
             h2run: &h2run,
+            h3run: h3run.as_ref(),
         };
         let (executors, hard_stop_after) = cut.assign(plan, &budgets, load_end);
         let worker = Worker {
@@ -380,6 +411,7 @@ where
             .filter(|&n| n != usize::MAX),
         requests_per_connection: requests_per_connection.spread(),
         http2_fallback: None,
+        quic: h3run.and_then(|run| run.figures()),
     })
 }
 
@@ -506,6 +538,8 @@ struct Cut<'a> {
     threads: usize,
     segment: &'a Arc<Segment>,
     h2run: &'a Arc<H2Run>,
+    /// HTTP/3 runs: the run's QUIC client and figures.
+    h3run: Option<&'a Arc<crate::http3::H3Run>>,
 }
 
 impl Cut<'_> {
@@ -638,6 +672,10 @@ impl Cut<'_> {
             Protocol::Scenario
         } else if let Some(spec) = &plan.websocket {
             Protocol::WebSocket { spec: spec.clone() }
+        } else if let Some(h3run) = self.h3run {
+            Protocol::Http3 {
+                h3run: h3run.clone(),
+            }
         } else if plan.protocol.http2.is_some() {
             Protocol::Http2 {
                 streams: plan.protocol.streams(),

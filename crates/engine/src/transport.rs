@@ -526,64 +526,7 @@ impl Tls {
         policy: &TlsPolicy,
         alpn: &[&[u8]],
     ) -> Result<Tls, ConnectError> {
-        use rustls::pki_types::pem::PemObject;
-        use rustls::pki_types::{CertificateDer, PrivateKeyDer};
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let builder = rustls::ClientConfig::builder_with_provider(provider.clone())
-            .with_safe_default_protocol_versions()
-            .map_err(|e| tls_error(format!("TLS setup: {e}")))?;
-        let files = match policy {
-            TlsPolicy::Files(f) => f.clone(),
-            _ => Default::default(),
-        };
-        let certs = |flag: &str, path: &std::path::Path| {
-            CertificateDer::pem_file_iter(path)
-                .and_then(|certs| certs.collect::<Result<Vec<_>, _>>())
-                .map_err(|e| tls_error(format!("{flag} {}: {e}", path.display())))
-                .and_then(|certs| match certs.is_empty() {
-                    true => Err(tls_error(format!(
-                        "{flag} {}: no PEM certificate in it",
-                        path.display()
-                    ))),
-                    false => Ok(certs),
-                })
-        };
-        let trusting = if policy.is_insecure() {
-            builder
-                .dangerous()
-                .with_custom_certificate_verifier(Arc::new(AcceptAnyCert(provider)))
-        } else {
-            let mut roots = rustls::RootCertStore::empty();
-            match &files.ca {
-                // As curl's --cacert: the file replaces the default roots.
-                Some(ca) => {
-                    for cert in certs("--cacert", ca)? {
-                        roots
-                            .add(cert)
-                            .map_err(|e| tls_error(format!("--cacert {}: {e}", ca.display())))?;
-                    }
-                }
-                None => roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned()),
-            }
-            builder.with_root_certificates(roots)
-        };
-        let mut config = match &files.cert {
-            Some(cert) => {
-                let chain = certs("--cert", cert)?;
-                let key_path = files.key.as_ref().unwrap_or(cert);
-                let key = PrivateKeyDer::from_pem_file(key_path).map_err(|e| {
-                    tls_error(format!(
-                        "--key {}: no usable PEM private key: {e}",
-                        key_path.display()
-                    ))
-                })?;
-                trusting
-                    .with_client_auth_cert(chain, key)
-                    .map_err(|e| tls_error(format!("--cert/--key: {e}")))?
-            }
-            None => trusting.with_no_client_auth(),
-        };
-        config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
+        let config = client_config(policy, alpn)?;
         let server_name = rustls::pki_types::ServerName::try_from(host.to_string())
             .map_err(|e| tls_error(format!("invalid TLS server name {host:?}: {e}")))?;
         Ok(Tls {
@@ -609,6 +552,73 @@ pub async fn connect_tls_h2(
         via: None,
     };
     Tls::with_alpn(tcp, host, policy, &[b"h2"])?.connect().await
+}
+
+/// The client's TLS configuration for `policy` (roots, `--cacert`, `--insecure`, a client
+/// certificate) offering `alpn`: what TLS over TCP and QUIC (HTTP/3) both start from.
+pub(crate) fn client_config(
+    policy: &TlsPolicy,
+    alpn: &[&[u8]],
+) -> Result<rustls::ClientConfig, ConnectError> {
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let builder = rustls::ClientConfig::builder_with_provider(provider.clone())
+        .with_safe_default_protocol_versions()
+        .map_err(|e| tls_error(format!("TLS setup: {e}")))?;
+    let files = match policy {
+        TlsPolicy::Files(f) => f.clone(),
+        _ => Default::default(),
+    };
+    let certs = |flag: &str, path: &std::path::Path| {
+        CertificateDer::pem_file_iter(path)
+            .and_then(|certs| certs.collect::<Result<Vec<_>, _>>())
+            .map_err(|e| tls_error(format!("{flag} {}: {e}", path.display())))
+            .and_then(|certs| match certs.is_empty() {
+                true => Err(tls_error(format!(
+                    "{flag} {}: no PEM certificate in it",
+                    path.display()
+                ))),
+                false => Ok(certs),
+            })
+    };
+    let trusting = if policy.is_insecure() {
+        builder
+            .dangerous()
+            .with_custom_certificate_verifier(Arc::new(AcceptAnyCert(provider)))
+    } else {
+        let mut roots = rustls::RootCertStore::empty();
+        match &files.ca {
+            // As curl's --cacert: the file replaces the default roots.
+            Some(ca) => {
+                for cert in certs("--cacert", ca)? {
+                    roots
+                        .add(cert)
+                        .map_err(|e| tls_error(format!("--cacert {}: {e}", ca.display())))?;
+                }
+            }
+            None => roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned()),
+        }
+        builder.with_root_certificates(roots)
+    };
+    let mut config = match &files.cert {
+        Some(cert) => {
+            let chain = certs("--cert", cert)?;
+            let key_path = files.key.as_ref().unwrap_or(cert);
+            let key = PrivateKeyDer::from_pem_file(key_path).map_err(|e| {
+                tls_error(format!(
+                    "--key {}: no usable PEM private key: {e}",
+                    key_path.display()
+                ))
+            })?;
+            trusting
+                .with_client_auth_cert(chain, key)
+                .map_err(|e| tls_error(format!("--cert/--key: {e}")))?
+        }
+        None => trusting.with_no_client_auth(),
+    };
+    config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
+    Ok(config)
 }
 
 fn tls_error(message: String) -> ConnectError {

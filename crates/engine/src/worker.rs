@@ -82,6 +82,10 @@ pub(crate) enum Protocol {
         /// gRPC calls: the longest response message, how calls stream (issue 36).
         grpc: Option<crate::grpc::Driving>,
     },
+    /// HTTP/3 over QUIC (issue 37): `--streams` per connection; the run's QUIC client.
+    Http3 {
+        h3run: Arc<crate::http3::H3Run>,
+    },
     /// WebSocket sessions, one after another per virtual user.
     WebSocket {
         spec: WsSpec,
@@ -314,6 +318,11 @@ where
             } => {
                 let h2s = Rc::new(H2Shared::new(tls, streams, h2run).with_grpc(grpc));
                 self.drive(Rc::new(Http2 { h2s }), model, ctx, tasks, at, preopened)
+            }
+            Protocol::Http3 { h3run } => {
+                let h3s = Rc::new(crate::http3::H3Shared::new(h3run));
+                let driver = Rc::new(crate::http3::closed::Http3 { h3s });
+                self.drive(driver, model, ctx, tasks, at, preopened)
             }
             Protocol::WebSocket { spec } => {
                 let ws = Rc::new(WsShared::new(

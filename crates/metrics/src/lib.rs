@@ -44,6 +44,7 @@ mod checks;
 mod error_kind;
 mod grpc;
 mod per_connection;
+mod quic;
 mod recorder;
 mod scenario;
 mod snapshot;
@@ -55,6 +56,7 @@ pub use checks::{CheckStat, CheckStats, CHECK_EXAMPLE_CHARS};
 pub use error_kind::{ErrorCounts, ErrorKind, ErrorStat};
 pub use grpc::{grpc_code_name, GrpcCall, GrpcCode, GrpcStats, GrpcStreamStats, GRPC_CODES};
 pub use per_connection::{ConnectionSpread, RequestsPerConnection};
+pub use quic::{HandshakeMs, QuicConnection, QuicFigures, QuicTally};
 pub use recorder::{Busy, Interval, Recorder, Sample, WorkerReport};
 pub use scenario::{merge_named, ScenarioSlot, ScenarioStats, StepOutcome, StepStats};
 pub use snapshot::{

@@ -59,8 +59,8 @@ pub use file_steps::{
 };
 pub use grpc::GrpcStreaming;
 pub use plan::{
-    DataPer, Http2, Load, Mix, Plan, Protocol, RequestSpec, ScriptRef, Stop, Timeouts, TlsFiles,
-    TlsPolicy, DEFAULT_TIMEOUT, MAX_STREAMS,
+    DataPer, Http2, Http3, Load, Mix, Plan, Protocol, RequestSpec, ScriptRef, Stop, Timeouts,
+    TlsFiles, TlsPolicy, DEFAULT_TIMEOUT, MAX_STREAMS,
 };
 pub use proxy::{no_proxy_matches, Proxy, ProxyKind, DEFAULT_PROXY_PORT};
 pub use scenario::{

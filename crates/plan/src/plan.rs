@@ -278,6 +278,10 @@ pub struct Protocol {
     /// `loadmark grpc` of a streaming method: how each call streams (issue 36).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub grpc: Option<crate::grpc::GrpcStreaming>,
+    /// HTTP/3 over QUIC (`--http3`, issue 37): https:// only, ALPN `h3` on the URL's UDP
+    /// port. Absent: TCP.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub http3: Option<Http3>,
 }
 
 impl Protocol {
@@ -288,16 +292,29 @@ impl Protocol {
     /// The protocol's name as reports print it (what was asked; a report's
     /// `summary.protocol.used` says what was spoken).
     pub fn name(&self) -> &'static str {
-        match self.http2 {
-            Some(_) => "HTTP/2",
-            None => "HTTP/1.1",
+        match (self.http2, self.http3) {
+            (_, Some(_)) => "HTTP/3",
+            (Some(_), None) => "HTTP/2",
+            (None, None) => "HTTP/1.1",
         }
     }
 
     /// Requests one connection carries at once: its streams, or 1.
     pub fn streams(&self) -> usize {
-        self.http2.map_or(1, |h| h.streams)
+        match (self.http2, self.http3) {
+            (_, Some(h3)) => h3.streams,
+            (Some(h2), None) => h2.streams,
+            (None, None) => 1,
+        }
     }
+}
+
+/// HTTP/3 settings of a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Http3 {
+    /// Concurrent requests (bidirectional QUIC streams) per connection; a server that allows
+    /// fewer (its initial_max_streams_bidi) makes the rest wait for a stream, never fail.
+    pub streams: usize,
 }
 
 /// HTTP/2 settings of a run.
@@ -541,6 +558,9 @@ impl Plan {
     }
 
     fn validate_protocol(&self) -> Result<(), PlanError> {
+        if self.protocol.http3.is_some() {
+            self.validate_http3()?;
+        }
         if self.script.is_some() {
             let with = if self.protocol.http2.is_some() {
                 Some("--http2")
@@ -608,6 +628,72 @@ impl Plan {
                 second: "--no-keepalive/Connection: close",
                 why: "an HTTP/2 connection carries many requests; there is no per-request close",
             });
+        }
+        Ok(())
+    }
+
+    /// `--http3`: QUIC over UDP to the URL's port, so only what HTTP/3 over QUIC can be.
+    fn validate_http3(&self) -> Result<(), PlanError> {
+        let conflict = |second, why| {
+            Err(PlanError::Conflict {
+                first: "--http3",
+                second,
+                why,
+            })
+        };
+        if !self.request.url.scheme().is_tls() {
+            return Err(PlanError::invalid(
+                "--http3",
+                self.request.url.to_string(),
+                "an https:// URL: HTTP/3 needs https:// (QUIC always runs TLS 1.3)",
+            ));
+        }
+        let streams = self.protocol.streams();
+        if !(1..=MAX_STREAMS).contains(&streams) {
+            return Err(PlanError::invalid(
+                "--streams",
+                streams.to_string(),
+                "between 1 and 10000 concurrent streams per connection",
+            ));
+        }
+        if self.protocol.http2.is_some() {
+            return conflict(
+                "--http2",
+                "a run speaks one protocol; pick --http2 or --http3",
+            );
+        }
+        if self.protocol.pipeline.is_some() {
+            return conflict(
+                "--pipeline",
+                "pipelining is HTTP/1.1's; HTTP/3 has --streams",
+            );
+        }
+        if self.protocol.unix_socket.is_some() {
+            return conflict("--unix-socket", "QUIC runs over UDP, not a Unix socket");
+        }
+        if self.protocol.proxy.is_some() {
+            return conflict("-x/--proxy", "HTTP/3 through a proxy is not supported yet");
+        }
+        if self.script.is_some() {
+            return conflict("-s/--script", "wrk scripts run over HTTP/1.1 so far");
+        }
+        if self.websocket.is_some() {
+            return conflict("loadmark ws", "WebSocket sessions are opened over HTTP/1.1");
+        }
+        if self.scenario.is_some() || !self.scenarios.is_empty() {
+            return conflict("scenario", "scenario steps do not speak HTTP/3 yet");
+        }
+        if self.protocol.grpc.is_some() {
+            return conflict("loadmark grpc", "gRPC runs over HTTP/2");
+        }
+        if !self.checks.is_empty() {
+            return conflict("--check", "checks are not applied to HTTP/3 responses yet");
+        }
+        if !self.request.keep_alive {
+            return conflict(
+                "--no-keepalive/Connection: close",
+                "an HTTP/3 connection carries many requests; there is no per-request close",
+            );
         }
         Ok(())
     }

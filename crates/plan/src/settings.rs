@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use crate::plan::{
-    Http2, Load, Plan, Protocol, RequestSpec, Stop, Timeouts, TlsPolicy, DEFAULT_TIMEOUT,
+    Http2, Http3, Load, Plan, Protocol, RequestSpec, Stop, Timeouts, TlsPolicy, DEFAULT_TIMEOUT,
 };
 use crate::schedule::Profile;
 use crate::text::PlanError;
@@ -38,6 +38,8 @@ pub struct Settings {
     pub streams: Option<usize>,
     /// `--http2-fallback`: HTTP/1.1 when a TLS server does not offer h2 (needs `--http2`).
     pub http2_fallback: bool,
+    /// `--http3`: HTTP/3 over QUIC (https:// only).
+    pub http3: bool,
     /// `--unix-socket PATH`.
     pub unix_socket: Option<std::path::PathBuf>,
     /// `--pipeline P`: HTTP/1.1 requests written together per connection.
@@ -50,11 +52,11 @@ fn conflict(first: &'static str, second: &'static str, why: &'static str) -> Pla
 
 impl Settings {
     fn protocol(&self) -> Result<Protocol, PlanError> {
-        if self.streams.is_some() && !self.http2 {
+        if self.streams.is_some() && !self.http2 && !self.http3 {
             return Err(conflict(
                 "--streams",
                 "HTTP/1.1",
-                "streams are HTTP/2's; add --http2",
+                "streams are HTTP/2's and HTTP/3's; add --http2 or --http3",
             ));
         }
         if self.http2_fallback && !self.http2 {
@@ -65,6 +67,9 @@ impl Settings {
             ));
         }
         Ok(Protocol {
+            http3: self.http3.then(|| Http3 {
+                streams: self.streams.unwrap_or(1),
+            }),
             http2: self.http2.then(|| Http2 {
                 streams: self.streams.unwrap_or(1),
                 fallback: self.http2_fallback,
@@ -247,6 +252,42 @@ impl Settings {
 mod tests {
     use super::*;
     use crate::Target;
+
+    #[test]
+    fn http3_takes_streams_needs_https_and_speaks_alone() {
+        let h3 = |url: &str, more: Settings| {
+            let mut req = request();
+            req.url = Target::parse(url).unwrap();
+            Settings {
+                http3: true,
+                ..more
+            }
+            .to_plan(req, 2)
+        };
+        let streams = Settings {
+            streams: Some(8),
+            ..Default::default()
+        };
+        let p = h3("https://127.0.0.1:8443/", streams).unwrap();
+        assert_eq!((p.protocol.name(), p.protocol.streams()), ("HTTP/3", 8));
+        let e = h3("http://127.0.0.1:8080/", Settings::default()).unwrap_err();
+        assert!(e.to_string().contains("HTTP/3 needs https://"), "{e}");
+        let both = Settings {
+            http2: true,
+            ..Default::default()
+        };
+        let e = h3("https://127.0.0.1:8443/", both).unwrap_err();
+        assert!(
+            e.to_string().contains("--http2 and --http3")
+                || e.to_string().contains("--http3 and --http2"),
+            "{e}"
+        );
+        let close = Settings {
+            keep_alive: Some(false),
+            ..Default::default()
+        };
+        assert!(h3("https://127.0.0.1:8443/", close).is_err());
+    }
 
     #[test]
     fn rate_with_a_count_schedules_exactly_that_many_requests() {

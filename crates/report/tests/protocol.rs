@@ -4,8 +4,8 @@
 
 mod common;
 
-use loadmark_metrics::ConnectionSpread;
-use loadmark_plan::Http2;
+use loadmark_metrics::{ConnectionSpread, HandshakeMs, QuicFigures};
+use loadmark_plan::{Http2, Http3};
 use loadmark_report::{
     render_html, render_json, render_markdown, render_text, Bundle, ProtocolSummary, Report,
 };
@@ -29,6 +29,7 @@ fn http2_report() -> Report {
             mean: 50.0,
             max: 60,
         }),
+        quic: None,
     });
     r
 }
@@ -91,6 +92,7 @@ fn a_fallback_says_http1_was_used_and_why() {
         server_max_concurrent_streams: None,
         pipeline: None,
         requests_per_connection: None,
+        quic: None,
     });
     let json = render_json(&r);
     common::assert_valid_report(&json);
@@ -167,6 +169,7 @@ fn a_plain_http1_run_says_its_requests_per_connection_on_the_page() {
             mean: 66.7,
             max: 67,
         }),
+        quic: None,
     });
     let line = "HTTP/1.1, 66.7 requests per connection (min 66, median 67, max 67; 3 connections)";
     assert!(render_text(&r).contains(&format!("\n  {line}\n")));
@@ -175,4 +178,70 @@ fn a_plain_http1_run_says_its_requests_per_connection_on_the_page() {
         html.contains(&format!("<tr><th>Protocol</th><td>{line}</td></tr>")),
         "{html}"
     );
+}
+
+#[test]
+fn an_http3_run_shows_its_quic_figures_in_text_and_json() {
+    let mut r = common::report_of(2, 100, &[300, 500], 0, 0);
+    r.plan.protocol.http3 = Some(Http3 { streams: 8 });
+    r.summary.protocol = Some(ProtocolSummary {
+        used: "HTTP/3".into(),
+        http2_fallback: None,
+        streams_per_connection: Some(8),
+        server_max_concurrent_streams: None,
+        pipeline: None,
+        requests_per_connection: Some(ConnectionSpread {
+            connections: 2,
+            min: 50,
+            median: 50,
+            mean: 50.0,
+            max: 50,
+        }),
+        quic: Some(QuicFigures {
+            connections: 2,
+            handshake_ms: HandshakeMs {
+                min: 1.5,
+                mean: 2.0,
+                max: 2.5,
+            },
+            packets_sent: 4000,
+            packets_lost: 20,
+            bytes_lost: 24_576,
+            loss_ratio: 0.005,
+            congestion_events: 3,
+            cwnd_min_bytes: 12_288,
+            cwnd_max_bytes: 61_440,
+            rtt_mean_ms: 0.75,
+            datagrams_sent: 4000,
+            datagrams_received: 5000,
+            datagram_mean_bytes_sent: 120.0,
+            datagram_mean_bytes_received: 1100.0,
+        }),
+    });
+    let json = render_json(&r);
+    assert!(json.contains("\"used\": \"HTTP/3\""), "{json}");
+    assert!(json.contains("\"packets_lost\": 20"), "{json}");
+    assert!(json.contains("\"cwnd_max_bytes\": 61440"), "{json}");
+    common::assert_valid_report(&json);
+    assert_eq!(Report::from_json(&json).unwrap(), r, "JSON round-trips");
+
+    let text = render_text(&r);
+    assert!(
+        text.contains("HTTP/3, 8 streams per connection, 50.0 requests per connection"),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "QUIC: 2 handshakes (min 1.50ms, mean 2.00ms, max 2.50ms); 4000 packets sent, \
+             20 lost (0.500%, 24.0 KiB), 3 congestion events, congestion window 12.0 KiB to \
+             60.0 KiB at close, rtt 0.75ms mean"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("UDP: 4000 datagrams sent (mean 120 B), 5000 received (mean 1100 B)"),
+        "{text}"
+    );
+    let md = render_markdown(&Bundle::of_report(r));
+    assert!(md.contains("QUIC: 2 handshakes"), "{md}");
 }

@@ -11,7 +11,6 @@
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Limited};
-use hyper::body::Incoming;
 use hyper::header::{HeaderValue, AUTHORIZATION, CONTENT_TYPE, COOKIE, SET_COOKIE};
 use hyper::{Request, Response, StatusCode};
 
@@ -112,10 +111,14 @@ pub(crate) fn item(id: &str) -> Response<ResponseBody> {
 
 /// `POST /login` with `{"user":"NAME"}`: `{"token":"..."}` and a `session` cookie holding
 /// the same token; 400 without a user.
-pub(crate) async fn login(
-    req: Request<Incoming>,
+pub(crate) async fn login<B>(
+    req: Request<B>,
     counters: &crate::server::Counters,
-) -> Response<ResponseBody> {
+) -> Response<ResponseBody>
+where
+    B: hyper::body::Body,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
     let body = match Limited::new(req.into_body(), MAX_LOGIN_BYTES)
         .collect()
         .await

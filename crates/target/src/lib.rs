@@ -120,6 +120,7 @@
 mod body;
 mod capacity;
 mod grpc;
+mod http3;
 mod journey;
 mod listeners;
 mod relay;
@@ -180,6 +181,9 @@ pub struct ServerConfig {
     /// 127.0.0.1, ::1 and localhost; [`RunningServer::tls_cert_pem`] gives it to clients),
     /// offering h2 with ALPN when `http2` is set. Default false.
     pub tls: bool,
+    /// With `tls`: HTTP/3 too, over QUIC on the UDP port of the same number (as Caddy), with
+    /// the same certificate and ALPN `h3`. Default false.
+    pub http3: bool,
     /// Also listen on this Unix domain socket (same endpoints, same protocols as the TCP
     /// port, without TLS); the file must not exist and is removed when the server stops.
     pub unix_socket: Option<std::path::PathBuf>,
@@ -197,6 +201,7 @@ impl Default for ServerConfig {
             http2: false,
             reuse_port: false,
             tls: false,
+            http3: false,
             unix_socket: None,
             capacity: None,
         }
@@ -231,6 +236,17 @@ pub enum ServeError {
         #[source]
         source: std::io::Error,
     },
+    /// The UDP port for `http3` could not be bound: another process uses that UDP port
+    /// (HTTP/3 takes the TCP port's number), or the address is not this machine's.
+    #[error("cannot listen for HTTP/3 on UDP {addr}: {source}")]
+    BindUdp {
+        addr: SocketAddr,
+        #[source]
+        source: std::io::Error,
+    },
+    /// `http3` without `tls`: QUIC always runs TLS 1.3. Add `--tls`.
+    #[error("HTTP/3 needs TLS (QUIC always encrypts): add --tls")]
+    Http3NeedsTls,
     /// The self-signed certificate for `tls` could not be made.
     #[error("cannot set up TLS: {0}")]
     Tls(String),
@@ -275,6 +291,11 @@ impl RunningServer {
     /// [`Self::requests_served`]): proof that a client really spoke HTTP/2. Exact.
     pub fn http2_requests(&self) -> u64 {
         self.counters.http2_requests.load(Ordering::Relaxed)
+    }
+
+    /// Requests answered over HTTP/3 (`http3`), counted with [`Self::requests_served`] too.
+    pub fn http3_requests(&self) -> u64 {
+        self.counters.http3_requests.load(Ordering::Relaxed)
     }
 
     /// `/items` requests refused (401) for a missing or wrong `Authorization: Bearer`
@@ -404,6 +425,9 @@ impl Drop for RunningServer {
 pub fn start(config: ServerConfig) -> Result<RunningServer, ServeError> {
     if config.threads == 0 {
         return Err(ServeError::NoThreads);
+    }
+    if config.http3 && !config.tls {
+        return Err(ServeError::Http3NeedsTls);
     }
     if let Some(stall) = config.stall.filter(|s| !s.is_valid()) {
         return Err(ServeError::InvalidStall(stall));

@@ -112,13 +112,27 @@ pub(crate) fn bind_unix(path: &Path) -> Result<UnixListener, ServeError> {
     })
 }
 
-/// A fresh self-signed certificate for 127.0.0.1, ::1 and localhost, offering h2 with ALPN
-/// when `http2`, and HTTP/1.1. Returns the acceptor and the certificate's PEM (for clients'
-/// `--cacert`).
-pub(crate) fn self_signed(http2: bool) -> Result<(tokio_rustls::TlsAcceptor, String), String> {
+/// What `tls` serves with: the TCP acceptor (h2 by ALPN when `http2`, and HTTP/1.1), the
+/// QUIC configuration with the same certificate when `http3`, and the certificate's PEM (for
+/// clients' `--cacert`).
+pub(crate) struct Certified {
+    pub acceptor: tokio_rustls::TlsAcceptor,
+    pub quic: Option<quinn::ServerConfig>,
+    pub pem: String,
+}
+
+/// A fresh self-signed certificate for 127.0.0.1, ::1 and localhost.
+pub(crate) fn self_signed(http2: bool, http3: bool) -> Result<Certified, String> {
     let names = ["127.0.0.1", "::1", "localhost"].map(String::from).to_vec();
     let cert = rcgen::generate_simple_self_signed(names).map_err(|e| e.to_string())?;
     let key = rustls::pki_types::PrivateKeyDer::Pkcs8(cert.key_pair.serialize_der().into());
+    let quic = match http3 {
+        true => Some(crate::http3::server_config(
+            vec![cert.cert.der().clone()],
+            key.clone_key(),
+        )?),
+        false => None,
+    };
     let mut config = rustls::ServerConfig::builder_with_provider(Arc::new(
         rustls::crypto::ring::default_provider(),
     ))
@@ -132,10 +146,11 @@ pub(crate) fn self_signed(http2: bool) -> Result<(tokio_rustls::TlsAcceptor, Str
     } else {
         vec![b"http/1.1".to_vec()]
     };
-    Ok((
-        tokio_rustls::TlsAcceptor::from(Arc::new(config)),
-        cert.cert.pem(),
-    ))
+    Ok(Certified {
+        acceptor: tokio_rustls::TlsAcceptor::from(Arc::new(config)),
+        quic,
+        pem: cert.cert.pem(),
+    })
 }
 
 /// Removes the socket file when the server stops, so the path can be used again.

@@ -9,7 +9,6 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Limited};
-use hyper::body::Incoming;
 use hyper::header::{HeaderValue, CONNECTION, CONTENT_TYPE};
 use hyper::{Request, Response, StatusCode};
 
@@ -122,7 +121,11 @@ pub(crate) async fn delay(delay: Duration) -> Response<ResponseBody> {
 
 /// Reads the whole request body (up to [`MAX_ECHO_BYTES`]) and sends it back with the same
 /// content type.
-pub(crate) async fn echo(req: Request<Incoming>) -> Response<ResponseBody> {
+pub(crate) async fn echo<B>(req: Request<B>) -> Response<ResponseBody>
+where
+    B: hyper::body::Body,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
     let (parts, body) = req.into_parts();
     match Limited::new(body, MAX_ECHO_BYTES).collect().await {
         Ok(body) => {
@@ -164,7 +167,7 @@ fn flaky(arg: &str) -> Response<ResponseBody> {
     }
 }
 
-fn ok() -> Response<ResponseBody> {
+pub(crate) fn ok() -> Response<ResponseBody> {
     text(StatusCode::OK, "OK")
 }
 
@@ -176,7 +179,7 @@ pub(crate) fn over_capacity() -> Response<ResponseBody> {
     )
 }
 
-fn text(status: StatusCode, body: &'static str) -> Response<ResponseBody> {
+pub(crate) fn text(status: StatusCode, body: &'static str) -> Response<ResponseBody> {
     let mut r = with_type(
         Response::new(ResponseBody::full(Bytes::from_static(body.as_bytes()))),
         "text/plain",

@@ -39,6 +39,8 @@ pub(crate) const ACCEPT_BACKOFF: Duration = Duration::from_millis(10);
 pub(crate) struct Counters {
     pub requests: AtomicU64,
     pub http2_requests: AtomicU64,
+    /// Requests answered over HTTP/3 (QUIC, `crate::h3`).
+    pub http3_requests: AtomicU64,
     pub accepts: AtomicU64,
     pub ws_sessions: AtomicU64,
     pub ws_received: AtomicU64,
@@ -69,7 +71,7 @@ pub(crate) struct Counters {
 }
 
 /// Keeps the `X-Loadmark-Seq` and `X-Loadmark-Segment` headers of a request, when present.
-fn record_tag<B>(req: &Request<B>, counters: &Counters) {
+pub(crate) fn record_tag<B>(req: &Request<B>, counters: &Counters) {
     let number = |name: &str| {
         req.headers()
             .get(name)
@@ -125,7 +127,7 @@ pub(crate) fn run(
                 return;
             }
         };
-        let tls = match config.tls.then(|| listeners::self_signed(config.http2)) {
+        let tls = match (config.tls).then(|| listeners::self_signed(config.http2, config.http3)) {
             Some(Err(e)) => {
                 let _ = ready.send(Err(ServeError::Tls(e)));
                 return;
@@ -150,14 +152,30 @@ pub(crate) fn run(
             stall,
             http2: config.http2,
         };
-        let pem = tls.as_ref().map(|(_, pem)| pem.clone());
+        let pem = tls.as_ref().map(|certified| certified.pem.clone());
+        // HTTP/3 on UDP, on the TLS listener's address and port.
+        if let Some(quic) = tls.as_ref().and_then(|certified| certified.quic.clone()) {
+            match crate::http3::bind(local, quic) {
+                Ok(endpoint) => {
+                    tokio::spawn(crate::http3::accept(endpoint, counters.clone(), stall));
+                }
+                Err(source) => {
+                    let _ = ready.send(Err(ServeError::BindUdp {
+                        addr: local,
+                        source,
+                    }));
+                    return;
+                }
+            }
+        }
         if let Some(unix) = unix {
             tokio::spawn(listeners::accept_unix(unix, serving.clone()));
         }
         // Spawned rather than awaited here so that, on a multi-thread runtime, the accept
         // loop runs on a worker and new connections land on workers' local queues.
         match tls {
-            Some((acceptor, _)) => {
+            Some(certified) => {
+                let acceptor = certified.acceptor;
                 tokio::spawn(listeners::accept_tls(listener, acceptor, serving));
             }
             None if config.http2 => {
@@ -377,7 +395,7 @@ async fn answer(
 }
 
 /// Counts a 401: only the journey's endpoints answer it, for a missing or wrong token.
-fn count_auth(response: &Response<ResponseBody>, counters: &Counters) {
+pub(crate) fn count_auth(response: &Response<ResponseBody>, counters: &Counters) {
     if response.status() == hyper::StatusCode::UNAUTHORIZED {
         counters.auth_failures.fetch_add(1, Ordering::Relaxed);
     }

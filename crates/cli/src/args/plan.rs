@@ -86,6 +86,7 @@ impl RunArgs {
             warmup: self.warmup,
             insecure: self.insecure,
             http2: self.http2,
+            http3: self.http3,
             streams: self.streams,
             http2_fallback: self.http2_fallback,
             unix_socket: self.unix_socket.clone(),
@@ -95,7 +96,20 @@ impl RunArgs {
         let mut plan = settings.to_plan(request, cores)?;
         plan.tls = self.tls.policy(self.insecure)?;
         plan.checks.clone_from(&self.checks);
-        plan.protocol.proxy = Proxy::for_plan(self.proxy.as_deref(), &plan, env_var)?;
+        if self.http3 {
+            // QUIC goes straight to the server: a proxy from the environment is not used.
+            if self.proxy.is_some() {
+                return Err(PlanError::Conflict {
+                    first: "--http3",
+                    second: "-x/--proxy",
+                    why: "HTTP/3 (QUIC over UDP) does not go through a proxy here",
+                });
+            }
+            // Checks arrive after the settings were validated: the plan's rules again.
+            plan.validate()?;
+        } else {
+            plan.protocol.proxy = Proxy::for_plan(self.proxy.as_deref(), &plan, env_var)?;
+        }
         Ok(plan)
     }
 }

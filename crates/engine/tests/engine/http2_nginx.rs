@@ -126,6 +126,7 @@ fn h2(mut p: Plan, streams: usize) -> Plan {
         pipeline: None,
         proxy: None,
         grpc: None,
+        http3: None,
     };
     p
 }

@@ -5,7 +5,7 @@
 //! needs no engine); absent in WebSocket runs and in reports written before it existed.
 //! Part of the model: imports `model` siblings only, never a renderer.
 
-use loadmark_metrics::ConnectionSpread;
+use loadmark_metrics::{ConnectionSpread, QuicFigures};
 use loadmark_plan::Plan;
 use serde::{Deserialize, Serialize};
 
@@ -22,11 +22,13 @@ pub struct ProtocolFacts {
     pub server_max_concurrent_streams: Option<usize>,
     /// Responses each connection carried, over the connections opened.
     pub requests_per_connection: Option<ConnectionSpread>,
+    /// HTTP/3: what the QUIC stack counted over the run's connections.
+    pub quic: Option<QuicFigures>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ProtocolSummary {
-    /// The protocol the requests went over: `HTTP/2` or `HTTP/1.1`.
+    /// The protocol the requests went over: `HTTP/3`, `HTTP/2` or `HTTP/1.1`.
     pub used: String,
     /// `--http2-fallback` took effect: the server did not choose h2 with ALPN (this says
     /// what it chose), so the run went over HTTP/1.1.
@@ -47,6 +49,11 @@ pub struct ProtocolSummary {
     /// merged (a median cannot be added).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub requests_per_connection: Option<ConnectionSpread>,
+    /// HTTP/3 (issue 37): handshake times, packets sent and lost, the congestion window and
+    /// datagrams, as the QUIC stack counted them over every connection. Not kept when
+    /// reports of several machines are merged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quic: Option<QuicFigures>,
 }
 
 impl ProtocolSummary {
@@ -59,18 +66,20 @@ impl ProtocolSummary {
             .protocol
             .http2
             .filter(|_| facts.http2_fallback.is_none());
+        let http3 = plan.protocol.http3;
         Some(ProtocolSummary {
-            used: if http2.is_some() {
-                "HTTP/2"
-            } else {
-                "HTTP/1.1"
+            used: match (http3, http2) {
+                (Some(_), _) => "HTTP/3",
+                (None, Some(_)) => "HTTP/2",
+                (None, None) => "HTTP/1.1",
             }
             .into(),
             http2_fallback: facts.http2_fallback,
-            streams_per_connection: http2.map(|h| h.streams),
+            streams_per_connection: http3.map(|h| h.streams).or(http2.map(|h| h.streams)),
             server_max_concurrent_streams: facts.server_max_concurrent_streams,
             pipeline: plan.protocol.pipeline,
             requests_per_connection: facts.requests_per_connection,
+            quic: facts.quic,
         })
     }
 
@@ -84,6 +93,7 @@ impl ProtocolSummary {
             .min();
         if all.len() > 1 {
             out.requests_per_connection = None;
+            out.quic = None;
         }
         Some(out)
     }

@@ -145,6 +145,9 @@ pub(crate) fn protocol_lines(p: &ProtocolSummary) -> Vec<String> {
         );
     }
     let mut lines = vec![first];
+    if let Some(q) = &p.quic {
+        lines.extend(quic_lines(q));
+    }
     if let Some(why) = &p.http2_fallback {
         lines.push(format!(
             "HTTP/2 not offered, so HTTP/1.1 was used (--http2-fallback): {why}"
@@ -159,6 +162,41 @@ pub(crate) fn protocol_lines(p: &ProtocolSummary) -> Vec<String> {
         ));
     }
     lines
+}
+
+/// HTTP/3: what QUIC counted, in two lines (handshakes and loss; datagrams and streams).
+fn quic_lines(q: &loadmark_metrics::QuicFigures) -> Vec<String> {
+    let plural = |n: u64| if n == 1 { "" } else { "s" };
+    let ms = |v: f64| format!("{v:.2}ms");
+    let kib = |b: u64| format!("{:.1} KiB", b as f64 / 1024.0);
+    vec![
+        format!(
+            "QUIC: {} handshake{} (min {}, mean {}, max {}); {} packets sent, {} lost \
+             ({:.3}%, {}), {} congestion event{}, congestion window {} to {} at close, \
+             rtt {} mean",
+            q.connections,
+            plural(q.connections),
+            ms(q.handshake_ms.min),
+            ms(q.handshake_ms.mean),
+            ms(q.handshake_ms.max),
+            q.packets_sent,
+            q.packets_lost,
+            q.loss_ratio * 100.0,
+            kib(q.bytes_lost),
+            q.congestion_events,
+            plural(q.congestion_events),
+            kib(q.cwnd_min_bytes),
+            kib(q.cwnd_max_bytes),
+            ms(q.rtt_mean_ms),
+        ),
+        format!(
+            "UDP: {} datagrams sent (mean {:.0} B), {} received (mean {:.0} B)",
+            q.datagrams_sent,
+            q.datagram_mean_bytes_sent,
+            q.datagrams_received,
+            q.datagram_mean_bytes_received,
+        ),
+    ]
 }
 
 /// What carried a run's requests, as the text report says it under the load line and the

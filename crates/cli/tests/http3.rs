@@ -1,0 +1,500 @@
+//! HTTP/3 end to end (issue 37): `loadmark run --http3` against the built-in target's QUIC
+//! listener (`serve --http3 --tls`) and against Caddy (HTTP/3 on by default) serving a static
+//! file and a reverse proxy to the built-in target; counts equal the servers' counts, large
+//! bodies go both ways, and peers that never answer or refuse `h3` are classified errors.
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use loadmark_metrics::ErrorKind;
+use loadmark_report::Report;
+use loadmark_target::{start, RunningServer, ServerConfig};
+use loadmark_test_support::{retry_on_port_conflict, wait_until, Daemon, TempDir, PATIENCE};
+
+struct Ran {
+    ok: bool,
+    code: Option<i32>,
+    out: String,
+    err: String,
+}
+
+fn loadmark(args: &[&str]) -> Ran {
+    let out = common::loadmark().args(args).output().unwrap();
+    Ran {
+        ok: out.status.success(),
+        code: out.status.code(),
+        out: String::from_utf8_lossy(&out.stdout).into_owned(),
+        err: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// Runs `loadmark run ARGS -o DIR/NAME.json` and reads the report it wrote.
+fn run_json(dir: &Path, name: &str, args: &[&str]) -> (Ran, Report) {
+    let path = dir.join(format!("{name}.json"));
+    let mut all = vec!["run"];
+    all.extend_from_slice(args);
+    all.extend(["-o", path.to_str().unwrap()]);
+    let ran = loadmark(&all);
+    let text = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("{name}: no report ({e}): {}{}", ran.out, ran.err));
+    (ran, common::report_json(&text).unwrap())
+}
+
+/// The built-in target with TLS and HTTP/3 on a free port; its certificate in `dir`.
+fn h3_target(dir: &Path) -> (RunningServer, String) {
+    let server = start(ServerConfig {
+        addr: ([127, 0, 0, 1], 0).into(),
+        tls: true,
+        http3: true,
+        ..Default::default()
+    })
+    .unwrap();
+    let pem = dir.join("target.pem");
+    std::fs::write(&pem, server.tls_cert_pem().unwrap()).unwrap();
+    (server, pem.to_str().unwrap().to_string())
+}
+
+#[test]
+fn closed_and_open_loops_over_http3_match_the_servers_counts_with_large_bodies_both_ways() {
+    let dir = TempDir::new("http3-target");
+    let (server, pem) = h3_target(dir.path());
+    let base = format!("https://127.0.0.1:{}", server.local_addr().port());
+
+    // Closed loop, certificate verified with --cacert: 2 connections × 4 streams, exactly 400.
+    let url = format!("{base}/json");
+    let args = ["--http3", "--cacert", &pem, "-c", "2", "--streams", "4"];
+    let (ran, r) = run_json(
+        dir.path(),
+        "closed",
+        &[&[url.as_str()][..], &args, &["-n", "400"]].concat(),
+    );
+    assert!(ran.ok, "{}{}", ran.out, ran.err);
+    assert_eq!(r.summary.requests.responses, 400, "{}", ran.out);
+    assert_eq!(r.summary.requests.errors, 0, "{}", ran.out);
+    assert_eq!(server.http3_requests(), 400);
+    assert_eq!(server.requests_served(), 400, "nothing went over TCP");
+    let p = r.summary.protocol.as_ref().unwrap();
+    assert_eq!(p.used, "HTTP/3");
+    assert_eq!(p.streams_per_connection, Some(4));
+    let spread = p.requests_per_connection.as_ref().unwrap();
+    assert_eq!(
+        (spread.connections, spread.min + spread.max),
+        (2, 400),
+        "{spread:?}"
+    );
+    let quic = p.quic.as_ref().expect("QUIC figures");
+    assert_eq!(quic.connections, 2, "{quic:?}");
+    assert!(
+        quic.handshake_ms.min > 0.0 && quic.handshake_ms.max < 5_000.0,
+        "{quic:?}"
+    );
+    assert!(
+        quic.packets_sent >= 400 / 4 && quic.datagrams_received > 0,
+        "{quic:?}"
+    );
+    assert!(quic.cwnd_min_bytes > 0, "{quic:?}");
+    assert!(
+        ran.out.contains("HTTP/3, 4 streams per connection"),
+        "{}",
+        ran.out
+    );
+    assert!(ran.out.contains("QUIC: 2 handshakes"), "{}", ran.out);
+
+    // Open loop: 200 req/s for 2 s, every due request answered (none dropped at this rate).
+    let before = server.http3_requests();
+    let (ran, r) = run_json(
+        dir.path(),
+        "open",
+        &[
+            &url,
+            "--http3",
+            "--insecure",
+            "-R",
+            "200",
+            "-d",
+            "2s",
+            "--streams",
+            "8",
+        ],
+    );
+    assert!(ran.ok, "{}{}", ran.out, ran.err);
+    let s = &r.summary;
+    assert_eq!(s.requests.responses + s.dropped, 400, "{}", ran.out);
+    assert_eq!(s.requests.errors, 0, "{}", ran.out);
+    assert_eq!(s.requests.in_flight_at_end, 0, "{}", ran.out);
+    assert_eq!(server.http3_requests() - before, s.requests.responses);
+    assert!(s.schedule_lag.is_some(), "an open-loop report");
+
+    // Large bodies both ways: a 1 MiB POST echoed back, then a 4 MiB GET.
+    let body = dir.path().join("body.bin");
+    let mib: Vec<u8> = (0..1u32 << 20).map(|i| (i % 251) as u8).collect();
+    std::fs::write(&body, &mib).unwrap();
+    let before = server.http3_requests();
+    let echo = format!("{base}/echo");
+    let body = body.to_str().unwrap();
+    let large = [
+        "--http3",
+        "--insecure",
+        "-c",
+        "2",
+        "--streams",
+        "2",
+        "-n",
+        "12",
+    ];
+    let (ran, r) = run_json(
+        dir.path(),
+        "post",
+        &[&[&echo[..], "-p", body][..], &large].concat(),
+    );
+    assert!(ran.ok, "{}{}", ran.out, ran.err);
+    assert_eq!(r.summary.requests.responses, 12, "{}", ran.out);
+    assert_eq!(r.summary.status.get(200), 12, "{}", ran.out);
+    assert!(
+        r.summary.bytes_written >= 12 << 20,
+        "{}",
+        r.summary.bytes_written
+    );
+    assert!(
+        r.summary.bytes_read >= 12 << 20,
+        "echoed: {}",
+        r.summary.bytes_read
+    );
+    let bytes = format!("{base}/bytes/{}", 4 << 20);
+    let (ran, r) = run_json(dir.path(), "get", &[&[&bytes[..]][..], &large].concat());
+    assert!(ran.ok, "{}{}", ran.out, ran.err);
+    assert_eq!(r.summary.requests.responses, 12, "{}", ran.out);
+    assert!(
+        r.summary.bytes_read >= 12 * (4 << 20),
+        "{}",
+        r.summary.bytes_read
+    );
+    assert_eq!(server.http3_requests() - before, 24);
+}
+
+#[test]
+fn http3_needs_https_and_refuses_what_it_cannot_carry() {
+    let ran = loadmark(&["run", "http://127.0.0.1:9/", "--http3", "-n", "1"]);
+    assert_eq!(ran.code, Some(2), "{}", ran.err);
+    assert!(ran.err.contains("HTTP/3 needs https://"), "{}", ran.err);
+    for extra in [&["--http2"][..], &["--pipeline", "4"][..]] {
+        let mut args = vec!["run", "https://127.0.0.1:9/", "--http3", "-n", "1"];
+        args.extend_from_slice(extra);
+        let ran = loadmark(&args);
+        assert_eq!(ran.code, Some(2), "{extra:?}: {}", ran.err);
+        assert!(ran.err.contains("--http3"), "{}", ran.err);
+    }
+    let ran = loadmark(&[
+        "run",
+        "https://127.0.0.1:9/",
+        "--http3",
+        "--check",
+        "status == 200",
+    ]);
+    assert_eq!(ran.code, Some(2), "{}", ran.err);
+    assert!(
+        ran.err.contains("--check") && ran.err.contains("HTTP/3"),
+        "{}",
+        ran.err
+    );
+    let ran = loadmark(&["serve", "--port", "0", "--http3"]);
+    assert_eq!(ran.code, Some(2), "{}", ran.err);
+    assert!(ran.err.contains("--tls"), "{}", ran.err);
+}
+
+#[test]
+fn a_silent_udp_port_and_a_server_without_h3_are_classified_errors_not_hangs() {
+    let dir = TempDir::new("http3-hostile");
+    // Bound and never read: every Initial packet goes unanswered.
+    let silent = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let url = format!("https://127.0.0.1:{}/", silent.local_addr().unwrap().port());
+    let began = Instant::now();
+    let args = [
+        "--http3",
+        "--insecure",
+        "--connect-timeout",
+        "300ms",
+        "-c",
+        "1",
+    ];
+    let (ran, r) = run_json(
+        dir.path(),
+        "silent",
+        &[&[&url[..]][..], &args, &["-n", "3"]].concat(),
+    );
+    assert_eq!(
+        ran.code,
+        Some(1),
+        "every request failed: {}{}",
+        ran.out,
+        ran.err
+    );
+    assert!(
+        began.elapsed() < Duration::from_secs(20),
+        "{:?}",
+        began.elapsed()
+    );
+    let timeouts = r.summary.errors.get(ErrorKind::Timeout);
+    assert_eq!(timeouts.count, 3, "{}", ran.out);
+    let example = timeouts.first_example.as_deref().unwrap();
+    assert!(example.contains("no QUIC handshake"), "{example}");
+    assert!(r.summary.protocol.as_ref().unwrap().quic.is_none());
+
+    // A QUIC server that offers only another application protocol.
+    let (addr, _server) = quic_server(b"hq-interop", Hostile::Nothing);
+    let url = format!("https://127.0.0.1:{}/", addr.port());
+    let (ran, r) = run_json(
+        dir.path(),
+        "alpn",
+        &[&[&url[..]][..], &args, &["-n", "2"]].concat(),
+    );
+    assert_eq!(ran.code, Some(1), "{}{}", ran.out, ran.err);
+    let tls = r.summary.errors.get(ErrorKind::Tls);
+    assert_eq!(tls.count, 2, "{}", ran.out);
+    let example = tls.first_example.as_deref().unwrap();
+    assert!(example.contains("does not offer HTTP/3"), "{example}");
+
+    // A server that resets every request stream: each request is one error naming the reset.
+    let (addr, _server) = quic_server(b"h3", Hostile::Reset);
+    let url = format!("https://127.0.0.1:{}/", addr.port());
+    let (ran, r) = run_json(
+        dir.path(),
+        "reset",
+        &[&[&url[..]][..], &args, &["-n", "4"]].concat(),
+    );
+    assert_eq!(ran.code, Some(1), "{}{}", ran.out, ran.err);
+    let s = &r.summary;
+    let (read, write) = (
+        s.errors.get(ErrorKind::Read),
+        s.errors.get(ErrorKind::Write),
+    );
+    assert_eq!(
+        (s.requests.errors, read.count + write.count),
+        (4, 4),
+        "{}",
+        ran.out
+    );
+    let example = read
+        .first_example
+        .as_deref()
+        .or(write.first_example.as_deref());
+    assert!(example.unwrap().contains("reset the stream"), "{}", ran.out);
+
+    // A server that closes the connection at each request: each is one error naming the
+    // close's code, and a new connection carries the next.
+    let (addr, _server) = quic_server(b"h3", Hostile::Close);
+    let url = format!("https://127.0.0.1:{}/", addr.port());
+    let (ran, r) = run_json(
+        dir.path(),
+        "close",
+        &[&[&url[..]][..], &args, &["-n", "5"]].concat(),
+    );
+    assert_eq!(ran.code, Some(1), "{}{}", ran.out, ran.err);
+    let s = &r.summary;
+    let read = s.errors.get(ErrorKind::Read);
+    assert_eq!((s.requests.errors, read.count), (5, 5), "{}", ran.out);
+    assert!(
+        read.first_example
+            .as_deref()
+            .unwrap()
+            .contains("H3_EXCESSIVE_LOAD"),
+        "{}",
+        ran.out
+    );
+    assert_eq!(s.connections_opened, 5, "{}", ran.out);
+}
+
+/// What the hostile QUIC server does with a request stream.
+#[derive(Clone, Copy)]
+enum Hostile {
+    /// Nothing: its handshake is the test (ALPN).
+    Nothing,
+    /// Resets it (H3_REQUEST_REJECTED).
+    Reset,
+    /// Closes the whole connection (H3_EXCESSIVE_LOAD, with a reason).
+    Close,
+}
+
+/// A quinn server on a thread of its own whose only ALPN is `alpn`, until the returned
+/// runtime is dropped, doing `hostile` to every request stream.
+fn quic_server(alpn: &[u8], hostile: Hostile) -> (std::net::SocketAddr, tokio::runtime::Runtime) {
+    let cert = rcgen::generate_simple_self_signed(vec!["127.0.0.1".into()]).unwrap();
+    let key = rustls::pki_types::PrivateKeyDer::Pkcs8(cert.key_pair.serialize_der().into());
+    let mut tls = rustls::ServerConfig::builder_with_provider(std::sync::Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_protocol_versions(&[&rustls::version::TLS13])
+    .unwrap()
+    .with_no_client_auth()
+    .with_single_cert(vec![cert.cert.der().clone()], key)
+    .unwrap();
+    tls.alpn_protocols = vec![alpn.to_vec()];
+    let crypto = quinn::crypto::rustls::QuicServerConfig::try_from(tls).unwrap();
+    let config = quinn::ServerConfig::with_crypto(std::sync::Arc::new(crypto));
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let endpoint = runtime
+        .block_on(async { quinn::Endpoint::server(config, ([127, 0, 0, 1], 0).into()) })
+        .unwrap();
+    let addr = endpoint.local_addr().unwrap();
+    runtime.spawn(async move {
+        while let Some(incoming) = endpoint.accept().await {
+            tokio::spawn(async move {
+                let Ok(connection) = incoming.await else {
+                    return;
+                };
+                while let Ok((mut send, mut recv)) = connection.accept_bi().await {
+                    match hostile {
+                        Hostile::Nothing => {}
+                        Hostile::Reset => {
+                            let _ = send.reset(0x10bu32.into());
+                            let _ = recv.stop(0x10bu32.into());
+                        }
+                        Hostile::Close => connection.close(0x107u32.into(), b"too busy"),
+                    }
+                }
+            });
+        }
+    });
+    (addr, runtime)
+}
+
+/// Caddy 2 (Debian's `caddy`, installed by .ci/run): HTTPS on `port` with its internal CA,
+/// HTTP/3 on the same UDP port (its default), JSON access log in `dir`.
+fn caddy(dir: &Path, port: u16, backend: u16) -> Daemon {
+    let site = dir.join("site");
+    std::fs::create_dir_all(site.join("static")).unwrap();
+    let file: Vec<u8> = (0..256 * 1024u32).map(|i| (i % 253) as u8).collect();
+    std::fs::write(site.join("static/file.bin"), file).unwrap();
+    let http_port = common::port();
+    let caddyfile = format!(
+        "{{\n  admin off\n  auto_https disable_redirects\n  skip_install_trust\n  \
+         http_port {http_port}\n  storage file_system {data}\n}}\n\
+         https://127.0.0.1:{port} {{\n  bind 127.0.0.1\n  tls internal\n  \
+         log {{\n    output file {log}\n    format json\n  }}\n  \
+         handle /ready {{\n    respond \"ready\"\n  }}\n  \
+         handle /static/* {{\n    root * {site}\n    file_server\n  }}\n  \
+         handle {{\n    reverse_proxy 127.0.0.1:{backend}\n  }}\n}}\n",
+        data = dir.join("data").display(),
+        log = dir.join("access.log").display(),
+        site = site.display(),
+    );
+    let config = dir.join("Caddyfile");
+    std::fs::write(&config, caddyfile).unwrap();
+    let mut command = Command::new("caddy");
+    command
+        .args(["run", "--adapter", "caddyfile", "--config"])
+        .arg(&config)
+        .env("HOME", dir)
+        .env("XDG_DATA_HOME", dir.join("xdg-data"))
+        .env("XDG_CONFIG_HOME", dir.join("xdg-config"));
+    Daemon::spawn("caddy", command).unwrap()
+}
+
+/// Requests Caddy's access log recorded over HTTP/3 for paths starting with `prefix`.
+fn caddy_h3_requests(log: &Path, prefix: &str) -> (u64, u64) {
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    let (mut h3, mut other) = (0, 0);
+    for line in text.lines() {
+        let Ok(entry) = serde_json::from_str::<serde_json::Value>(line) else {
+            continue;
+        };
+        let request = &entry["request"];
+        if !request["uri"].as_str().unwrap_or("").starts_with(prefix) {
+            continue;
+        }
+        match request["proto"].as_str() {
+            Some("HTTP/3.0") => h3 += 1,
+            _ => other += 1,
+        }
+    }
+    (h3, other)
+}
+
+#[test]
+fn caddy_serves_a_static_file_and_a_reverse_proxy_over_http3_with_counts_that_match() {
+    if Command::new("caddy").arg("version").output().is_err() {
+        panic!("caddy is not installed: .ci/run installs Debian's caddy");
+    }
+    let dir = TempDir::new("http3-caddy");
+    let backend = common::target();
+    let (port, server) = retry_on_port_conflict("caddy", || {
+        let port = common::port();
+        let server = caddy(dir.path(), port, backend.local_addr().port());
+        server.wait_for_port(port, PATIENCE)?;
+        Ok((port, server))
+    });
+    // Caddy's internal CA signs the certificate: trusting its root verifies the chain.
+    let root = dir.path().join("data/pki/authorities/local/root.crt");
+    wait_until("Caddy's root certificate", || root.exists());
+    let root = root.to_str().unwrap().to_string();
+    let log = dir.path().join("access.log");
+    let base = format!("https://127.0.0.1:{port}");
+    // Caddy listens before its certificate is issued (handshakes fail with internal_error
+    // until then): ready once a request over HTTP/3 is answered.
+    let ready = format!("{base}/ready");
+    wait_until("Caddy answering over HTTP/3", || {
+        loadmark(&["run", &ready, "--http3", "--cacert", &root, "-n", "1"]).ok
+    });
+
+    let args = [
+        "--http3",
+        "--cacert",
+        &root,
+        "-c",
+        "2",
+        "--streams",
+        "4",
+        "-n",
+        "200",
+    ];
+    let url = format!("{base}/static/file.bin");
+    let (ran, r) = run_json(dir.path(), "static", &[&[&url[..]][..], &args].concat());
+    assert!(ran.ok, "{}{}\n{}", ran.out, ran.err, server.output());
+    assert_eq!(r.summary.requests.responses, 200, "{}", ran.out);
+    assert_eq!(r.summary.status.get(200), 200, "{}", ran.out);
+    assert!(
+        r.summary.bytes_read >= 200 * 256 * 1024,
+        "{}",
+        r.summary.bytes_read
+    );
+    assert!(r.summary.protocol.as_ref().unwrap().quic.is_some());
+    wait_until("Caddy's log of the static requests", || {
+        caddy_h3_requests(&log, "/static/") == (200, 0)
+    });
+
+    let url = format!("{base}/json");
+    let (ran, r) = run_json(dir.path(), "proxied", &[&[&url[..]][..], &args].concat());
+    assert!(ran.ok, "{}{}", ran.out, ran.err);
+    assert_eq!(r.summary.requests.responses, 200, "{}", ran.out);
+    assert_eq!(
+        backend.requests_served(),
+        200,
+        "the proxy passed each on once"
+    );
+    wait_until("Caddy's log of the proxied requests", || {
+        caddy_h3_requests(&log, "/json") == (200, 0)
+    });
+
+    // Open loop through the proxy: what Caddy logged is what was answered.
+    let (ran, r) = run_json(
+        dir.path(),
+        "open",
+        &[&url, "--http3", "--cacert", &root, "-R", "100", "-d", "2s"],
+    );
+    assert!(ran.ok, "{}{}", ran.out, ran.err);
+    let answered = r.summary.requests.responses;
+    assert_eq!(answered + r.summary.dropped, 200, "{}", ran.out);
+    assert_eq!(r.summary.requests.errors, 0, "{}", ran.out);
+    wait_until("Caddy's log of the open loop", || {
+        caddy_h3_requests(&log, "/json") == (200 + answered, 0)
+    });
+    assert_eq!(backend.requests_served(), 200 + answered);
+    server.stop(Duration::from_secs(5));
+}

@@ -1,0 +1,144 @@
+//! HTTP/3's driver in the open loop: requests are due on the same schedule as over every
+//! protocol, in the same pool ([`crate::open`]); each due request goes out on a stream of a
+//! connection with room, up to `--streams` on each. Latency counts from the intended send
+//! time. A connection that ends fails the requests it carried (classified) and leaves the
+//! pool; requests handed to it and not yet sent go to another connection.
+
+use std::future::{poll_fn, Future};
+use std::pin::Pin;
+use std::rc::Rc;
+use std::task::Poll;
+use std::time::Instant;
+
+use futures_util::stream::{FuturesUnordered, Stream};
+use loadmark_metrics::{ErrorKind, Sample};
+
+use super::closed::Http3;
+use super::{exchange, Failed, Flight, Prepared};
+use crate::connection::Connection;
+use crate::open::{Driver, Lane};
+use crate::pool::Due;
+use crate::settle;
+use crate::transport::Transport;
+
+impl<T: Transport> Driver<T> for Http3 {
+    fn capacity(&self) -> usize {
+        self.h3s.streams()
+    }
+
+    fn serve(
+        lane: Lane<T, Self>,
+        _preopened: Option<Connection<T::Stream>>,
+    ) -> impl Future<Output = ()> + 'static {
+        drive(lane)
+    }
+}
+
+/// How a request of the open loop ended.
+type Ended = (
+    Due,
+    Result<Result<Sample, Failed>, tokio::time::error::Elapsed>,
+);
+
+/// A connection's life: opens it, puts what it is handed on streams up to its capacity,
+/// records what ends, and hands what it could not send to another connection.
+async fn drive<T: Transport>(lane: Lane<T, Http3>) {
+    let shared = lane.shared().clone();
+    let h3s = lane.driver().h3s.clone();
+    let (live, sender) = match h3s.connect(&shared).await {
+        Ok(pair) => pair,
+        Err((kind, message)) => {
+            // Every request handed to a connection that could not open fails with it.
+            lane.gone();
+            while lane.try_next().is_some() {
+                settle::failure(&shared.recorder, kind, &message);
+                lane.done(Instant::now());
+            }
+            return;
+        }
+    };
+    let capacity = h3s.streams();
+    let mut over = false;
+    let mut rendered = Vec::new();
+    let mut running: FuturesUnordered<Pin<Box<dyn Future<Output = Ended> + '_>>> =
+        FuturesUnordered::new();
+    loop {
+        while !over && running.len() < capacity {
+            let Some(job) = lane.try_next() else {
+                break;
+            };
+            let now = Instant::now();
+            let prepared: Rc<Prepared> = match h3s.pick(&shared, Some(job.k), &mut rendered) {
+                Ok(p) => p,
+                Err(message) => {
+                    settle::failure(&shared.recorder, ErrorKind::Protocol, &message);
+                    lane.done(now);
+                    continue;
+                }
+            };
+            let mut sender = sender.clone();
+            let deadline = job.due.max(now) + shared.timeout;
+            let in_flight = &shared.in_flight;
+            running.push(Box::pin(async move {
+                let flight = Flight::new(in_flight);
+                let exchanged = exchange(&mut sender, &prepared, Some(job.due));
+                let ended = tokio::time::timeout_at(deadline.into(), exchanged).await;
+                flight.ended();
+                (job, ended)
+            }));
+        }
+        if running.is_empty() && (over || lane.retired()) {
+            break;
+        }
+        let ended = poll_fn(|cx| {
+            if let Poll::Ready(Some(ended)) = Pin::new(&mut running).poll_next(cx) {
+                return Poll::Ready(Some(ended));
+            }
+            // Registers the task's waker on the lane too: a request handed over, or the
+            // lane told to close, wakes it.
+            let handed = lane.poll_job(cx).is_ready();
+            if (handed && !over && running.len() < capacity)
+                || (lane.retired() && running.is_empty())
+            {
+                return Poll::Ready(None);
+            }
+            Poll::Pending
+        })
+        .await;
+        let Some((job, ended)) = ended else {
+            continue;
+        };
+        match ended {
+            Ok(Ok(mut sample)) => {
+                live.answered_one();
+                // Lag ends where the schedule took the request up, if it waited.
+                sample.started = job.started(sample.started);
+                settle::response(&shared.recorder, &sample);
+            }
+            Ok(Err(failed)) => {
+                settle::failure(&shared.recorder, failed.kind, &failed.message);
+                if failed.connection_over && !over {
+                    over = true;
+                    lane.gone();
+                }
+            }
+            Err(_) => {
+                let message = format!("no complete response within {:?}", shared.timeout);
+                settle::failure(&shared.recorder, ErrorKind::Timeout, &message);
+            }
+        }
+        lane.done(Instant::now());
+    }
+    lane.gone();
+    drop(running);
+    drop(sender);
+    drop(live);
+    // Requests handed here and never sent go to another connection, or are dropped as any
+    // request is that finds every stream taken.
+    while let Some(job) = lane.try_next() {
+        lane.done(Instant::now());
+        if !lane.place_elsewhere(job) {
+            settle::dropped(&mut shared.recorder.borrow_mut(), job.due, 1);
+        }
+    }
+}
