@@ -39,6 +39,7 @@ mod target;
 mod taurus;
 mod template;
 mod text;
+mod validate;
 mod websocket;
 
 pub use check::{
