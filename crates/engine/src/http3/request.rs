@@ -21,19 +21,10 @@ pub(crate) struct Prepared {
     pub bytes_written: u64,
 }
 
-/// Headers that mean something only to one HTTP/1.1 connection.
+/// Headers that mean something only to one HTTP/1.1 connection: HTTP/2's list, and `te`
+/// (HTTP/3 carries no transfer codings).
 fn connection_specific(name: &str) -> bool {
-    [
-        "connection",
-        "keep-alive",
-        "proxy-connection",
-        "transfer-encoding",
-        "upgrade",
-        "host",
-        "te",
-    ]
-    .iter()
-    .any(|n| name.eq_ignore_ascii_case(n))
+    loadmark_wire::http2::request::connection_specific(name) || name.eq_ignore_ascii_case("te")
 }
 
 /// Header fields' bytes as QPACK sees them before compression (name, value, and the 32

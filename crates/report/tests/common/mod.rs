@@ -47,18 +47,24 @@ pub fn report_of(
     }
     let mut aggregate = Aggregate::new(1, 0);
     aggregate.add(recorder.finish());
-    let facts = RunFacts {
+    let facts = facts(seconds, 0.35);
+    Report::new(&plan(), &facts, aggregate.finish(), env())
+}
+
+/// A run's facts: `seconds` long, all measured, 40 ms user and 60 ms system CPU, the busiest
+/// load thread at `busiest_worker`.
+pub fn facts(seconds: u64, busiest_worker: f64) -> RunFacts {
+    RunFacts {
         started_at: UNIX_EPOCH + Duration::from_secs(1_795_381_503),
         elapsed: Duration::from_secs(seconds),
         measured: Duration::from_secs(seconds),
         interrupted: false,
         client_cpu_user: Duration::from_millis(40),
         client_cpu_system: Duration::from_millis(60),
-        busiest_worker: 0.35,
+        busiest_worker,
         target_addr: "127.0.0.1:8080".into(),
         contention: None,
-    };
-    Report::new(&plan(), &facts, aggregate.finish(), env())
+    }
 }
 
 pub fn plan() -> Plan {
@@ -272,17 +278,7 @@ pub fn open_report() -> Report {
         connections: None,
         threads: 1,
     };
-    let facts = RunFacts {
-        started_at: UNIX_EPOCH + Duration::from_secs(1_795_381_503),
-        elapsed: Duration::from_secs(3),
-        measured: Duration::from_secs(3),
-        interrupted: false,
-        client_cpu_user: Duration::from_millis(40),
-        client_cpu_system: Duration::from_millis(60),
-        busiest_worker: 0.2,
-        target_addr: "127.0.0.1:8080".into(),
-        contention: None,
-    };
+    let facts = facts(3, 0.2);
     Report::new(&plan, &facts, totals, env())
 }
 
@@ -381,16 +377,6 @@ pub fn scenarios_report() -> Report {
             thresholds: Vec::new(),
         })
         .collect();
-    let facts = RunFacts {
-        started_at: UNIX_EPOCH + Duration::from_secs(1_795_381_503),
-        elapsed: Duration::from_secs(5),
-        measured: Duration::from_secs(5),
-        interrupted: false,
-        client_cpu_user: Duration::from_millis(40),
-        client_cpu_system: Duration::from_millis(60),
-        busiest_worker: 0.2,
-        target_addr: "127.0.0.1:8080".into(),
-        contention: None,
-    };
+    let facts = facts(5, 0.2);
     Report::new(&plan, &facts, aggregate.finish(), env())
 }

@@ -16,8 +16,9 @@ pub struct Prepared {
     pub body: Bytes,
 }
 
-/// Headers that mean something only to one HTTP/1.1 connection; h2 refuses to send them.
-fn connection_specific(name: &str) -> bool {
+/// Headers that mean something only to one HTTP/1.1 connection; h2 refuses to send them
+/// (HTTP/3 drops them too, and `te` as well).
+pub fn connection_specific(name: &str) -> bool {
     [
         "connection",
         "keep-alive",
