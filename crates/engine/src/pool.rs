@@ -35,8 +35,10 @@
 //!   it a connect, which only puts it further behind; unless the server takes
 //!   [`SLOW_SERVICE`] or more, when waiting for a busy connection costs more than a connect.
 //!   And the pool does not grow past twice
-//!   the connections Little's law asks for (rate × recent service time, [`crate::service`],
-//!   over what a connection carries) plus one. Either way due requests wait for the next
+//!   the connections Little's law asks for (rate × typical service time,
+//!   [`crate::service`], over what a connection carries) plus one; nor, while answers are
+//!   coming, before it knows that time (the run's first millisecond is cold on both
+//!   sides), unless a request waited [`PATIENCE`]. Either way due requests wait for the next
 //!   connection to come free. At 50,000 req/s against a one-core server that fell behind,
 //!   growth without such a rule took the pool to 1,000 connections and the schedule 150-330
 //!   ms late. (Holding growth back whenever the server queues did better there, but it is
@@ -55,7 +57,7 @@ use std::rc::Rc;
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
-use crate::service::ServiceTimes;
+use crate::service::{ServiceTimes, WARM_UP};
 
 /// Connections the pool may open before any response has come back (see the module doc).
 pub(crate) const GROWTH_BURST: usize = 2;
@@ -73,13 +75,6 @@ pub(crate) const LATE: Duration = Duration::from_micros(200);
 /// few hundred µs) kept every request of a 5 ms server waiting for a busy connection, and
 /// its lag grew to the service time (CI's capacity search at 5,000 req/s: "client late").
 pub(crate) const SLOW_SERVICE: Duration = Duration::from_millis(1);
-/// Before any answer, how long the first request may be under way before a request that
-/// finds every connection busy opens another. The first exchanges of a run are cold (a
-/// first answer in 200 µs where the next take 40, the client 100-150 µs behind while its
-/// code and buffers warm up): growing for them opened two or three connections that a
-/// rate of 20,000 req/s never needed. A server still silent after this gets its connections
-/// as before (one whose first answer takes a second is not kept waiting for it).
-pub(crate) const FIRST_ANSWER_WAIT: Duration = Duration::from_millis(1);
 /// A connection unused this long, beyond the pool's floor, is closed.
 pub(crate) const IDLE_CLOSE: Duration = Duration::from_secs(1);
 /// How often the bottom of the stack is looked at for connections to close.
@@ -278,7 +273,9 @@ pub(crate) struct Pool {
     /// When the first request was handed to a connection.
     first_handed: Cell<Option<Instant>>,
     /// How long requests take from hand-out to end: whether the server queues them.
-    service: Cell<ServiceTimes>,
+    service: RefCell<ServiceTimes>,
+    /// `LOADMARK_POOL_TRACE` is set: each growth is told on stderr, with why.
+    trace: bool,
     /// The due time of the last request placed, and a moving average of the time between
     /// due requests (ns; 0 before two): the rate this worker's share of the schedule asks.
     last_due: Cell<Option<Instant>>,
@@ -310,7 +307,8 @@ impl Pool {
             capacity: capacity.max(1),
             under_way: Cell::new(0),
             first_handed: Cell::new(None),
-            service: Cell::new(ServiceTimes::default()),
+            service: RefCell::new(ServiceTimes::default()),
+            trace: std::env::var_os("LOADMARK_POOL_TRACE").is_some(),
             last_due: Cell::new(None),
             gap: Cell::new(0),
             waiting: RefCell::new(VecDeque::new()),
@@ -399,9 +397,11 @@ impl Pool {
         self.answered();
         self.under_way.set(self.under_way.get().saturating_sub(1));
         if let Some(handed) = slot.handed.take() {
-            let mut service = self.service.get();
-            service.note(handed, now);
-            self.service.set(service);
+            let warm = self
+                .first_handed
+                .get()
+                .is_some_and(|first| handed.saturating_duration_since(first) >= WARM_UP);
+            self.service.borrow_mut().note(handed, now, warm);
         }
         slot.busy.set(slot.busy.get().saturating_sub(1));
         if slot.gone.get() || slot.retire.get() {
@@ -442,32 +442,32 @@ impl Pool {
     }
 
     /// Whether a request due at `due`, placed `now` with every connection busy, should open
-    /// a connection: below the cap, with credit left, not in the [`FIRST_ANSWER_WAIT`] of a
-    /// run that has had no answer yet, not when the client is [`LATE`] nor
-    /// past twice what Little's law asks while answers are coming, and no backlog that answers are already draining (unless its
-    /// oldest request has waited [`PATIENCE`]: a backlog that drains only as fast as
-    /// requests fall due is a pool too small for the server).
+    /// a connection: below the cap, with credit left, the client not [`LATE`], the pool
+    /// below twice what Little's law asks, and no backlog that answers are already draining;
+    /// while answers are coming, the pool grows only once it knows the server's typical
+    /// service time ([`crate::service`]: the run's first answers are cold). Whatever holds
+    /// it back, a backlog whose oldest request waited [`PATIENCE`] grows it: one that drains
+    /// only as fast as requests fall due is a pool too small for the server, and a server
+    /// slow from its first answer gets its connections.
     pub(crate) fn may_grow(&self, now: Instant, due: Instant) -> bool {
         if self.open.get() >= self.cap || self.credit.get() == 0 {
             return false;
         }
-        let late = now.saturating_duration_since(due) >= LATE
-            && self.service.get().recent() < SLOW_SERVICE;
-        let cold = self.service.get().least().is_zero()
-            && self
-                .first_handed
-                .get()
-                .is_some_and(|first| now.saturating_duration_since(first) < FIRST_ANSWER_WAIT);
-        if self.under_way.get() > 0 && (late || cold || self.open.get() >= self.enough()) {
-            self.note(|s| s.held_back += 1);
-            return false;
-        }
         let waiting = self.waiting.borrow();
-        let draining = !waiting.is_empty() && waiting.len() < self.waiting_before.get();
         let patient = waiting.front().is_none_or(|job| {
             let taken_up = job.taken_up.unwrap_or(job.due);
             now.saturating_duration_since(taken_up) < PATIENCE
         });
+        if self.under_way.get() > 0 {
+            let times = self.service.borrow();
+            let late = now.saturating_duration_since(due) >= LATE && times.recent() < SLOW_SERVICE;
+            let unknown = times.typical().is_none() && patient;
+            if late || unknown || self.open.get() >= self.enough() {
+                self.note(|s| s.held_back += 1);
+                return false;
+            }
+        }
+        let draining = !waiting.is_empty() && waiting.len() < self.waiting_before.get();
         !(draining && patient)
     }
 
@@ -491,11 +491,11 @@ impl Pool {
     /// over what one connection carries), plus one; unbounded before the pool knows both.
     /// Issue 43's bar: at 20,000 req/s and 25 µs, two connections.
     fn enough(&self) -> usize {
-        let times = self.service.get();
-        // The lesser of the two: the recent one forgets a slow start within a few answers,
-        // the settled one ignores a stall's burst of slow answers.
-        let (gap, service) = (self.gap.get(), times.recent().min(times.settled()));
-        if gap == 0 || service.is_zero() {
+        let gap = self.gap.get();
+        let Some(service) = self.service.borrow().typical() else {
+            return usize::MAX;
+        };
+        if gap == 0 {
             return usize::MAX;
         }
         let in_flight = service.as_nanos() as u64 * 2;
@@ -535,6 +535,9 @@ impl Pool {
         }
         if !preopened {
             self.credit.set(self.credit.get().saturating_sub(1));
+            if self.trace {
+                self.trace_growth();
+            }
         }
         self.open.set(self.open.get() + 1);
         let open = self.open.get() as u64;
@@ -547,6 +550,29 @@ impl Pool {
             s.peak = s.peak.max(open);
         });
         true
+    }
+
+    /// Tells why the pool grows, for `LOADMARK_POOL_TRACE`: how far into the run, the
+    /// service times it knows, what Little's law asks and the backlog.
+    fn trace_growth(&self) {
+        let t = self.service.borrow();
+        let enough = self.enough();
+        eprintln!(
+            "loadmark pool: grows at {:?} from {} open: service least {:?}, recent {:?}, \
+             typical {:?}; enough {}; {} waiting, {} under way",
+            self.first_handed.get().map(|f| f.elapsed()),
+            self.open.get(),
+            t.least(),
+            t.recent(),
+            t.typical(),
+            if enough == usize::MAX {
+                "unknown".into()
+            } else {
+                enough.to_string()
+            },
+            self.waiting.borrow().len(),
+            self.under_way.get()
+        );
     }
 
     /// Every connection is busy: lets the event loop read what has arrived (one turn that
@@ -595,7 +621,7 @@ impl Pool {
     /// The schedule is over: idle connections close now, busy ones after their requests.
     pub(crate) fn finish(&self) {
         self.finished.set(true);
-        let service = self.service.get();
+        let service = self.service.borrow().clone();
         self.note(|s| {
             s.service_least = service.least();
             s.service_recent = service.recent();
