@@ -152,17 +152,10 @@ pub fn run_part(
         };
         return run_with(plan, part, addr, unix, None, stop, &mut on_progress);
     }
-    if let Some(h3) = plan.protocol.http3 {
+    let scenario = plan.scenario.is_some() || !plan.scenarios.is_empty();
+    if let (Some(h3), false) = (plan.protocol.http3, scenario) {
         // QUIC goes straight to the URL's UDP port (no proxy carries it here).
         let addr = resolve(url.host(), url.port())?;
-        let run = crate::http3::H3Run::new(
-            addr,
-            url.host(),
-            &plan.tls,
-            h3.streams,
-            plan.timeouts.connect,
-        )
-        .map_err(EngineError::Tls)?;
         // The workers' connections are QUIC's: this transport is never connected, it only
         // keeps the executors' shape (every model runs any driver over a transport).
         let tcp = Tcp {
@@ -175,9 +168,16 @@ pub fn run_part(
             stamp: false,
             nagle: Nagle::Off,
         };
-        let h3run = Some(Arc::new(run));
+        let h3run = Some(h3run_of(plan, addr, h3.streams)?);
         return run_with(plan, part, addr, transport, h3run, stop, &mut on_progress);
     }
+    // A scenario's `protocol: h3` steps: a QUIC connection per user, one request at a time,
+    // beside its TCP ones.
+    let scenario_h3 = if scenario && plan.speaks_h3() {
+        Some(h3run_of(plan, resolve(url.host(), url.port())?, 1)?)
+    } else {
+        None
+    };
     // Through a proxy, connections go to it (and the target's name may be its to resolve).
     let (addr, via) = match crate::proxy::route(plan)? {
         Some((proxy, via)) => (proxy, Some(Arc::new(via))),
@@ -193,7 +193,7 @@ pub fn run_part(
         let tls = Tls::with_alpn(tcp.clone(), url.host(), &plan.tls, &[b"h2", b"http/1.1"])
             .map_err(|e| EngineError::Tls(e.message))?;
         match refuse_without_h2(&tls) {
-            Ok(()) => run_with(plan, part, addr, tls, None, stop, &mut on_progress),
+            Ok(()) => run_with(plan, part, addr, tls, scenario_h3, stop, &mut on_progress),
             Err(EngineError::Http2NotOffered(why)) if h2.fallback => {
                 // --http2-fallback: the same run over HTTP/1.1 (as curl's --http2 would go
                 // on), and the result says so; nothing HTTP/2-only is left in the plan.
@@ -209,7 +209,7 @@ pub fn run_part(
         }
     } else if url.scheme().is_tls() {
         let tls = Tls::new(tcp, url.host(), &plan.tls).map_err(|e| EngineError::Tls(e.message))?;
-        run_with(plan, part, addr, tls, None, stop, &mut on_progress)
+        run_with(plan, part, addr, tls, scenario_h3, stop, &mut on_progress)
     } else {
         let keep_alive = plan.request.keep_alive && !plan.request.says_close();
         // HTTP/2 (and gRPC on it) writes control frames of its own between requests (a PING's
@@ -244,6 +244,18 @@ pub fn run_part(
             run_with(plan, part, addr, transport, None, stop, &mut on_progress)
         }
     }
+}
+
+/// The run's QUIC client for `addr`, `streams` requests at once per connection.
+fn h3run_of(
+    plan: &Plan,
+    addr: SocketAddr,
+    streams: usize,
+) -> Result<Arc<crate::http3::H3Run>, EngineError> {
+    let url = &plan.request.url;
+    let run = crate::http3::H3Run::new(addr, url.host(), &plan.tls, streams, plan.timeouts.connect)
+        .map_err(EngineError::Tls)?;
+    Ok(Arc::new(run))
 }
 
 /// Over TLS, asks the server once before any load whether it speaks HTTP/2 (ALPN): a run
@@ -554,7 +566,8 @@ impl Cut<'_> {
     ) -> (Vec<Assigned>, Option<Duration>) {
         let scenario = |plan: &Plan, name: Option<&str>| {
             let share = (self.index as u64, self.threads as u64);
-            ScenarioShared::new(plan, share, self.segment, self.h2run.clone(), name)
+            let runs = (self.h2run.clone(), self.h3run.cloned());
+            ScenarioShared::new(plan, share, self.segment, runs, name)
         };
         let assigned: Vec<(Assigned, Option<Duration>)> = if plan.scenarios.is_empty() {
             let (executor, hard_stop) = self.executor(plan, &budgets.run, load_end);

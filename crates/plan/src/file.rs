@@ -348,7 +348,10 @@ pub struct LoadFile {
     /// HTTP/2: ALPN over https://, prior knowledge (h2c) over http:// [default: false].
     #[serde(default)]
     pub http2: Option<bool>,
-    /// Concurrent streams per HTTP/2 connection [default: 1].
+    /// HTTP/3 over QUIC (`--http3`): https:// only, UDP to the URL's port [default: false].
+    #[serde(default)]
+    pub http3: Option<bool>,
+    /// Concurrent streams per HTTP/2 or HTTP/3 connection [default: 1].
     #[serde(default)]
     pub streams: Option<usize>,
     /// With `http2: true` over https://: run over HTTP/1.1 when the server does not offer

@@ -143,6 +143,19 @@ pub(crate) fn one_protocol_over_tls(
 ) -> Result<(), PlanFileError> {
     let plan_h2 = file.load.http2 == Some(true);
     let tls = file.targets.values().any(|t| t.url.starts_with("https://"));
+    let h3 = steps.iter().position(|s| {
+        (s.request.as_ref()).and_then(|r| r.protocol) == Some(crate::scenario::StepProtocol::H3)
+    });
+    if let (false, Some(i)) = (tls, h3) {
+        return Err(PlanFileError {
+            message: format!(
+                "scenario step {}: `protocol: h3` needs an https:// target (HTTP/3 runs over \
+                 QUIC, always with TLS 1.3)",
+                i + 1
+            ),
+            ..at(i)
+        });
+    }
     let other = steps.iter().position(|s| {
         s.request
             .as_ref()
@@ -150,6 +163,8 @@ pub(crate) fn one_protocol_over_tls(
             .is_some_and(|p| match p {
                 crate::scenario::StepProtocol::H2 => !plan_h2,
                 crate::scenario::StepProtocol::H1 => plan_h2,
+                // QUIC is a connection of its own, with its own ALPN: it mixes with either.
+                crate::scenario::StepProtocol::H3 => false,
                 // A WebSocket upgrade is HTTP/1.1: it needs the server to choose that.
                 crate::scenario::StepProtocol::Ws => plan_h2,
             })

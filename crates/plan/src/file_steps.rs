@@ -332,8 +332,7 @@ fn expand(
         warmup: duration(&["load", "warmup"], &load.warmup)?,
         insecure: load.insecure.unwrap_or(false),
         http2: load.http2.unwrap_or(false),
-        // Plan files do not speak HTTP/3 yet (issue 37: `--http3` on the command line).
-        http3: false,
+        http3: load.http3.unwrap_or(false),
         streams: load.streams,
         http2_fallback: load.http2_fallback.unwrap_or(false),
         unix_socket: load.unix_socket.clone(),

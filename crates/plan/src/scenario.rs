@@ -67,11 +67,12 @@ pub struct StepRequestFile {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub body: Option<String>,
     /// The protocol this step speaks: `h1` (HTTP/1.1), `h2` (HTTP/2, one connection per
-    /// user) or `ws` (a WebSocket session to `url`: `body` is one text message, the step
-    /// waits for one reply; checks and extractions read the reply) [default: the plan's,
-    /// `h2` with `load.http2`]. Steps of one journey may mix them over `http://` (HTTP/2
-    /// with prior knowledge); over `https://` ALPN decides, so HTTP steps speak the plan's
-    /// protocol.
+    /// user), `h3` (HTTP/3 over QUIC, one connection per user, https:// only) or `ws` (a
+    /// WebSocket session to `url`: `body` is one text message, the step waits for one
+    /// reply; checks and extractions read the reply) [default: the plan's, `h2` with
+    /// `load.http2`, `h3` with `load.http3`]. Steps of one journey may mix them over
+    /// `http://` (HTTP/2 with prior knowledge); over `https://` ALPN decides, so HTTP steps
+    /// over TCP speak the plan's protocol (`h3` steps, over QUIC, mix with either).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub protocol: Option<StepProtocol>,
 }
@@ -84,6 +85,8 @@ pub enum StepProtocol {
     H1,
     /// HTTP/2 on the user's HTTP/2 connection.
     H2,
+    /// HTTP/3 on the user's QUIC connection (https:// only).
+    H3,
     /// A message and its reply on the user's WebSocket session to the step's URL.
     Ws,
 }

@@ -73,6 +73,13 @@ impl Plan {
         for (_, plan) in self.scenario_plans() {
             plan.validate()?;
         }
+        if self.speaks_h3() && !self.request.url.scheme().is_tls() {
+            return Err(PlanError::invalid(
+                "protocol: h3",
+                self.request.url.to_string(),
+                "an https:// URL: HTTP/3 needs https:// (QUIC always runs TLS 1.3)",
+            ));
+        }
         let (connections, threads) = (self.load.max_connections(), self.load.threads());
         let connections_flag = match self.load {
             Load::Closed { .. } | Load::Ramp { .. } => "--connections",
@@ -301,14 +308,8 @@ impl Plan {
         if self.websocket.is_some() {
             return conflict("loadmark ws", "WebSocket sessions are opened over HTTP/1.1");
         }
-        if self.scenario.is_some() || !self.scenarios.is_empty() {
-            return conflict("scenario", "scenario steps do not speak HTTP/3 yet");
-        }
         if self.protocol.grpc.is_some() {
             return conflict("loadmark grpc", "gRPC runs over HTTP/2");
-        }
-        if !self.checks.is_empty() {
-            return conflict("--check", "checks are not applied to HTTP/3 responses yet");
         }
         if !self.request.keep_alive {
             return conflict(
@@ -317,5 +318,19 @@ impl Plan {
             );
         }
         Ok(())
+    }
+
+    /// Whether any request of the run goes over HTTP/3: `--http3` (`load.http3`), or a
+    /// scenario step's `protocol: h3` (in this plan or one of its scenarios).
+    pub fn speaks_h3(&self) -> bool {
+        let step_h3 = |steps: &[crate::scenario::ScenarioStepFile]| {
+            steps.iter().any(|s| {
+                (s.request.as_ref())
+                    .is_some_and(|r| r.protocol == Some(crate::scenario::StepProtocol::H3))
+            })
+        };
+        self.protocol.http3.is_some()
+            || self.scenario.as_deref().is_some_and(step_h3)
+            || self.scenarios.iter().any(|n| step_h3(&n.steps))
     }
 }

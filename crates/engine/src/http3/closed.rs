@@ -5,6 +5,11 @@
 //! A connection that cannot open charges one request with the cause (as HTTP/1.1 and HTTP/2
 //! do), so a server that never answers makes classified errors at the pace of the connect
 //! timeout, never a spin or a hang.
+//!
+//! A request the server certainly did not process is sent again, once, and counted as a
+//! retry (as HTTP/2 does): one refused with H3_REQUEST_REJECTED on the same connection, one
+//! not sent because of a GOAWAY on the slot's next connection ([`MAX_GOAWAY_CARRIES`] times
+//! at most, so a server that sends GOAWAY at once on every connection cannot spin it).
 
 use std::cell::Cell;
 use std::rc::Rc;
@@ -13,7 +18,9 @@ use std::time::Instant;
 use futures_util::stream::{FuturesUnordered, StreamExt};
 use loadmark_metrics::ErrorKind;
 
-use super::{exchange, Flight, H3Shared, Sender};
+use super::{
+    exchange_until, settle_response, wants_capture, Captured, Flight, H3Shared, Prepared, Sender,
+};
 use crate::closed::{ClosedDriver, Until};
 use crate::connection::Shared;
 use crate::settle;
@@ -35,38 +42,61 @@ impl<T: Transport> ClosedDriver<T> for Http3 {
     }
 }
 
+/// How many times one request not sent because of GOAWAY goes to a new connection.
+const MAX_GOAWAY_CARRIES: u8 = 3;
+
+/// A request owed to the next connection: never sent because its connection was going away.
+struct Carried {
+    prepared: Rc<Prepared>,
+    carries: u8,
+}
+
 /// How one stream's loop ended.
 enum StreamEnd {
     /// The budget, the load's end or the ramp says stop.
     Done,
-    /// Its connection is over; a new one may carry the rest.
-    ConnectionOver,
+    /// Its connection is over; a new one may carry the rest (and this request, unsent).
+    ConnectionOver(Option<Carried>),
 }
 
 async fn slot_loop<T: Transport>(shared: Rc<Shared<T>>, h3s: Rc<H3Shared>, until: Until) {
+    // Requests the last connection owed (GOAWAY): the next one's first streams send them.
+    let mut owed: Vec<Carried> = Vec::new();
     loop {
-        if until.reached(Instant::now()) || !until.budget.claim() {
+        if owed.is_empty() && (until.reached(Instant::now()) || !until.budget.claim()) {
             return;
         }
         let (live, sender) = match h3s.connect(&shared).await {
             Ok(pair) => pair,
             Err((kind, message)) => {
-                // The request claimed for this connection fails with it.
+                // The request claimed for this connection fails with it (or one it owed).
+                owed.pop();
                 settle::failure(&shared.recorder, kind, &message);
                 tokio::task::consume_budget().await;
                 continue;
             }
         };
         let answered = &live.answered;
-        // The first stream sends the request claimed above; every stream claims its own
-        // after that.
-        let mut streams: FuturesUnordered<_> = (0..h3s.streams())
-            .map(|i| stream_loop(&shared, &h3s, sender.clone(), &until, i == 0, answered))
+        // The first stream sends the request claimed above (or one owed); every stream
+        // claims its own after that.
+        let first = owed.is_empty();
+        let mut streams: FuturesUnordered<_> = (0..h3s.streams().max(owed.len()))
+            .map(|i| {
+                let start = match owed.pop() {
+                    Some(c) => Start::Owed(c),
+                    None if i == 0 && first => Start::Claimed,
+                    None => Start::Claim,
+                };
+                stream_loop(&shared, &h3s, sender.clone(), &until, start, answered)
+            })
             .collect();
         drop(sender);
         let mut over = false;
         while let Some(end) = streams.next().await {
-            over |= matches!(end, StreamEnd::ConnectionOver);
+            if let StreamEnd::ConnectionOver(carried) = end {
+                over = true;
+                owed.extend(carried);
+            }
         }
         drop(streams);
         let answered = answered.get();
@@ -82,6 +112,16 @@ async fn slot_loop<T: Transport>(shared: Rc<Shared<T>>, h3s: Rc<H3Shared>, until
     }
 }
 
+/// What a stream sends first.
+enum Start {
+    /// A request of its own: claims it from the budget.
+    Claim,
+    /// The request the slot claimed before connecting.
+    Claimed,
+    /// A request the last connection owed.
+    Owed(Carried),
+}
+
 /// One stream of a connection: requests one after another until told to stop or the
 /// connection ends.
 async fn stream_loop<T: Transport>(
@@ -89,40 +129,72 @@ async fn stream_loop<T: Transport>(
     h3s: &H3Shared,
     mut sender: Sender,
     until: &Until,
-    mut claimed: bool,
+    start: Start,
     answered: &Cell<u64>,
 ) -> StreamEnd {
     let mut rendered = Vec::new();
+    let mut captured = Captured::default();
+    let capture = wants_capture(shared);
+    // The request to send again (refused unprocessed, or owed), and how often it was
+    // carried to a new connection.
+    let (mut again, mut carries, mut claimed) = match start {
+        Start::Owed(c) => (Some(c.prepared), c.carries, true),
+        Start::Claimed => (None, 0, true),
+        Start::Claim => (None, 0, false),
+    };
+    let mut retried = again.is_some();
     loop {
         if !claimed && (until.reached(Instant::now()) || !until.budget.claim()) {
             return StreamEnd::Done;
         }
         claimed = false;
-        let prepared = match h3s.pick(shared, None, &mut rendered) {
-            Ok(p) => p,
-            Err(message) => {
-                settle::failure(&shared.recorder, ErrorKind::Protocol, &message);
-                continue;
+        let prepared = match again.take() {
+            Some(p) => p,
+            None => {
+                retried = false;
+                carries = 0;
+                match h3s.pick(shared, None, &mut rendered) {
+                    Ok(p) => p,
+                    Err(message) => {
+                        settle::failure(&shared.recorder, ErrorKind::Protocol, &message);
+                        continue;
+                    }
+                }
             }
         };
         let flight = Flight::new(&shared.in_flight);
-        let ended =
-            tokio::time::timeout(shared.timeout, exchange(&mut sender, &prepared, None)).await;
+        let deadline = Instant::now() + shared.timeout;
+        let keep = capture.then_some(&mut captured);
+        let limits = (deadline, shared.timeout);
+        let ended = exchange_until(&mut sender, &prepared, None, limits, keep).await;
         flight.ended();
         match ended {
-            Ok(Ok(sample)) => {
+            Ok(sample) => {
                 answered.set(answered.get() + 1);
-                settle::response(&shared.recorder, &sample);
+                settle_response(shared, &sample, &captured);
             }
-            Ok(Err(failed)) => {
+            Err(failed) if failed.unprocessed && failed.connection_over => {
+                // GOAWAY: never sent; the slot's next connection sends it.
+                if carries < MAX_GOAWAY_CARRIES {
+                    settle::retry(&shared.recorder);
+                    return StreamEnd::ConnectionOver(Some(Carried {
+                        prepared,
+                        carries: carries + 1,
+                    }));
+                }
+                settle::failure(&shared.recorder, failed.kind, &failed.message);
+                return StreamEnd::ConnectionOver(None);
+            }
+            Err(failed) if failed.unprocessed && !retried => {
+                // Refused unprocessed: once more, at once.
+                settle::retry(&shared.recorder);
+                (again, retried, claimed) = (Some(prepared), true, true);
+            }
+            Err(failed) => {
                 settle::failure(&shared.recorder, failed.kind, &failed.message);
                 if failed.connection_over {
-                    return StreamEnd::ConnectionOver;
+                    return StreamEnd::ConnectionOver(None);
                 }
-            }
-            Err(_) => {
-                let message = format!("no complete response within {:?}", shared.timeout);
-                settle::failure(&shared.recorder, ErrorKind::Timeout, &message);
             }
         }
     }

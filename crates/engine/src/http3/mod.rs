@@ -27,7 +27,7 @@
 
 pub(crate) mod closed;
 pub(crate) mod open;
-mod request;
+pub(crate) mod request;
 
 use std::cell::Cell;
 use std::net::SocketAddr;
@@ -44,7 +44,7 @@ use crate::transport::Transport;
 pub(crate) use request::Prepared;
 
 /// How the client asks for a request: h3's handle to open streams on a connection.
-type Sender = h3::client::SendRequest<h3_quinn::OpenStreams, Bytes>;
+pub(crate) type Sender = h3::client::SendRequest<h3_quinn::OpenStreams, Bytes>;
 
 /// What every worker's HTTP/3 connections share for a run: where to connect and how, and
 /// the QUIC figures of the connections that closed.
@@ -264,37 +264,106 @@ impl Drop for Live {
     }
 }
 
-/// A request that ended without a response: its kind and message, and whether the
-/// connection it was on is over (the slot then opens another).
+/// A request that ended without a response: its kind and message, whether the connection
+/// it was on is over (the slot then opens another), and whether the server certainly did
+/// not process it (never sent after a GOAWAY, or refused with H3_REQUEST_REJECTED: it may
+/// be sent again, as HTTP/2 does with REFUSED_STREAM).
 pub(crate) struct Failed {
     pub kind: ErrorKind,
     pub message: String,
     pub connection_over: bool,
+    pub unprocessed: bool,
 }
 
-/// One request on a new stream of `sender`: the head, the body, then the response read to
-/// its end. `started` is when it went under way (latency counts from `scheduled` when given).
-pub(crate) async fn exchange(
+/// Where a request was when its time ran out: a timeout names what it was waiting for (a
+/// server that stops granting stream or flow-control credit is told from a slow one).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum Phase {
+    /// Opening a stream and sending the head: waits for the server's MAX_STREAMS credit,
+    /// and for flow-control credit for the HEADERS frame.
+    Opening,
+    /// Sending the body: waits for the server's flow-control credit (its stream and
+    /// connection receive windows).
+    SendingBody,
+    /// Sent whole; waiting for the response's head.
+    Waiting,
+    /// Reading the response's body.
+    Reading,
+}
+
+impl Phase {
+    fn timeout_message(self, timeout: Duration) -> String {
+        let what = match self {
+            Phase::Opening => {
+                "the request never started: no stream credit from the server (its MAX_STREAMS \
+                 limit reached and not raised) or no flow-control credit for the head"
+            }
+            Phase::SendingBody => {
+                "the request body was not all sent: the server stopped granting flow-control \
+                 credit (its receive window stayed full)"
+            }
+            Phase::Waiting => "the request was sent whole; no response head came",
+            Phase::Reading => "the response's body was still coming",
+        };
+        format!("no complete response within {timeout:?}: {what}")
+    }
+}
+
+/// [`exchange`] bounded by `deadline`: a timeout is a failure naming the request's phase.
+pub(crate) async fn exchange_until(
     sender: &mut Sender,
     prepared: &Prepared,
     scheduled: Option<Instant>,
+    (deadline, timeout): (Instant, Duration),
+    capture: Option<&mut Captured>,
+) -> Result<Sample, Failed> {
+    let phase = Cell::new(Phase::Opening);
+    let exchanged = exchange(sender, prepared, scheduled, &phase, capture);
+    match tokio::time::timeout_at(deadline.into(), exchanged).await {
+        Ok(ended) => ended,
+        Err(_) => Err(Failed {
+            kind: ErrorKind::Timeout,
+            message: phase.get().timeout_message(timeout),
+            connection_over: false,
+            unprocessed: false,
+        }),
+    }
+}
+
+/// One request on a new stream of `sender`: the head, the body, then the response read to
+/// its end, `phase` following it. Latency counts from `scheduled` when given.
+async fn exchange(
+    sender: &mut Sender,
+    prepared: &Prepared,
+    scheduled: Option<Instant>,
+    phase: &Cell<Phase>,
+    mut capture: Option<&mut Captured>,
 ) -> Result<Sample, Failed> {
     let started = Instant::now();
     let mut stream = (sender.send_request(prepared.head.clone()).await)
         .map_err(|e| stream_failure(e, ErrorKind::Write))?;
     if !prepared.body.is_empty() {
+        phase.set(Phase::SendingBody);
         (stream.send_data(prepared.body.clone()).await)
             .map_err(|e| stream_failure(e, ErrorKind::Write))?;
     }
     (stream.finish().await).map_err(|e| stream_failure(e, ErrorKind::Write))?;
+    phase.set(Phase::Waiting);
     let response =
         (stream.recv_response().await).map_err(|e| stream_failure(e, ErrorKind::Read))?;
+    phase.set(Phase::Reading);
     let first_byte = Instant::now();
     let mut bytes_read = request::field_bytes(response.headers()) + 1;
+    if let Some(c) = capture.as_deref_mut() {
+        c.head(&response);
+    }
     while let Some(chunk) =
         (stream.recv_data().await).map_err(|e| stream_failure(e, ErrorKind::Read))?
     {
         bytes_read += chunk.remaining() as u64;
+        if let Some(c) = capture.as_deref_mut() {
+            c.push(chunk.chunk());
+        }
     }
     Ok(Sample {
         scheduled,
@@ -307,16 +376,88 @@ pub(crate) async fn exchange(
     })
 }
 
+/// A response kept for `--check` (issue 17): its head in HTTP/1.1's form (`HTTP/1.1 200`,
+/// then each field as `name: value`), then its body, as the HTTP/2 driver keeps it, so the
+/// one parser the checks use reads it. Bytes past [`crate::checks::CAPTURE_LIMIT`] are not
+/// kept.
+#[derive(Default)]
+pub(crate) struct Captured {
+    pub bytes: Vec<u8>,
+    pub overflow: bool,
+}
+
+impl Captured {
+    fn head(&mut self, response: &http::Response<()>) {
+        self.bytes.clear();
+        self.overflow = false;
+        let line = format!("HTTP/1.1 {} \r\n", response.status().as_u16());
+        self.push(line.as_bytes());
+        for (name, value) in response.headers() {
+            self.push(name.as_str().as_bytes());
+            self.push(b": ");
+            self.push(value.as_bytes());
+            self.push(b"\r\n");
+        }
+        self.push(b"\r\n");
+    }
+
+    fn push(&mut self, bytes: &[u8]) {
+        let room = crate::checks::CAPTURE_LIMIT.saturating_sub(self.bytes.len());
+        self.overflow |= bytes.len() > room;
+        (self.bytes).extend_from_slice(&bytes[..bytes.len().min(room)]);
+    }
+}
+
+/// Records a response, with its checks when the run has some (judged on `captured`, which
+/// holds the response when a check reads headers or the body).
+pub(crate) fn settle_response<T: Transport>(
+    shared: &Shared<T>,
+    sample: &Sample,
+    captured: &Captured,
+) {
+    let Some(checks) = &shared.checks else {
+        return crate::settle::response(&shared.recorder, sample);
+    };
+    let view = crate::checks::View {
+        status: sample.status,
+        latency: (sample.ended)
+            .saturating_duration_since(sample.scheduled.unwrap_or(sample.started)),
+        raw: &captured.bytes,
+        overflow: captured.overflow,
+        message: false,
+    };
+    crate::settle::checked(&mut shared.recorder.borrow_mut(), sample, checks, &view);
+}
+
+/// Whether the run's checks read a response's headers or body.
+pub(crate) fn wants_capture<T: Transport>(shared: &Shared<T>) -> bool {
+    shared.checks.as_ref().is_some_and(|c| c.capture)
+}
+
+/// H3_REQUEST_REJECTED (RFC 9114 §8.1): the server did not process the request.
+const H3_REQUEST_REJECTED: u64 = 0x10b;
+
 /// A stream's failure, classified: the connection's end (with its code) or the stream's.
 fn stream_failure(e: h3::error::StreamError, kind: ErrorKind) -> Failed {
     use h3::error::StreamError;
     match e {
+        // A graceful close (H3_NO_ERROR, after a GOAWAY) with the request still open: a
+        // server closes so only once it answered all it processed (RFC 9114 §5.2).
+        StreamError::ConnectionError { 0: c, .. } if c.is_h3_no_error() => Failed {
+            kind,
+            message: "the server closed the connection (H3_NO_ERROR, after GOAWAY) without \
+                      answering: request not processed"
+                .into(),
+            connection_over: true,
+            unprocessed: true,
+        },
         StreamError::ConnectionError { 0: c, .. } => {
             let (kind, message) = classify_h3_connection(&c);
             Failed {
                 kind,
                 message,
                 connection_over: true,
+                unprocessed: false,
             }
         }
         StreamError::RemoteClosing { .. } => Failed {
@@ -324,28 +465,41 @@ fn stream_failure(e: h3::error::StreamError, kind: ErrorKind) -> Failed {
             message: "the server is closing the connection (HTTP/3 GOAWAY): request not sent"
                 .into(),
             connection_over: true,
+            unprocessed: true,
         },
         StreamError::RemoteTerminate { code, .. } => Failed {
             kind,
             message: format!("the server reset the stream ({code})"),
             connection_over: false,
+            unprocessed: code.value() == H3_REQUEST_REJECTED,
         },
         other => Failed {
             kind: ErrorKind::Protocol,
             message: format!("HTTP/3 stream: {other}"),
             connection_over: false,
+            unprocessed: false,
         },
     }
 }
 
 fn classify_h3_connection(e: &h3::error::ConnectionError) -> (ErrorKind, String) {
     use h3::error::ConnectionError;
+    use h3::quic::ConnectionErrorIncoming as Incoming;
     match e {
         ConnectionError::Timeout { .. } => (
             ErrorKind::Timeout,
             "the QUIC connection timed out (no packet from the server within its idle timeout)"
                 .into(),
         ),
+        // h3-quinn passes QUIC's own ends (a stateless reset, a transport error) through
+        // untyped: quinn's error names them best.
+        ConnectionError::Remote {
+            0: Incoming::Undefined(inner),
+            ..
+        } if inner.downcast_ref::<quinn::ConnectionError>().is_some() => {
+            let quic = inner.downcast_ref::<quinn::ConnectionError>();
+            classify_connection(quic.unwrap(), "while requests were under way")
+        }
         ConnectionError::Remote { 0: incoming, .. } => (
             ErrorKind::Read,
             format!("the HTTP/3 connection ended: {incoming}"),

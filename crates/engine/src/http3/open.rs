@@ -2,7 +2,9 @@
 //! protocol, in the same pool ([`crate::open`]); each due request goes out on a stream of a
 //! connection with room, up to `--streams` on each. Latency counts from the intended send
 //! time. A connection that ends fails the requests it carried (classified) and leaves the
-//! pool; requests handed to it and not yet sent go to another connection.
+//! pool; requests handed to it and not yet sent go to another connection. A request the
+//! server certainly did not process (not sent after its GOAWAY, or refused with
+//! H3_REQUEST_REJECTED) goes once to another connection and counts as a retry, as over HTTP/2.
 
 use std::future::{poll_fn, Future};
 use std::pin::Pin;
@@ -14,7 +16,7 @@ use futures_util::stream::{FuturesUnordered, Stream};
 use loadmark_metrics::{ErrorKind, Sample};
 
 use super::closed::Http3;
-use super::{exchange, Failed, Flight, Prepared};
+use super::{exchange_until, settle_response, wants_capture, Captured, Failed, Flight, Prepared};
 use crate::connection::Connection;
 use crate::open::{Driver, Lane};
 use crate::pool::Due;
@@ -34,11 +36,8 @@ impl<T: Transport> Driver<T> for Http3 {
     }
 }
 
-/// How a request of the open loop ended.
-type Ended = (
-    Due,
-    Result<Result<Sample, Failed>, tokio::time::error::Elapsed>,
-);
+/// How a request of the open loop ended (with the response, when checks read it).
+type Ended = (Due, Result<Sample, Failed>, Captured);
 
 /// A connection's life: opens it, puts what it is handed on streams up to its capacity,
 /// records what ends, and hands what it could not send to another connection.
@@ -79,12 +78,16 @@ async fn drive<T: Transport>(lane: Lane<T, Http3>) {
             let mut sender = sender.clone();
             let deadline = job.due.max(now) + shared.timeout;
             let in_flight = &shared.in_flight;
+            let limits = (deadline, shared.timeout);
+            let capture = wants_capture(&shared);
             running.push(Box::pin(async move {
                 let flight = Flight::new(in_flight);
-                let exchanged = exchange(&mut sender, &prepared, Some(job.due));
-                let ended = tokio::time::timeout_at(deadline.into(), exchanged).await;
+                let due = Some(job.due);
+                let mut captured = Captured::default();
+                let keep = capture.then_some(&mut captured);
+                let ended = exchange_until(&mut sender, &prepared, due, limits, keep).await;
                 flight.ended();
-                (job, ended)
+                (job, ended, captured)
             }));
         }
         if running.is_empty() && (over || lane.retired()) {
@@ -105,29 +108,36 @@ async fn drive<T: Transport>(lane: Lane<T, Http3>) {
             Poll::Pending
         })
         .await;
-        let Some((job, ended)) = ended else {
+        let Some((job, ended, captured)) = ended else {
             continue;
         };
+        // Ended here first: a request not processed may go to another connection.
+        lane.done(Instant::now());
         match ended {
-            Ok(Ok(mut sample)) => {
+            Ok(mut sample) => {
                 live.answered_one();
                 // Lag ends where the schedule took the request up, if it waited.
                 sample.started = job.started(sample.started);
-                settle::response(&shared.recorder, &sample);
+                settle_response(&shared, &sample, &captured);
             }
-            Ok(Err(failed)) => {
-                settle::failure(&shared.recorder, failed.kind, &failed.message);
-                if failed.connection_over && !over {
+            Err(failed) => {
+                if (failed.connection_over || failed.unprocessed) && !over {
+                    // Out of the pool before another connection is looked for (one that
+                    // refuses requests is going away too).
                     over = true;
                     lane.gone();
                 }
-            }
-            Err(_) => {
-                let message = format!("no complete response within {:?}", shared.timeout);
-                settle::failure(&shared.recorder, ErrorKind::Timeout, &message);
+                let again = Due {
+                    retried: true,
+                    ..job
+                };
+                if failed.unprocessed && !job.retried && lane.place_elsewhere(again) {
+                    settle::retry(&shared.recorder);
+                } else {
+                    settle::failure(&shared.recorder, failed.kind, &failed.message);
+                }
             }
         }
-        lane.done(Instant::now());
     }
     lane.gone();
     drop(running);

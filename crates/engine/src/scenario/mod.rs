@@ -42,6 +42,7 @@ use crate::source::Meta;
 use crate::transport::Transport;
 
 mod h2;
+mod h3;
 mod response;
 mod ws;
 
@@ -91,6 +92,8 @@ pub(crate) struct ScenarioShared {
     forward: Option<crate::proxy::Forward>,
     /// What the run's HTTP/2 connections share (a server that does not speak it at all).
     h2run: Arc<H2Run>,
+    /// The run's QUIC client, when a step speaks HTTP/3 (each user binds its own socket).
+    h3run: Option<Arc<crate::http3::H3Run>>,
     /// `:scheme` of HTTP/2 requests.
     scheme: &'static str,
     /// One of several scenarios run at once: its name, where its figures go.
@@ -103,7 +106,7 @@ impl ScenarioShared {
         plan: &Plan,
         (worker, workers): (u64, u64),
         segment: &Segment,
-        h2run: Arc<H2Run>,
+        (h2run, h3run): (Arc<H2Run>, Option<Arc<crate::http3::H3Run>>),
         name: Option<&str>,
     ) -> Option<Self> {
         let files = plan.scenario.as_ref()?;
@@ -166,10 +169,11 @@ impl ScenarioShared {
                         regexes,
                         capture,
                         fixed: None,
-                        protocol: match (r.protocol, plan.protocol.http2) {
+                        protocol: match (r.protocol, &plan.protocol) {
                             (Some(protocol), _) => protocol,
-                            (None, Some(_)) => StepProtocol::H2,
-                            (None, None) => StepProtocol::H1,
+                            (None, p) if p.http3.is_some() => StepProtocol::H3,
+                            (None, p) if p.http2.is_some() => StepProtocol::H2,
+                            (None, _) => StepProtocol::H1,
                         },
                         prepared: None,
                     }));
@@ -197,6 +201,7 @@ impl ScenarioShared {
             cookies: plan.cookies,
             forward: crate::proxy::Forward::for_plan(plan),
             h2run,
+            h3run,
             scheme: if plan.request.url.scheme().is_tls() {
                 "https"
             } else {
@@ -267,6 +272,7 @@ impl ScenarioShared {
 pub(crate) struct User<S> {
     h1: Connection<S>,
     h2: Option<h2::Link<S>>,
+    h3: Option<h3::Link>,
     ws: Option<ws::Session<S>>,
     me: Me,
 }
@@ -301,6 +307,7 @@ impl<S> User<S> {
         User {
             h1: Connection::new(),
             h2: None,
+            h3: None,
             ws: None,
             me: Me::new(vars, seed, id),
         }
@@ -359,6 +366,7 @@ where
         let index = run.step.index;
         let result = match run.protocol {
             StepProtocol::H2 => h2::perform(shared, sc, run, user, due.take(), seq).await,
+            StepProtocol::H3 => h3::perform(shared, sc, run, user, due.take(), seq).await,
             StepProtocol::Ws => ws::perform(shared, sc, run, user, due.take(), seq).await,
             StepProtocol::H1 => {
                 let bytes = match &run.fixed {
@@ -375,7 +383,7 @@ where
         let stamped = match run.protocol {
             StepProtocol::H1 => user.h1.stamped(),
             StepProtocol::H2 => user.h2.as_ref().is_some_and(h2::Link::stamped),
-            StepProtocol::Ws => false,
+            StepProtocol::H3 | StepProtocol::Ws => false,
         };
         shared.activity.request_ended(stamped);
         let sample = match result {
@@ -404,6 +412,13 @@ where
                     seq,
                     (raw, overflow),
                 )
+            }
+            StepProtocol::H3 => {
+                let response = user
+                    .h3
+                    .as_ref()
+                    .map_or((&[][..], false), h3::Link::response);
+                settle(shared, (sc, run), &mut user.me, &sample, seq, response)
             }
             StepProtocol::Ws => {
                 let reply = user

@@ -1,0 +1,533 @@
+//! HTTP/3 against peers that misbehave on purpose (issue 37): small quinn and h3 servers
+//! written here that never answer, refuse `h3`, reset streams, close connections, lose their
+//! state (stateless reset), stop granting flow-control or stream credit, or go away
+//! (GOAWAY). Each request ends answered or classified, within the request timeout, and the
+//! counts add up.
+
+mod common;
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use loadmark_metrics::ErrorKind;
+use loadmark_report::Report;
+use loadmark_test_support::TempDir;
+
+struct Ran {
+    code: Option<i32>,
+    out: String,
+    err: String,
+}
+
+/// Runs `loadmark run ARGS -o DIR/NAME.json` and reads the report it wrote.
+fn run_json(dir: &Path, name: &str, args: &[&str]) -> (Ran, Report) {
+    let path = dir.join(format!("{name}.json"));
+    let out = common::loadmark()
+        .arg("run")
+        .args(args)
+        .args(["-o", path.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let ran = Ran {
+        code: out.status.code(),
+        out: String::from_utf8_lossy(&out.stdout).into_owned(),
+        err: String::from_utf8_lossy(&out.stderr).into_owned(),
+    };
+    let text = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("{name}: no report ({e}): {}{}", ran.out, ran.err));
+    (ran, common::report_json(&text).unwrap())
+}
+
+#[test]
+fn a_silent_udp_port_and_a_server_without_h3_are_classified_errors_not_hangs() {
+    let dir = TempDir::new("http3-hostile");
+    // Bound and never read: every Initial packet goes unanswered.
+    let silent = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let url = format!("https://127.0.0.1:{}/", silent.local_addr().unwrap().port());
+    let began = Instant::now();
+    let args = [
+        "--http3",
+        "--insecure",
+        "--connect-timeout",
+        "300ms",
+        "-c",
+        "1",
+    ];
+    let (ran, r) = run_json(
+        dir.path(),
+        "silent",
+        &[&[&url[..]][..], &args, &["-n", "3"]].concat(),
+    );
+    assert_eq!(
+        ran.code,
+        Some(1),
+        "every request failed: {}{}",
+        ran.out,
+        ran.err
+    );
+    assert!(
+        began.elapsed() < Duration::from_secs(20),
+        "{:?}",
+        began.elapsed()
+    );
+    let timeouts = r.summary.errors.get(ErrorKind::Timeout);
+    assert_eq!(timeouts.count, 3, "{}", ran.out);
+    let example = timeouts.first_example.as_deref().unwrap();
+    assert!(example.contains("no QUIC handshake"), "{example}");
+    assert!(r.summary.protocol.as_ref().unwrap().quic.is_none());
+
+    // A QUIC server that offers only another application protocol.
+    let (addr, _server) = quic_server(b"hq-interop", Hostile::Nothing);
+    let url = format!("https://127.0.0.1:{}/", addr.port());
+    let (ran, r) = run_json(
+        dir.path(),
+        "alpn",
+        &[&[&url[..]][..], &args, &["-n", "2"]].concat(),
+    );
+    assert_eq!(ran.code, Some(1), "{}{}", ran.out, ran.err);
+    let tls = r.summary.errors.get(ErrorKind::Tls);
+    assert_eq!(tls.count, 2, "{}", ran.out);
+    let example = tls.first_example.as_deref().unwrap();
+    assert!(example.contains("does not offer HTTP/3"), "{example}");
+
+    // A server that resets every request stream: each request is one error naming the reset.
+    let (addr, _server) = quic_server(b"h3", Hostile::Reset);
+    let url = format!("https://127.0.0.1:{}/", addr.port());
+    let (ran, r) = run_json(
+        dir.path(),
+        "reset",
+        &[&[&url[..]][..], &args, &["-n", "4"]].concat(),
+    );
+    assert_eq!(ran.code, Some(1), "{}{}", ran.out, ran.err);
+    let s = &r.summary;
+    let (read, write) = (
+        s.errors.get(ErrorKind::Read),
+        s.errors.get(ErrorKind::Write),
+    );
+    assert_eq!(
+        (s.requests.errors, read.count + write.count),
+        (4, 4),
+        "{}",
+        ran.out
+    );
+    let example = read
+        .first_example
+        .as_deref()
+        .or(write.first_example.as_deref());
+    assert!(example.unwrap().contains("reset the stream"), "{}", ran.out);
+    // H3_REQUEST_REJECTED says the server did not process it: each was sent once more.
+    assert_eq!(s.retries, 4, "{}", ran.out);
+
+    // A server that closes the connection at each request: each is one error naming the
+    // close's code, and a new connection carries the next.
+    let (addr, _server) = quic_server(b"h3", Hostile::Close);
+    let url = format!("https://127.0.0.1:{}/", addr.port());
+    let (ran, r) = run_json(
+        dir.path(),
+        "close",
+        &[&[&url[..]][..], &args, &["-n", "5"]].concat(),
+    );
+    assert_eq!(ran.code, Some(1), "{}{}", ran.out, ran.err);
+    let s = &r.summary;
+    let read = s.errors.get(ErrorKind::Read);
+    assert_eq!((s.requests.errors, read.count), (5, 5), "{}", ran.out);
+    assert!(
+        read.first_example
+            .as_deref()
+            .unwrap()
+            .contains("H3_EXCESSIVE_LOAD"),
+        "{}",
+        ran.out
+    );
+    assert_eq!(s.connections_opened, 5, "{}", ran.out);
+}
+
+#[test]
+fn a_server_that_lost_the_connections_state_sends_a_stateless_reset_classified_at_once() {
+    let dir = TempDir::new("http3-stateless-reset");
+    let (addr, _servers) = resetting_server();
+    let url = format!("https://127.0.0.1:{}/", addr.port());
+    let began = Instant::now();
+    let args = ["--http3", "--insecure", "--timeout", "10s", "-c", "1"];
+    let (ran, r) = run_json(
+        dir.path(),
+        "reset",
+        &[&[&url[..]][..], &args, &["-n", "3"]].concat(),
+    );
+    assert_eq!(ran.code, Some(1), "{}{}", ran.out, ran.err);
+    let s = &r.summary;
+    let read = s.errors.get(ErrorKind::Read);
+    assert_eq!((s.requests.errors, read.count), (3, 3), "{}", ran.out);
+    assert_eq!(s.requests.responses, 0, "{}", ran.out);
+    let example = read.first_example.as_deref().unwrap();
+    assert!(example.contains("stateless reset"), "{example}");
+    // One connection per request, each reset: nothing waited for the 10 s timeout.
+    assert_eq!(s.connections_opened, 3, "{}", ran.out);
+    assert!(
+        began.elapsed() < Duration::from_secs(8),
+        "{:?}",
+        began.elapsed()
+    );
+}
+
+#[test]
+fn a_server_that_stops_granting_credit_times_requests_out_naming_the_credit() {
+    let dir = TempDir::new("http3-credit");
+    // Flow control: a 1 KiB window per stream, 4 KiB per connection, never read: a 64 KiB
+    // body is stuck after its first KiB.
+    let (addr, _server) = quic_server(b"h3", Hostile::Starve);
+    let url = format!("https://127.0.0.1:{}/", addr.port());
+    let body = dir.path().join("body.bin");
+    std::fs::write(&body, vec![b'x'; 64 << 10]).unwrap();
+    let began = Instant::now();
+    let args = ["--http3", "--insecure", "--timeout", "500ms", "-c", "1"];
+    let (ran, r) = run_json(
+        dir.path(),
+        "flow",
+        &[
+            &[&url[..], "-p", body.to_str().unwrap()][..],
+            &args,
+            &["--streams", "2", "-n", "4"],
+        ]
+        .concat(),
+    );
+    assert_eq!(ran.code, Some(1), "{}{}", ran.out, ran.err);
+    let s = &r.summary;
+    let timeouts = s.errors.get(ErrorKind::Timeout);
+    assert_eq!((s.requests.errors, timeouts.count), (4, 4), "{}", ran.out);
+    assert_eq!(s.requests.in_flight_at_end, 0, "{}", ran.out);
+    let example = timeouts.first_example.as_deref().unwrap();
+    assert!(
+        example.contains("body was not all sent") && example.contains("flow-control credit"),
+        "{example}"
+    );
+    assert!(
+        began.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        began.elapsed()
+    );
+
+    // Streams: a limit of 2 never raised (the server answers, then never reads the request
+    // streams to their end, so they never close): 2 answered, the others never start.
+    let (addr, server) = quic_server(b"h3", Hostile::AnswerAndHold);
+    let url = format!("https://127.0.0.1:{}/", addr.port());
+    let (ran, r) = run_json(
+        dir.path(),
+        "streams",
+        &[&[&url[..]][..], &args, &["--streams", "2", "-n", "5"]].concat(),
+    );
+    let s = &r.summary;
+    assert_eq!(s.requests.responses, 2, "{}", ran.out);
+    assert_eq!(s.status.get(200), 2, "{}", ran.out);
+    let timeouts = s.errors.get(ErrorKind::Timeout);
+    assert_eq!((s.requests.errors, timeouts.count), (3, 3), "{}", ran.out);
+    let example = timeouts.first_example.as_deref().unwrap();
+    assert!(
+        example.contains("never started") && example.contains("MAX_STREAMS"),
+        "{example}"
+    );
+    assert_eq!(server.streams.load(Ordering::Relaxed), 2, "the limit held");
+}
+
+#[test]
+fn a_server_that_sends_goaway_has_its_unprocessed_requests_sent_again_on_a_new_connection() {
+    let dir = TempDir::new("http3-goaway");
+    let (addr, server) = quic_server(b"h3", Hostile::GoawayAfter(5));
+    let url = format!("https://127.0.0.1:{}/", addr.port());
+    let args = ["--http3", "--insecure", "--timeout", "5s", "-c", "1"];
+    for (name, extra) in [
+        ("closed", &["--streams", "4", "-n", "40"][..]),
+        ("open", &["--streams", "4", "-R", "100", "-d", "400ms"][..]),
+    ] {
+        let before = server.answered.load(Ordering::Relaxed);
+        let (ran, r) = run_json(dir.path(), name, &[&[&url[..]][..], &args, extra].concat());
+        let s = &r.summary;
+        let answered = server.answered.load(Ordering::Relaxed) - before;
+        // Every request answered, or classified naming GOAWAY or the refusal; what the
+        // server answered is what was counted.
+        assert_eq!(s.requests.responses, answered, "{name}: {}", ran.out);
+        assert_eq!(
+            s.requests.responses + s.requests.errors + s.dropped,
+            40,
+            "{name}: {}",
+            ran.out
+        );
+        for kind in [ErrorKind::Read, ErrorKind::Write] {
+            if let Some(e) = s.errors.get(kind).first_example.as_deref() {
+                assert!(
+                    e.contains("GOAWAY") || e.contains("REQUEST_REJECTED"),
+                    "{e}"
+                );
+            }
+        }
+        assert!(
+            s.requests.errors <= 2,
+            "{name}: unprocessed requests are sent again: {}",
+            ran.out
+        );
+        // 5 requests per connection, and the few under way when GOAWAY came: a new
+        // connection every 9 at most; requests went again.
+        assert!(s.connections_opened >= 40 / 9, "{name}: {}", ran.out);
+        assert!(s.retries > 0, "{name}: {}", ran.out);
+        assert!(
+            ran.out.contains("sent again on a new connection"),
+            "{}",
+            ran.out
+        );
+    }
+}
+
+/// What the hostile QUIC server does with a request stream.
+#[derive(Clone, Copy)]
+enum Hostile {
+    /// Nothing: its handshake is the test (ALPN), or a client that waits for an answer.
+    Nothing,
+    /// Resets it (H3_REQUEST_REJECTED).
+    Reset,
+    /// Closes the whole connection (H3_EXCESSIVE_LOAD, with a reason).
+    Close,
+    /// Never reads it, with receive windows of 1 KiB per stream and 4 KiB per connection:
+    /// the client runs out of flow-control credit.
+    Starve,
+    /// Allows 2 streams at once; answers 200 and ends its side, but never reads the
+    /// request to its end, so no stream ever closes and MAX_STREAMS is never raised.
+    AnswerAndHold,
+    /// An HTTP/3 server (h3) that answers 200, and after N requests sends GOAWAY, serves
+    /// what it accepted, and closes the connection.
+    GoawayAfter(u64),
+}
+
+/// The hostile server's counts, and its runtime (the server ends when this is dropped).
+struct Server {
+    /// Request streams accepted.
+    streams: Arc<AtomicU64>,
+    /// Requests answered (GoawayAfter).
+    answered: Arc<AtomicU64>,
+    _runtime: tokio::runtime::Runtime,
+}
+
+fn server_crypto(alpn: &[u8]) -> quinn::ServerConfig {
+    let cert = rcgen::generate_simple_self_signed(vec!["127.0.0.1".into()]).unwrap();
+    let key = rustls::pki_types::PrivateKeyDer::Pkcs8(cert.key_pair.serialize_der().into());
+    let mut tls = rustls::ServerConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_protocol_versions(&[&rustls::version::TLS13])
+    .unwrap()
+    .with_no_client_auth()
+    .with_single_cert(vec![cert.cert.der().clone()], key)
+    .unwrap();
+    tls.alpn_protocols = vec![alpn.to_vec()];
+    let crypto = quinn::crypto::rustls::QuicServerConfig::try_from(tls).unwrap();
+    quinn::ServerConfig::with_crypto(Arc::new(crypto))
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+/// A quinn server on a thread of its own whose only ALPN is `alpn`, until the returned
+/// [`Server`] is dropped, doing `hostile` to every request stream.
+fn quic_server(alpn: &[u8], hostile: Hostile) -> (SocketAddr, Server) {
+    let mut config = server_crypto(alpn);
+    let mut transport = quinn::TransportConfig::default();
+    match hostile {
+        Hostile::Starve => {
+            transport.stream_receive_window(1024u32.into());
+            transport.receive_window(4096u32.into());
+        }
+        Hostile::AnswerAndHold => {
+            transport.max_concurrent_bidi_streams(2u32.into());
+        }
+        _ => {}
+    }
+    config.transport_config(Arc::new(transport));
+    let runtime = runtime();
+    let endpoint = runtime
+        .block_on(async { quinn::Endpoint::server(config, ([127, 0, 0, 1], 0).into()) })
+        .unwrap();
+    let addr = endpoint.local_addr().unwrap();
+    let streams = Arc::new(AtomicU64::new(0));
+    let answered = Arc::new(AtomicU64::new(0));
+    let (s, a) = (streams.clone(), answered.clone());
+    runtime.spawn(async move {
+        while let Some(incoming) = endpoint.accept().await {
+            let (streams, answered) = (s.clone(), a.clone());
+            tokio::spawn(async move {
+                let Ok(connection) = incoming.await else {
+                    return;
+                };
+                if let Hostile::GoawayAfter(n) = hostile {
+                    return goaway_after(connection, n, &answered).await;
+                }
+                // Held, never read: dropping a stream would stop or finish it.
+                let mut held = Vec::new();
+                while let Ok((mut send, mut recv)) = connection.accept_bi().await {
+                    streams.fetch_add(1, Ordering::Relaxed);
+                    match hostile {
+                        Hostile::Reset => {
+                            let _ = send.reset(0x10bu32.into());
+                            let _ = recv.stop(0x10bu32.into());
+                        }
+                        Hostile::Close => connection.close(0x107u32.into(), b"too busy"),
+                        Hostile::AnswerAndHold => {
+                            // HEADERS (type 1, 3 bytes): QPACK's empty prefix and static
+                            // entry 25, `:status: 200`; then the stream's end.
+                            let _ = send.write_all(&[0x01, 0x03, 0x00, 0x00, 0xc0 | 25]).await;
+                            let _ = send.finish();
+                        }
+                        _ => {}
+                    }
+                    held.push((send, recv));
+                }
+            });
+        }
+    });
+    let server = Server {
+        streams,
+        answered,
+        _runtime: runtime,
+    };
+    (addr, server)
+}
+
+/// An h3 server: answers 200 with a short body, and after `n` requests sends GOAWAY
+/// (h3 rejects the streams past it with H3_REQUEST_REJECTED), then closes once the accepted
+/// ones are answered.
+async fn goaway_after(connection: quinn::Connection, n: u64, answered: &AtomicU64) {
+    let quic = h3_quinn::Connection::new(connection.clone());
+    let Ok(mut h3) = h3::server::Connection::<_, bytes::Bytes>::new(quic).await else {
+        return;
+    };
+    let mut accepted = 0;
+    let mut answering = Vec::new();
+    while let Ok(Some(resolver)) = h3.accept().await {
+        accepted += 1;
+        answering.push(tokio::spawn(async move {
+            let (_, mut stream) = resolver.resolve_request().await.ok()?;
+            let head = http::Response::builder().status(200).body(()).unwrap();
+            stream.send_response(head).await.ok()?;
+            stream
+                .send_data(bytes::Bytes::from_static(b"ok\n"))
+                .await
+                .ok()?;
+            stream.finish().await.ok()
+        }));
+        if accepted == n {
+            let _ = h3.shutdown(1).await;
+        }
+    }
+    for task in answering {
+        if let Ok(Some(())) = task.await {
+            answered.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+    connection.close(0x100u32.into(), b"done");
+}
+
+/// Connection IDs of 8 bytes, unique in the process.
+struct CountedIds;
+
+impl quinn::ConnectionIdGenerator for CountedIds {
+    fn generate_cid(&mut self) -> quinn::ConnectionId {
+        static NEXT: AtomicU64 = AtomicU64::new(0x5eed_0000_0000_0000);
+        quinn::ConnectionId::new(&NEXT.fetch_add(1, Ordering::Relaxed).to_be_bytes())
+    }
+
+    fn cid_len(&self) -> usize {
+        8
+    }
+
+    fn cid_lifetime(&self) -> Option<Duration> {
+        None
+    }
+}
+
+/// A server that loses its connections' state: two quinn endpoints sharing one reset key
+/// behind a UDP relay on one port. Each connection's handshake goes to the current
+/// endpoint; the relay sends the connection's first 1-RTT datagram on to the other, which
+/// does not know it and answers with a stateless reset (as a restarted server would), and
+/// stays current for the next connection.
+fn resetting_server() -> (SocketAddr, Server) {
+    let runtime = runtime();
+    // One reset key (the default config's, shared by its clones) and connection IDs either
+    // endpoint accepts as its own (quinn's default IDs carry a hash keyed per endpoint, and
+    // one that fails it is dropped without a reset).
+    let mut endpoint_config = quinn::EndpointConfig::default();
+    endpoint_config.cid_generator(|| Box::new(CountedIds));
+    let (front, ups) = runtime.block_on(async {
+        let mut ups = Vec::new();
+        for _ in 0..2 {
+            let socket = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+            let endpoint = quinn::Endpoint::new(
+                endpoint_config.clone(),
+                Some(server_crypto(b"h3")),
+                socket,
+                quinn::default_runtime().unwrap(),
+            )
+            .unwrap();
+            let server = endpoint.local_addr().unwrap();
+            tokio::spawn(async move {
+                // Accepts and holds connections (never answers: the reset ends them).
+                let mut held = Vec::new();
+                while let Some(incoming) = endpoint.accept().await {
+                    if let Ok(c) = incoming.await {
+                        held.push(c);
+                    }
+                }
+            });
+            let up = tokio::net::UdpSocket::bind("127.0.0.1:0").await.unwrap();
+            up.connect(server).await.unwrap();
+            ups.push(Arc::new(up));
+        }
+        let front = tokio::net::UdpSocket::bind("127.0.0.1:0").await.unwrap();
+        (Arc::new(front), ups)
+    });
+    let addr = front.local_addr().unwrap();
+    let client: Arc<Mutex<Option<SocketAddr>>> = Arc::default();
+    let current = Arc::new(AtomicUsize::new(0));
+    // Client to server: an Initial (long header, type 0) arms the switch; the first
+    // short-header datagram after it flips to the other endpoint.
+    let (f, u, c, cur) = (front.clone(), ups.clone(), client.clone(), current.clone());
+    runtime.spawn(async move {
+        let mut buf = vec![0u8; 65536];
+        let mut armed = false;
+        while let Ok((n, from)) = f.recv_from(&mut buf).await {
+            *c.lock().unwrap() = Some(from);
+            let first = buf[0];
+            if first & 0x80 != 0 && first & 0x30 == 0 {
+                armed = true;
+            } else if first & 0x80 == 0 && armed {
+                armed = false;
+                cur.store(1 - cur.load(Ordering::Relaxed), Ordering::Relaxed);
+            }
+            let _ = u[cur.load(Ordering::Relaxed)].send(&buf[..n]).await;
+        }
+    });
+    // Server to client: whatever either endpoint sends (the reset included).
+    for up in ups {
+        let (f, c) = (front.clone(), client.clone());
+        runtime.spawn(async move {
+            let mut buf = vec![0u8; 65536];
+            while let Ok(n) = up.recv(&mut buf).await {
+                let to = *c.lock().unwrap();
+                if let Some(to) = to {
+                    let _ = f.send_to(&buf[..n], to).await;
+                }
+            }
+        });
+    }
+    let server = Server {
+        streams: Arc::default(),
+        answered: Arc::default(),
+        _runtime: runtime,
+    };
+    (addr, server)
+}
