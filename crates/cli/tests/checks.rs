@@ -217,3 +217,63 @@ fn fail_on_failed_counts_responses_and_replies_that_failed_a_check() {
         .unwrap();
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
 }
+
+/// Over `--http2` a run judges each response's status and latency, in both loops: a check
+/// asked for is made (it once passed silently as "0 of 0"). One that reads headers or the
+/// body is refused before any load: the HTTP/2 drivers do not keep every stream's response.
+#[test]
+fn http2_runs_check_the_status_and_refuse_checks_on_the_body() {
+    let server = loadmark_target::start(loadmark_target::ServerConfig {
+        addr: ([127, 0, 0, 1], 0).into(),
+        threads: 1,
+        http2: true,
+        ..Default::default()
+    })
+    .unwrap();
+    let dir = temp_dir("checks", "http2");
+    let url = format!("http://{}/json", server.local_addr());
+    for (name, load) in [
+        ("closed", vec!["-n", "120", "-c", "2"]),
+        ("open", vec!["-R", "400", "-d", "300ms"]),
+    ] {
+        let json = dir.join(format!("{name}.json"));
+        let o = loadmark()
+            .args(["run", &url, "--http2", "-q", "-o"])
+            .arg(&json)
+            .args(&load)
+            .args(["--check", "status == 201", "--check", "fast: latency < 10s"])
+            .output()
+            .unwrap();
+        assert_eq!(
+            o.status.code(),
+            Some(1),
+            "{name}: every request failed a check: {}",
+            text(&o)
+        );
+        let r = report_json(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        let checks = r.summary.checks.as_ref().expect("checks in the report");
+        let responses = r.summary.requests.responses;
+        assert!(responses >= 100, "{name}: {responses}");
+        let status = checks.get("status == 201").unwrap();
+        assert_eq!((status.passed, status.failed), (0, responses), "{name}");
+        assert_eq!(checks.get("fast").unwrap().passed, responses, "{name}");
+        assert_eq!(r.failed(), responses, "{name}");
+    }
+    let served = server.requests_served();
+    let o = loadmark()
+        .args(["run", &url, "--http2", "-n", "10", "-q"])
+        .args(["--check", "json /ok == true"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        text(&o).contains("--check on headers or the body"),
+        "{}",
+        text(&o)
+    );
+    assert_eq!(
+        server.requests_served(),
+        served,
+        "no load before the usage error"
+    );
+}

@@ -189,6 +189,19 @@ impl Plan {
         if self.protocol.http3.is_some() {
             self.validate_http3()?;
         }
+        // The HTTP/2 drivers judge a response's status and latency; keeping every stream's
+        // headers and body for checks is a journey step's (one stream at a time). Refused,
+        // so that a check asked for is never a check silently not made.
+        let plain_h2 =
+            self.protocol.http2.is_some() && self.scenario.is_none() && self.scenarios.is_empty();
+        if plain_h2 && self.checks.iter().any(|c| c.expr.needs_response()) {
+            return Err(PlanError::Conflict {
+                first: "--http2",
+                second: "--check on headers or the body",
+                why: "over HTTP/2 a run checks each response's status and latency; a \
+                      scenario's h2 step checks headers and bodies",
+            });
+        }
         if self.script.is_some() {
             let with = if self.protocol.http2.is_some() {
                 Some("--http2")

@@ -330,7 +330,7 @@ where
                     Event::Response { tag, answer } => {
                         answered += 1;
                         let sample = answer.sample(None, tag.started);
-                        settle::response(&shared.recorder, &sample);
+                        super::settle_response(&shared, &sample);
                         crate::grpc::settle(&shared.recorder, &answer, tag.started);
                         // For the lingering task (`crate::linger`), as over HTTP/1.1.
                         shared.activity.request_ended(stamped);

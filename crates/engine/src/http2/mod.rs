@@ -18,3 +18,24 @@ pub(crate) mod open;
 pub use client::Negotiated;
 pub(crate) use client::{H2Run, H2Shared};
 pub(crate) use open::Http2;
+
+/// Records a response of the plain HTTP/2 drivers, with the run's checks when it has some:
+/// they read the status and the latency (the plan refuses checks on headers or the body
+/// over `--http2`; a scenario's h2 step keeps its one stream's response for those).
+pub(crate) fn settle_response<T: crate::transport::Transport>(
+    shared: &crate::connection::Shared<T>,
+    sample: &loadmark_metrics::Sample,
+) {
+    let Some(checks) = &shared.checks else {
+        return crate::settle::response(&shared.recorder, sample);
+    };
+    let view = crate::checks::View {
+        status: sample.status,
+        latency: (sample.ended)
+            .saturating_duration_since(sample.scheduled.unwrap_or(sample.started)),
+        raw: &[],
+        overflow: false,
+        message: false,
+    };
+    crate::settle::checked(&mut shared.recorder.borrow_mut(), sample, checks, &view);
+}

@@ -128,7 +128,7 @@ where
                 Event::Response { tag, answer } => {
                     answered += 1;
                     let sample = answer.sample(Some(tag.job.due), tag.started);
-                    settle::response(&shared.recorder, &sample);
+                    super::settle_response(&shared, &sample);
                     crate::grpc::settle(&shared.recorder, &answer, tag.started);
                     lane.done(Instant::now());
                 }
