@@ -69,7 +69,10 @@ impl GrpcStreaming {
 /// builds it from the method's schema (the `grpc` crate); the engine calls it per call, so
 /// neither depends on the other. Plans compare equal whatever their encoders.
 #[derive(Clone)]
-pub struct BodyEncoder(pub Arc<dyn Fn(&[u8], &mut Vec<u8>) -> Result<(), String> + Send + Sync>);
+pub struct BodyEncoder(pub Arc<EncodeFn>);
+
+/// Appends the bytes of one call's rendered JSON to the buffer, or says why it cannot.
+pub type EncodeFn = dyn Fn(&[u8], &mut Vec<u8>) -> Result<(), String> + Send + Sync;
 
 impl BodyEncoder {
     /// Encodes `rendered` into `out` (cleared first by the caller).
