@@ -10,8 +10,11 @@ use anyhow::Result;
 use clap::Parser;
 use std::time::Duration;
 
+use std::path::PathBuf;
+use std::sync::Arc;
+
 use loadmark_grpc::{Method, Schema, Source};
-use loadmark_plan::GrpcStreaming;
+use loadmark_plan::{parse_csv, BodyEncoder, GrpcStreaming, RenderContext, Template};
 
 use crate::args::{Cli, Command, GrpcArgs};
 use crate::UsageError;
@@ -19,6 +22,13 @@ use crate::UsageError;
 pub fn grpc(mut args: GrpcArgs) -> Result<ExitCode> {
     let (target, https) = target_of(&args.target)?;
     let tls = tls_of(&args, https)?;
+    if let (Some(name), None) = (&args.cname, &tls) {
+        return Err(UsageError(format!(
+            "--cname {name}: the server name is TLS's, and this call is plaintext; add --tls \
+             (or --cacert FILE, an https:// target) to speak TLS with that name"
+        ))
+        .into());
+    }
     let duration = match &args.duration {
         Some(text) if looks_like_data(text) => {
             return Err(UsageError(format!(
@@ -31,7 +41,7 @@ pub fn grpc(mut args: GrpcArgs) -> Result<ExitCode> {
         None => None,
     };
     let json = request_json(&args)?;
-    refuse_templates(&json)?;
+    let per_call = per_call(&json, args.csv.as_deref())?;
     let schema = if let Some(set) = &args.protoset {
         Schema::load(&Source::Protoset(set.clone()))
     } else if !args.proto.is_empty() {
@@ -41,6 +51,7 @@ pub fn grpc(mut args: GrpcArgs) -> Result<ExitCode> {
         })
     } else if let Some(policy) = &tls {
         let (host, addr) = resolved(&target)?;
+        let host = args.cname.clone().unwrap_or(host);
         let timeout = args.timeout;
         let connect = async move {
             loadmark_engine::transport::connect_tls_h2(addr, &host, policy, timeout)
@@ -56,12 +67,20 @@ pub fn grpc(mut args: GrpcArgs) -> Result<ExitCode> {
         .method(&args.call)
         .map_err(|e| UsageError(e.to_string()))?;
     let streaming = streaming_of(&args, &method)?;
-    let body = match &streaming {
-        Some(spec) if spec.client_streams => stream_body(&method, &json, spec)?,
-        _ => method
-            .request_body(&json)
-            .map_err(|e| UsageError(format!("--data: {e}")))?,
+    // With placeholders, the call of seq 0 (and the first data row) is encoded now, so a
+    // --data that is no message of the method is refused before any call.
+    let first = match &per_call {
+        Some(t) => t.first_call(),
+        None => json.clone(),
     };
+    let body = encoded(&method, streaming.as_ref(), &first).map_err(|e| {
+        let which = if per_call.is_some() {
+            format!(" (as the first call renders it: {first})")
+        } else {
+            String::new()
+        };
+        UsageError(format!("--data{which}: {e}"))
+    })?;
     // The deadline counts once the call's planned streaming is over.
     let timeout = args.timeout + streaming.map_or(Duration::ZERO, |s| span(&s, &body));
 
@@ -126,8 +145,24 @@ pub fn grpc(mut args: GrpcArgs) -> Result<ExitCode> {
         }
     };
     std::mem::swap(&mut run.report, &mut args.report);
-    let mut plan = run.to_plan(Some(body))?;
+    let mut plan = match &per_call {
+        // The JSON is the body's template; each call's rendering is encoded as it is sent.
+        Some(t) => {
+            let mut plan = run.to_plan(Some(json.into_bytes()))?;
+            plan.mix.templated = true;
+            plan.mix.data = t.csv.clone();
+            let spec = streaming;
+            plan.mix.encode_body = Some(BodyEncoder(Arc::new(move |json, out| {
+                let json = std::str::from_utf8(json).map_err(|e| e.to_string())?;
+                out.extend(encoded(&method, spec.as_ref(), json)?);
+                Ok(())
+            })));
+            plan
+        }
+        None => run.to_plan(Some(body))?,
+    };
     plan.protocol.grpc = streaming;
+    plan.protocol.tls_server_name = args.cname.clone();
     crate::commands::run_plan(&plan, &run.report, None)
 }
 
@@ -184,19 +219,31 @@ fn streaming_of(args: &GrpcArgs, method: &Method) -> Result<Option<GrpcStreaming
     }))
 }
 
+/// The request body of one call from its JSON: one length-prefixed message, or for a client
+/// or bidi stream its messages (below); `Err` says why the JSON is no message of the method.
+fn encoded(
+    method: &Method,
+    streaming: Option<&GrpcStreaming>,
+    json: &str,
+) -> Result<Vec<u8>, String> {
+    match streaming {
+        Some(spec) if spec.client_streams => stream_body(method, json, spec),
+        _ => method.request_body(json).map_err(|e| e.to_string()),
+    }
+}
+
 /// A client or bidi stream's request body: the `--data` array's messages (one object is one
 /// message), each length-prefixed. Paced, one round of them (the connection cycles through
 /// it); else `--stream-call-count` of them, cycling through the array.
-fn stream_body(method: &Method, json: &str, spec: &GrpcStreaming) -> Result<Vec<u8>> {
-    let bad = |e: String| UsageError(format!("--data: {e}"));
+fn stream_body(method: &Method, json: &str, spec: &GrpcStreaming) -> Result<Vec<u8>, String> {
     let value: serde_json::Value = serde_json::from_str(json).map_err(|e| {
-        bad(format!(
+        format!(
             "not JSON ({e}); expected an object, or an array of objects for a stream's messages"
-        ))
+        )
     })?;
     let items = match value {
         serde_json::Value::Array(items) if items.is_empty() => {
-            return Err(bad("an empty array: a stream needs at least one message".into()).into())
+            return Err("an empty array: a stream needs at least one message".into())
         }
         serde_json::Value::Array(items) => items,
         one => vec![one],
@@ -205,7 +252,7 @@ fn stream_body(method: &Method, json: &str, spec: &GrpcStreaming) -> Result<Vec<
     for (i, item) in items.iter().enumerate() {
         let body = method
             .request_body(&item.to_string())
-            .map_err(|e| bad(format!("message {}: {e}", i + 1)))?;
+            .map_err(|e| format!("message {}: {e}", i + 1))?;
         round.push(body);
     }
     let n = match (spec.paced(), spec.count) {
@@ -319,34 +366,94 @@ fn request_json(args: &GrpcArgs) -> Result<String> {
     })
 }
 
-/// The request message is encoded once, so a placeholder of `run`'s templates would be sent
-/// as its literal text in every call: refused, saying so, rather than loading the server
-/// with `{{seq}}` where the user meant numbers.
-fn refuse_templates(json: &str) -> Result<()> {
-    const WORDS: [&str; 5] = ["seq", "segment", "rand_int", "rand_f", "csv"];
+/// `--data` with per-call placeholders (`{{seq}}`, `{{rand_int LO HI}}`, `{{csv COLUMN}}`,
+/// ... as `run`'s templated bodies have them): the template, and the data file's first row.
+struct PerCall {
+    template: Template,
+    first_row: Vec<String>,
+    /// `--csv`: its rows feed `{{csv COLUMN}}`, one per call, going round.
+    csv: Option<PathBuf>,
+}
+
+impl PerCall {
+    /// The JSON of the run's first call (seq 0, the first row).
+    fn first_call(&self) -> String {
+        let mut rng = 1;
+        let mut ctx = RenderContext {
+            rng: &mut rng,
+            seq: 0,
+            row: &self.first_row,
+            segment: 0,
+        };
+        let mut out = Vec::new();
+        self.template.render(&mut ctx, &mut out);
+        String::from_utf8_lossy(&out).into_owned()
+    }
+}
+
+/// The placeholders of `run`'s templates, as a `{{` of `--data` may open them.
+const PLACEHOLDERS: [&str; 5] = ["seq", "segment", "rand_int", "rand_f", "csv"];
+
+fn has_placeholders(json: &str) -> bool {
     let mut rest = json;
     while let Some(open) = rest.find("{{") {
         let Some(close) = rest[open..].find("}}") else {
-            break;
+            return false;
         };
         let inner = &rest[open + 2..open + close];
         if inner
             .split_whitespace()
             .next()
-            .is_some_and(|w| WORDS.contains(&w))
+            .is_some_and(|w| PLACEHOLDERS.contains(&w))
         {
-            return Err(UsageError(format!(
-                "--data: {{{{{}}}}} is a per-request template of `loadmark run`; loadmark grpc \
-                 encodes the request message once, so every call would carry it as text. \
-                 Per-call templates of gRPC requests are not in this version: give the message \
-                 as it should be sent",
-                inner.trim()
-            ))
-            .into());
+            return true;
         }
         rest = &rest[open + close + 2..];
     }
-    Ok(())
+    false
+}
+
+/// The per-call template of `--data`, if it has placeholders; `None` leaves the message
+/// encoded once for the whole run (no work per call). `--csv` without a `{{csv COLUMN}}` to
+/// feed is refused, as its rows would go unused.
+fn per_call(json: &str, csv: Option<&std::path::Path>) -> Result<Option<PerCall>> {
+    let (columns, rows) = match csv {
+        Some(path) => {
+            let text = std::fs::read_to_string(path).map_err(|e| {
+                UsageError(format!("--csv {}: cannot read it: {e}", path.display()))
+            })?;
+            let (columns, rows) = parse_csv(&text)
+                .map_err(|e| UsageError(format!("--csv {}: {e}", path.display())))?;
+            if rows.is_empty() {
+                return Err(UsageError(format!(
+                    "--csv {}: no rows under its header line; each call takes the next row",
+                    path.display()
+                ))
+                .into());
+            }
+            (columns, rows)
+        }
+        None => (Vec::new(), Vec::new()),
+    };
+    if !has_placeholders(json) {
+        if let Some(path) = csv {
+            return Err(UsageError(format!(
+                "--csv {}: --data has no {{{{csv COLUMN}}}} placeholder, so the file's rows \
+                 would go unused; name a column in the message, e.g. '{{\"name\":\"{{{{csv {}}}}}\"}}'",
+                path.display(),
+                columns.first().map_or("COLUMN", String::as_str)
+            ))
+            .into());
+        }
+        return Ok(None);
+    }
+    let template = Template::parse(json, "--data", &columns)
+        .map_err(|e| UsageError(format!("--data: {e}")))?;
+    Ok(Some(PerCall {
+        template,
+        first_row: rows.into_iter().next().unwrap_or_default(),
+        csv: csv.map(|p| p.to_path_buf()),
+    }))
 }
 
 /// `-m`'s JSON object as header pairs.
@@ -411,9 +518,19 @@ mod tests {
             ("authorization".to_string(), "Bearer t".to_string())
         );
         assert!(metadata(Some("[1]")).is_err());
-        assert!(refuse_templates(r#"{"name":"{{seq}}"}"#).is_err());
-        assert!(refuse_templates(r#"{"id":"{{rand_int 1 9}}"}"#).is_err());
-        assert!(refuse_templates(r#"{"id":"{{ seq }}"}"#).is_err());
-        assert!(refuse_templates(r#"{"name":"{{ not a placeholder }}","x":"}}{{"}"#).is_ok());
+        assert!(has_placeholders(r#"{"name":"{{seq}}"}"#));
+        assert!(has_placeholders(r#"{"id":{{rand_int 1 9}}}"#));
+        assert!(has_placeholders(r#"{"id":"{{ seq }}"}"#));
+        assert!(!has_placeholders(
+            r#"{"name":"{{ not a placeholder }}","x":"}}{{"}"#
+        ));
+        let t = per_call(r#"{"id":{{seq}},"n":"a{{seq}}"}"#, None)
+            .unwrap()
+            .unwrap();
+        assert_eq!(t.first_call(), r#"{"id":0,"n":"a0"}"#);
+        assert!(
+            per_call(r#"{"n":"{{csv x}}"}"#, None).is_err(),
+            "no --csv to name x"
+        );
     }
 }

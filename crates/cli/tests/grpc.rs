@@ -249,17 +249,12 @@ fn python_server_reflection_and_proto_agree_and_statuses_are_counted_by_name() {
         "{}",
         stderr(&out)
     );
-    // A template of `run` would be sent as its text in every call: refused, saying so.
-    let (out, _) = run(&[
-        &addr,
-        "--call",
-        call,
-        "--data",
-        r#"{"name":"user-{{seq}}"}"#,
-    ]);
+    // A per-call template whose first rendering is no EchoRequest: refused, showing it
+    // (tests/grpc_data.rs has templates that encode).
+    let (out, _) = run(&[&addr, "--call", call, "--data", r#"{"name":{{seq}}}"#]);
     assert_eq!(out.status.code(), Some(2));
     assert!(
-        stderr(&out).contains("--data: {{seq}} is a per-request template of `loadmark run`"),
+        stderr(&out).contains(r#"--data (as the first call renders it: {"name":0})"#),
         "{}",
         stderr(&out)
     );

@@ -184,13 +184,19 @@ pub fn run_part(
         None => (resolve(url.host(), url.port())?, None),
     };
     let proxied = via.is_some();
+    // The name TLS sends and verifies: the URL's host unless the plan names another.
+    let server_name = plan
+        .protocol
+        .tls_server_name
+        .as_deref()
+        .unwrap_or(url.host());
     let tcp = Tcp {
         addr,
         connect_timeout: plan.timeouts.connect,
         via,
     };
     if let (true, Some(h2)) = (url.scheme().is_tls(), plan.protocol.http2) {
-        let tls = Tls::with_alpn(tcp.clone(), url.host(), &plan.tls, &[b"h2", b"http/1.1"])
+        let tls = Tls::with_alpn(tcp.clone(), server_name, &plan.tls, &[b"h2", b"http/1.1"])
             .map_err(|e| EngineError::Tls(e.message))?;
         match refuse_without_h2(&tls) {
             Ok(()) => run_with(plan, part, addr, tls, scenario_h3, stop, &mut on_progress),
@@ -199,7 +205,7 @@ pub fn run_part(
                 // on), and the result says so; nothing HTTP/2-only is left in the plan.
                 let mut http1 = plan.clone();
                 http1.protocol.http2 = None;
-                let tls = Tls::new(tcp, url.host(), &plan.tls)
+                let tls = Tls::new(tcp, server_name, &plan.tls)
                     .map_err(|e| EngineError::Tls(e.message))?;
                 let mut result = run_with(&http1, part, addr, tls, None, stop, &mut on_progress)?;
                 result.http2_fallback = Some(why);
@@ -208,7 +214,7 @@ pub fn run_part(
             Err(e) => Err(e),
         }
     } else if url.scheme().is_tls() {
-        let tls = Tls::new(tcp, url.host(), &plan.tls).map_err(|e| EngineError::Tls(e.message))?;
+        let tls = Tls::new(tcp, server_name, &plan.tls).map_err(|e| EngineError::Tls(e.message))?;
         run_with(plan, part, addr, tls, scenario_h3, stop, &mut on_progress)
     } else {
         let keep_alive = plan.request.keep_alive && !plan.request.says_close();

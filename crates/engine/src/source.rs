@@ -17,6 +17,8 @@ struct Templated {
     headers: Vec<(String, Template)>,
     body: Template,
     keep_alive: bool,
+    /// gRPC: the rendered body is the message as JSON, encoded per call by this.
+    encode: Option<loadmark_plan::BodyEncoder>,
 }
 
 enum Bytes {
@@ -91,7 +93,11 @@ pub enum SourceError {
     Template(#[from] loadmark_plan::PlanError),
 }
 
-fn templated(spec: &RequestSpec, columns: &[String]) -> Result<Templated, SourceError> {
+fn templated(
+    spec: &RequestSpec,
+    columns: &[String],
+    encode: Option<loadmark_plan::BodyEncoder>,
+) -> Result<Templated, SourceError> {
     let path = placeholders_unescaped(spec.url.path_and_query());
     let body = String::from_utf8_lossy(&spec.body);
     Ok(Templated {
@@ -105,6 +111,7 @@ fn templated(spec: &RequestSpec, columns: &[String]) -> Result<Templated, Source
             .collect::<Result<_, SourceError>>()?,
         body: Template::parse(&body, "request.body", columns)?,
         keep_alive: spec.keep_alive,
+        encode,
     })
 }
 
@@ -159,7 +166,7 @@ impl RequestSource {
         let forward = crate::proxy::Forward::for_plan(plan);
         for (weight, spec) in all {
             let bytes = if plan.mix.templated {
-                Bytes::Templated(templated(spec, &columns)?)
+                Bytes::Templated(templated(spec, &columns, plan.mix.encode_body.clone())?)
             } else {
                 let mut bytes = encode_request(spec);
                 if let Some(forward) = &forward {
@@ -303,11 +310,15 @@ impl RequestSource {
                     row,
                     segment: self.segment.index,
                 };
-                render(t, &mut ctx, buf);
-                if let Some(forward) = &self.forward {
-                    forward.rewrite(buf);
+                match render(t, &mut ctx, buf) {
+                    Ok(()) => {
+                        if let Some(forward) = &self.forward {
+                            forward.rewrite(buf);
+                        }
+                        Picked::Rendered(choice.meta)
+                    }
+                    Err(message) => Picked::Failed(message),
                 }
-                Picked::Rendered(choice.meta)
             }
         };
         self.rng.set(rng);
@@ -366,9 +377,20 @@ fn mix64(k: u64) -> u64 {
 }
 
 /// Renders a whole request: the body first (its length goes in the head), then the head.
-fn render(t: &Templated, ctx: &mut RenderContext<'_>, out: &mut Vec<u8>) {
+/// Renders one request; `Err` when a gRPC body's rendering is not a message of the method
+/// (a data row's value of the wrong type, say).
+fn render(t: &Templated, ctx: &mut RenderContext<'_>, out: &mut Vec<u8>) -> Result<(), String> {
     let mut body = Vec::new();
     t.body.render(ctx, &mut body);
+    if let Some(encode) = &t.encode {
+        let json = std::mem::take(&mut body);
+        encode.encode(&json, &mut body).map_err(|e| {
+            format!(
+                "the request message {:?} does not encode: {e}",
+                String::from_utf8_lossy(&json)
+            )
+        })?;
+    }
     out.clear();
     out.extend_from_slice(t.method.as_bytes());
     out.push(b' ');
@@ -400,6 +422,7 @@ fn render(t: &Templated, ctx: &mut RenderContext<'_>, out: &mut Vec<u8>) {
     }
     out.extend_from_slice(b"\r\n");
     out.extend_from_slice(&body);
+    Ok(())
 }
 
 #[cfg(test)]
@@ -460,6 +483,7 @@ mod own_headers {
                 .collect(),
             body: Template::parse("", "body", &[]).unwrap(),
             keep_alive: true,
+            encode: None,
         };
         let mut rng = 1;
         let mut ctx = RenderContext {
@@ -469,7 +493,7 @@ mod own_headers {
             segment: 0,
         };
         let mut out = Vec::new();
-        render(&t, &mut ctx, &mut out);
+        render(&t, &mut ctx, &mut out).unwrap();
         String::from_utf8(out).unwrap()
     }
 

@@ -71,6 +71,15 @@ pub struct GrpcStats {
     /// Streaming runs only: calls loadmark ended itself and when response messages came.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub streams: Option<Box<GrpcStreamStats>>,
+    /// Calls counted under a status that got no answer: the status a gRPC client gives a
+    /// passed deadline, a RST_STREAM or a lost connection. Each is an error of its kind too,
+    /// so `failed` counts it once, as an error.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub unanswered: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// What a streaming run measures beyond the calls' total latency.
@@ -154,13 +163,25 @@ impl GrpcStats {
         }
     }
 
-    /// Calls that ended with a response: those with a status and those loadmark ended.
+    /// A call that got no answer (an error of `kind` too) counted under `code`.
+    pub fn record_unanswered(&mut self, code: u32, message: impl FnOnce() -> Option<String>) {
+        self.unanswered += 1;
+        self.record(code, message);
+    }
+
+    /// Calls that ended with a status other than OK after an answer (the others are errors).
+    pub fn answered_not_ok(&self) -> u64 {
+        self.not_ok().saturating_sub(self.unanswered)
+    }
+
+    /// Every call: those with a status (answered or not) and those loadmark ended.
     pub fn calls(&self) -> u64 {
         self.codes.iter().map(|c| c.count).sum::<u64>()
             + self.streams.as_ref().map_or(0, |s| s.ended_by_client)
     }
 
     pub fn merge(&mut self, other: &GrpcStats) {
+        self.unanswered += other.unanswered;
         self.messages_sent += other.messages_sent;
         self.messages_received += other.messages_received;
         if let Some(theirs) = &other.streams {
@@ -226,6 +247,12 @@ mod tests {
         assert_eq!(a.codes[2].first_message.as_deref(), Some("down"));
         assert_eq!(a.not_ok(), 4);
         assert_eq!(grpc_code_name(99), "CODE_99");
+        // A call without an answer has a status but is an error, not an answered failure.
+        b.record_unanswered(4, || Some("loadmark: no answer in time".into()));
+        a.merge(&b);
+        assert_eq!((a.unanswered, a.count("DEADLINE_EXCEEDED")), (1, 3));
+        assert_eq!((a.not_ok(), a.answered_not_ok()), (7, 6));
+        assert_eq!(a.calls(), 8);
     }
 
     #[test]

@@ -157,6 +157,12 @@ impl Recorder {
         }
     }
 
+    /// A gRPC call that got no answer (its error is recorded apart): counted under `code`.
+    pub fn record_grpc_unanswered(&mut self, at: Instant, code: u32, message: Option<String>) {
+        let grpc = self.at(at).grpc.get_or_insert_with(Default::default);
+        grpc.record_unanswered(code, || message);
+    }
+
     /// Scenario runs (issue 17): the scenario figures of the second of `at`.
     pub fn scenario(&mut self, at: Instant) -> &mut crate::scenario::ScenarioStats {
         self.at(at).scenario.get_or_insert_with(Default::default)

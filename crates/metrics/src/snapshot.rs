@@ -277,7 +277,8 @@ impl Snapshot {
 
     /// Requests that failed: transport errors plus non-2xx/3xx responses.
     pub fn failed(&self) -> u64 {
-        let grpc = self.grpc.as_ref().map_or(0, |g| g.not_ok());
+        // A gRPC call without an answer is already among the errors.
+        let grpc = self.grpc.as_ref().map_or(0, |g| g.answered_not_ok());
         self.errors.total() + self.status.not_success() + grpc
     }
 

@@ -540,6 +540,7 @@ fn expand(
                     templated,
                     data: data.clone(),
                     per,
+                    encode_body: None,
                 }
             };
             plan.cookies = (scenario.is_some() || !named.is_empty()) && load.cookies == Some(true);

@@ -2,6 +2,7 @@
 //! schema) and the stream flags (`--stream-call-count`, `--stream-call-duration`,
 //! `--stream-interval`, ghz's spellings). Unary runs carry none of this.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use schemars::JsonSchema;
@@ -60,5 +61,34 @@ impl GrpcStreaming {
             (true, false) => "the call's total, through every request message sent, to the response and its trailers",
             _ => "the call's total, through every request message sent and every response message, to the trailers; time to first response message and the gap between response messages are reported apart",
         }
+    }
+}
+
+/// What turns a gRPC call's rendered request (its message as JSON, placeholders filled in)
+/// into the bytes sent: the length-prefixed protobuf message(s), or why it cannot. The CLI
+/// builds it from the method's schema (the `grpc` crate); the engine calls it per call, so
+/// neither depends on the other. Plans compare equal whatever their encoders.
+#[derive(Clone)]
+pub struct BodyEncoder(pub Arc<EncodeFn>);
+
+/// Appends the bytes of one call's rendered JSON to the buffer, or says why it cannot.
+pub type EncodeFn = dyn Fn(&[u8], &mut Vec<u8>) -> Result<(), String> + Send + Sync;
+
+impl BodyEncoder {
+    /// Encodes `rendered` into `out` (cleared first by the caller).
+    pub fn encode(&self, rendered: &[u8], out: &mut Vec<u8>) -> Result<(), String> {
+        (self.0)(rendered, out)
+    }
+}
+
+impl std::fmt::Debug for BodyEncoder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("BodyEncoder")
+    }
+}
+
+impl PartialEq for BodyEncoder {
+    fn eq(&self, _: &BodyEncoder) -> bool {
+        true
     }
 }

@@ -282,6 +282,11 @@ pub struct Protocol {
     /// port. Absent: TCP.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub http3: Option<Http3>,
+    /// TLS over TCP: the server name sent (SNI) and verified in the certificate, instead of
+    /// the URL's host (`loadmark grpc --cname`, ghz's); the URL still says where to connect
+    /// and what `:authority` is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls_server_name: Option<String>,
 }
 
 impl Protocol {
@@ -357,6 +362,12 @@ pub struct Mix {
     /// Who takes the next data row: each request, or (scenarios) each user or iteration.
     #[serde(default, skip_serializing_if = "DataPer::is_request")]
     pub per: DataPer,
+    /// `loadmark grpc` with placeholders in `--data`: each rendered body (the request
+    /// message as JSON) becomes the call's length-prefixed protobuf through this. Set by the
+    /// command, never by a plan file.
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub encode_body: Option<crate::grpc::BodyEncoder>,
 }
 
 /// How data-file rows are assigned (plans' `data: {file, per}`).

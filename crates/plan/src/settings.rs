@@ -78,6 +78,7 @@ impl Settings {
             pipeline: self.pipeline,
             proxy: None,
             grpc: None,
+            tls_server_name: None,
         })
     }
 

@@ -189,6 +189,36 @@ impl End {
     }
 }
 
+/// The status a gRPC client gives a call that ended without an answer, as the gRPC over
+/// HTTP/2 document maps transport failures: a RST_STREAM by its error code (CANCEL is
+/// CANCELLED, REFUSED_STREAM UNAVAILABLE, ENHANCE_YOUR_CALM RESOURCE_EXHAUSTED,
+/// INADEQUATE_SECURITY PERMISSION_DENIED, the others INTERNAL), a passed deadline
+/// DEADLINE_EXCEEDED, a call the server never took (`unprocessed`: GOAWAY, REFUSED_STREAM)
+/// or a connection that failed or closed UNAVAILABLE, a broken protocol INTERNAL.
+pub fn failed_status(
+    kind: loadmark_metrics::ErrorKind,
+    reset: Option<crate::http2::frame::Reason>,
+    unprocessed: bool,
+) -> u32 {
+    use loadmark_metrics::ErrorKind as K;
+    if let Some(reason) = reset {
+        return match reason.0 {
+            0x7 => 14,
+            0x8 => 1,
+            0xb => 8,
+            0xc => 7,
+            _ => 13,
+        };
+    }
+    match kind {
+        _ if unprocessed => 14,
+        K::Timeout => 4,
+        K::Protocol => 13,
+        K::Script => 2,
+        K::Connect | K::Tls | K::Write | K::Read | K::Resource | K::Handshake | K::Closed => 14,
+    }
+}
+
 /// `grpc-status`'s value as a number.
 pub fn parse_status(value: &[u8]) -> Option<u32> {
     std::str::from_utf8(value).ok()?.trim().parse().ok()
@@ -272,6 +302,23 @@ mod tests {
         };
         assert_eq!(ok.outcome(200), (0, None));
         assert_eq!(decode_message(b"a%20b%zz%"), "a b%zz%");
+    }
+
+    #[test]
+    fn failed_calls_get_the_status_the_grpc_document_maps_them_to() {
+        use crate::http2::frame::Reason;
+        use loadmark_metrics::ErrorKind as K;
+        let reset = |code| failed_status(K::Protocol, Some(Reason(code)), false);
+        assert_eq!(reset(0x2), 13, "INTERNAL_ERROR");
+        assert_eq!(reset(0x0), 13, "NO_ERROR");
+        assert_eq!(reset(0x8), 1, "CANCEL");
+        assert_eq!(reset(0x7), 14, "REFUSED_STREAM");
+        assert_eq!(reset(0xb), 8, "ENHANCE_YOUR_CALM");
+        assert_eq!(failed_status(K::Timeout, None, false), 4);
+        assert_eq!(failed_status(K::Closed, None, false), 14);
+        assert_eq!(failed_status(K::Connect, None, false), 14);
+        assert_eq!(failed_status(K::Protocol, None, true), 14, "GOAWAY");
+        assert_eq!(failed_status(K::Protocol, None, false), 13);
     }
 }
 

@@ -20,7 +20,11 @@ use super::{rate_arg, ReportFlags, TlsFlags};
     loadmark grpc 127.0.0.1:50051 --proto route_guide.proto --call routeguide.RouteGuide/RecordRoute --data '[{\"latitude\":1},{\"latitude\":2}]' --stream-call-count 20 --stream-interval 50ms -c 10 -d 30s\n\n\
     Without --proto or --protoset the server's reflection service describes the method. Each \
     call ends as one response counted by its grpc-status name (OK, UNAVAILABLE, ...; non-OK \
-    ones are failed calls), or as a transport error. Plaintext HTTP/2 (h2c) is spoken unless \
+    ones are failed calls), or as a transport error also counted under the status a gRPC \
+    client gives it (a passed --timeout is DEADLINE_EXCEEDED, a RST_STREAM goes by its code, a \
+    lost connection is UNAVAILABLE). --data may hold per-call placeholders ({{seq}}, \
+    {{rand_int LO HI}}, {{csv COLUMN}} of --csv FILE, ...): each call's JSON is rendered, then \
+    encoded. Plaintext HTTP/2 (h2c) is spoken unless \
     --tls, an https:// target, --cacert, --cert or --skip-verify asks for TLS; ghz's --insecure \
     (plaintext) is accepted. -d is loadmark's duration: the request is --data (ghz's -d).\n\n\
     Streaming methods (the schema says which): a client or bidi stream sends the --data array's \
@@ -64,7 +68,9 @@ pub struct GrpcArgs {
     )]
     pub protoset: Option<PathBuf>,
 
-    /// The request message as JSON (the proto3 JSON mapping), or @FILE [default: {}]
+    /// The request message as JSON (the proto3 JSON mapping), or @FILE [default: {}]; may
+    /// hold per-call placeholders: {{seq}}, {{rand_int LO HI}}, {{rand_f LO HI}},
+    /// {{segment}}, {{csv COLUMN}}
     #[arg(long = "data", help_heading = "Call", value_name = "JSON")]
     pub data: Option<String>,
 
@@ -77,6 +83,11 @@ pub struct GrpcArgs {
         conflicts_with = "data"
     )]
     pub data_file: Option<PathBuf>,
+
+    /// A CSV file whose rows feed {{csv COLUMN}} in --data, one row per call, going round
+    /// (its first line names the columns)
+    #[arg(long = "csv", help_heading = "Call", value_name = "FILE")]
+    pub csv: Option<PathBuf>,
 
     /// Metadata sent with every call, a JSON object of strings, e.g. '{"authorization":"Bearer t"}'
     #[arg(
@@ -107,6 +118,11 @@ pub struct GrpcArgs {
         help_heading = "TLS"
     )]
     pub skip_verify: bool,
+
+    /// The server name TLS sends (SNI) and verifies the certificate against, instead of
+    /// HOST (ghz's --cname): for a server reached by address or through another name
+    #[arg(long = "cname", help_heading = "TLS", value_name = "NAME")]
+    pub cname: Option<String>,
 
     #[command(flatten)]
     pub tls_files: TlsFlags,

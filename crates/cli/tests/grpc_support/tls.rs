@@ -133,7 +133,8 @@ fn tls_verifies_the_servers_certificate_and_name_and_mutual_tls_presents_the_cli
         &["--cacert", &ca, "--proto", &proto, "-i", &includes],
     );
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
-    assert_eq!(codes(&report), []);
+    // Each call is also counted under the status a gRPC client gives a failed connection.
+    assert_eq!(codes(&report), [("UNAVAILABLE".to_string(), 10)]);
     let findings = report["run"]["health"]["findings"].to_string();
     assert!(
         findings.contains("add --skip-verify; for a private CA, --cacert FILE"),
@@ -148,11 +149,33 @@ fn tls_verifies_the_servers_certificate_and_name_and_mutual_tls_presents_the_cli
         report["summary"]["errors"]
     );
     assert_eq!(served(&count), 20);
+    // --cname (ghz's): reached by address, the certificate verified against the name given,
+    // for the reflection call and every load call.
+    let by_address = format!("127.0.0.1:{port}");
+    let (out, report) = echo(&by_address, &["--cacert", &ca, "--cname", "localhost"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(codes(&report), [("OK".to_string(), 10)]);
+    assert_eq!(served(&count), 30);
+    // A name the certificate does not hold fails as the address did; plaintext refuses it.
+    let (out, _) = echo(&by_address, &["--cacert", &ca, "--cname", "other.test"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("certificate not valid for name \"other.test\""),
+        "{}",
+        stderr(&out)
+    );
+    let (out, _) = echo(&by_address, &["--cname", "localhost"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("--cname localhost: the server name is TLS's"),
+        "{}",
+        stderr(&out)
+    );
     // --skip-verify: encrypted, nothing verified (no CA, the wrong name).
     let (out, report) = echo(&format!("127.0.0.1:{port}"), &["--skip-verify"]);
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(codes(&report), [("OK".to_string(), 10)]);
-    assert_eq!(served(&count), 30);
+    assert_eq!(served(&count), 40);
     // ghz's --insecure is plaintext: beside a TLS flag it is refused, naming --skip-verify.
     let (out, _) = echo(&host, &["--insecure", "--cacert", &ca]);
     assert_eq!(out.status.code(), Some(2));

@@ -64,3 +64,24 @@ pub(crate) fn settle(recorder: &RefCell<Recorder>, answer: &Answer, started: Ins
         }
     }
 }
+
+/// A call of a gRPC run that ended without an answer (its deadline passed, the server reset
+/// the stream, the connection failed or closed): the error of its kind, as for any HTTP/2
+/// request, and the status a gRPC client gives such a call
+/// (`loadmark_wire::grpc::failed_status`), so the calls counted by status are every call
+/// made, as ghz counts them, and `status:DEADLINE_EXCEEDED` thresholds see timeouts.
+pub(crate) fn failure(
+    recorder: &RefCell<Recorder>,
+    grpc: Option<Driving>,
+    kind: loadmark_metrics::ErrorKind,
+    message: &str,
+    reset: Option<loadmark_wire::http2::frame::Reason>,
+    unprocessed: bool,
+) {
+    let at = crate::settle::failure(recorder, kind, &message);
+    if grpc.is_some() {
+        let code = loadmark_wire::grpc::failed_status(kind, reset, unprocessed);
+        let why = Some(format!("loadmark: {message}"));
+        recorder.borrow_mut().record_grpc_unanswered(at, code, why);
+    }
+}

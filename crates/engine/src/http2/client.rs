@@ -273,7 +273,7 @@ where
             Err(f) => {
                 // The connect failure is the waiting request's error (as over HTTP/1.1).
                 waiting.pop();
-                settle::failure(&shared.recorder, f.kind, &f.message);
+                crate::grpc::failure(&shared.recorder, h2s.grpc, f.kind, &f.message, None, false);
                 tokio::task::consume_budget().await;
                 continue;
             }
@@ -343,7 +343,14 @@ where
                                 retried: true,
                             });
                         } else {
-                            settle::failure(&shared.recorder, failure.kind, &failure.message);
+                            crate::grpc::failure(
+                                &shared.recorder,
+                                h2s.grpc,
+                                failure.kind,
+                                &failure.message,
+                                failure.reset,
+                                failure.unprocessed,
+                            );
                         }
                         last_failure = Some(failure);
                     }
@@ -371,7 +378,7 @@ where
                         "the HTTP/2 connection ended before it answered any request".into(),
                     ),
                 };
-                settle::failure(&shared.recorder, kind, &message);
+                crate::grpc::failure(&shared.recorder, h2s.grpc, kind, &message, None, false);
             }
             tokio::task::consume_budget().await;
         }

@@ -70,7 +70,7 @@ where
             // Every request handed to a connection that could not open fails with it.
             lane.gone();
             while lane.try_next().is_some() {
-                settle::failure(&shared.recorder, f.kind, &f.message);
+                crate::grpc::failure(&shared.recorder, h2s.grpc, f.kind, &f.message, None, false);
                 lane.done(Instant::now());
             }
             return;
@@ -145,7 +145,14 @@ where
                     if failure.unprocessed && !tag.job.retried && lane.place_elsewhere(again) {
                         settle::retry(&shared.recorder);
                     } else {
-                        settle::failure(&shared.recorder, failure.kind, &failure.message);
+                        crate::grpc::failure(
+                            &shared.recorder,
+                            h2s.grpc,
+                            failure.kind,
+                            &failure.message,
+                            failure.reset,
+                            failure.unprocessed,
+                        );
                     }
                 }
             }

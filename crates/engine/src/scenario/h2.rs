@@ -180,6 +180,7 @@ where
                     message,
                     unprocessed: false,
                     connection_over: true,
+                    reset: None,
                 },
             };
         }

@@ -176,6 +176,7 @@ fn h2_plan(addr: SocketAddr, connections: usize, streams: usize, requests: u64) 
         proxy: None,
         grpc: None,
         http3: None,
+        tls_server_name: None,
     };
     // A hang would show as a timeout error; 5 s is far above any answer on loopback.
     p.timeouts.request = Duration::from_secs(5);

@@ -127,6 +127,7 @@ fn h2(mut p: Plan, streams: usize) -> Plan {
         proxy: None,
         grpc: None,
         http3: None,
+        tls_server_name: None,
     };
     p
 }

@@ -29,6 +29,7 @@ fn http1_and_http2_over_a_unix_socket_reach_the_server_there() {
         proxy: None,
         grpc: None,
         http3: None,
+        tls_server_name: None,
     };
     let r = run(&p, &StopHandle::new(), |_| {}).unwrap();
     let s = &r.totals.snapshot;

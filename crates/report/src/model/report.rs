@@ -390,7 +390,7 @@ impl Report {
     pub fn failed(&self) -> u64 {
         self.summary.requests.errors
             + self.summary.requests.non_success_responses
-            + self.totals.grpc.as_ref().map_or(0, |g| g.not_ok())
+            + self.totals.grpc.as_ref().map_or(0, |g| g.answered_not_ok())
             + self
                 .summary
                 .checks

@@ -15,6 +15,9 @@ pub struct Failure {
     pub unprocessed: bool,
     /// The connection cannot carry more streams.
     pub connection_over: bool,
+    /// The server reset the stream (RST_STREAM): its error code, which a gRPC call's status
+    /// comes from (`crate::grpc::failed_status`).
+    pub reset: Option<super::frame::Reason>,
 }
 
 /// A whole response.

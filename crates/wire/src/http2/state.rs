@@ -294,7 +294,8 @@ impl<T> State<T> {
                     self.uploads.retain(|id| *id != h.stream);
                     let message = format!("RST_STREAM {reason} from the server");
                     let unprocessed = reason == Reason::REFUSED_STREAM;
-                    self.fail(h.stream, ErrorKind::Protocol, message, unprocessed, events);
+                    let failed = (ErrorKind::Protocol, message, Some(reason));
+                    self.fail_as(h.stream, failed, unprocessed, false, events);
                 }
                 Ok(())
             }
@@ -668,15 +669,15 @@ impl<T> State<T> {
         unprocessed: bool,
         events: &mut Vec<Event<T>>,
     ) {
-        self.fail_as(id, kind, message, unprocessed, false, events);
+        self.fail_as(id, (kind, message, None), unprocessed, false, events);
     }
 
-    /// [`State::fail`], saying whether the connection can carry more streams.
+    /// [`State::fail`], saying whether the connection can carry more streams, and the
+    /// server's RST_STREAM code when it reset the stream.
     fn fail_as(
         &mut self,
         id: u32,
-        kind: ErrorKind,
-        message: String,
+        (kind, message, reset): (ErrorKind, String, Option<Reason>),
         unprocessed: bool,
         connection_over: bool,
         events: &mut Vec<Event<T>>,
@@ -695,6 +696,7 @@ impl<T> State<T> {
                     message,
                     unprocessed,
                     connection_over,
+                    reset,
                 },
             });
         }
@@ -714,7 +716,7 @@ impl<T> State<T> {
             .collect();
         for id in above {
             let message = format!("GOAWAY {reason} from the server");
-            self.fail_as(id, ErrorKind::Protocol, message, true, true, events);
+            self.fail_as(id, (ErrorKind::Protocol, message, None), true, true, events);
         }
     }
 
@@ -724,7 +726,7 @@ impl<T> State<T> {
         let ids: Vec<u32> = self.streams.keys().copied().collect();
         for id in ids {
             let unprocessed = self.goaway.is_some_and(|last| id > last);
-            self.fail_as(id, kind, message.clone(), unprocessed, true, events);
+            self.fail_as(id, (kind, message.clone(), None), unprocessed, true, events);
         }
         self.uploads.clear();
         self.ended = Some((kind, message));
