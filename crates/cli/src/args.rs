@@ -8,6 +8,8 @@ mod help_tests;
 mod history;
 mod import;
 mod plan;
+mod report;
+mod tls;
 mod values;
 mod ws;
 
@@ -17,6 +19,8 @@ pub use history::{
     ImportArgs as HistoryImportArgs, ListArgs, RecordFlags, Selection, TrendArgs,
 };
 pub use import::{ImportArgs, ImportCommon, ImportKind};
+pub use report::{FailOn, ReportFlags, TableFlags};
+pub use tls::TlsFlags;
 pub(crate) use values::duration_arg;
 use values::{at_least_one, at_least_one_u64, basic_auth_arg, header_arg};
 pub use ws::WsArgs;
@@ -25,7 +29,6 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use loadmark_plan::{PlanError, TlsFiles, TlsPolicy};
 
 /// The command line read: other tools' habits first (`loadmark URL` is `loadmark run URL`),
 /// then clap; a usage error is printed here and its exit code returned.
@@ -442,143 +445,6 @@ fn check_arg(text: &str) -> Result<loadmark_plan::Check, String> {
     loadmark_plan::Check::parse(text).map_err(|e| e.to_string())
 }
 
-/// TLS files as curl spells them: shared by `run` and `ws`.
-#[derive(Args, Debug, Default)]
-#[command(next_help_heading = "TLS")]
-pub struct TlsFlags {
-    /// Trust the CA certificates in this PEM file instead of the usual roots (a private CA)
-    #[arg(long = "cacert", value_name = "FILE")]
-    pub cacert: Option<PathBuf>,
-    /// Present this PEM client certificate (chain) to servers that require one (mutual TLS)
-    #[arg(long = "cert", value_name = "FILE")]
-    pub cert: Option<PathBuf>,
-    /// The PEM private key of --cert [default: in the --cert file]
-    #[arg(long = "key", value_name = "FILE", requires = "cert")]
-    pub key: Option<PathBuf>,
-}
-
-impl TlsFlags {
-    /// The plan's TLS policy: `insecure` alone, or the files (checked readable now, before
-    /// any load, so a typo is a usage error).
-    pub fn policy(&self, insecure: bool) -> Result<TlsPolicy, PlanError> {
-        for (flag, file) in [
-            ("--cacert", &self.cacert),
-            ("--cert", &self.cert),
-            ("--key", &self.key),
-        ] {
-            if let Some(path) = file {
-                if std::fs::File::open(path).is_err() {
-                    return Err(PlanError::invalid(
-                        flag,
-                        path.display().to_string(),
-                        "a readable PEM file",
-                    ));
-                }
-            }
-        }
-        Ok(match (&self.cacert, &self.cert, insecure) {
-            (None, None, false) => TlsPolicy::Verify,
-            (None, None, true) => TlsPolicy::Insecure,
-            _ => TlsPolicy::Files(TlsFiles {
-                ca: self.cacert.clone(),
-                cert: self.cert.clone(),
-                key: self.key.clone(),
-                insecure,
-            }),
-        })
-    }
-}
-
-/// What happens with a run's report: shared by `run` and `ws`.
-#[derive(Args, Debug)]
-pub struct ReportFlags {
-    /// Write the report to this file (format from the extension: .json, .txt, .md, .csv,
-    /// .html)
-    #[arg(short = 'o', long = "output", help_heading = "Output")]
-    pub output: Option<PathBuf>,
-
-    /// Format of --output, or of standard output when there is no --output
-    #[arg(long = "format", value_enum, help_heading = "Output")]
-    pub format: Option<Format>,
-
-    /// The JSON report on standard output (oha's --json): --format json
-    #[arg(long = "json", help_heading = "Output", conflicts_with_all = ["format", "output"])]
-    pub json: bool,
-
-    /// Keep secret header values (Authorization, Cookie, *key*, *token*, ...) in reports
-    /// instead of redacting them
-    #[arg(long = "show-secrets", help_heading = "Output")]
-    pub show_secrets: bool,
-
-    /// No live progress line. (hey's and oha's -q RATE is -R/--rate here)
-    #[arg(short = 'q', long = "quiet", help_heading = "Live")]
-    pub quiet: bool,
-
-    /// Accepted for oha habits: there is no full-screen view unless --tui asks for one
-    #[arg(long = "no-tui", help_heading = "Live", conflicts_with = "tui")]
-    pub no_tui: bool,
-
-    /// Pass/fail condition checked at the end, e.g. 'p99<50ms', 'errors<1%', 'rps>10000'
-    /// (repeatable); exit code 3 when one fails. Metrics: p50 p90 p95 p99 p99.9 (any pN),
-    /// min, max, mean, rps, errors, failed, dropped, checks, check:NAME, and for gRPC runs
-    /// status:NAME (calls that ended with that code, e.g. 'status:UNAVAILABLE<0.1%')
-    #[arg(
-        long = "threshold",
-        value_name = "METRIC<VALUE",
-        help_heading = "Checks"
-    )]
-    pub thresholds: Vec<String>,
-
-    /// Write the threshold results as JUnit XML to this file
-    #[arg(long = "junit", value_name = "FILE", help_heading = "Checks")]
-    pub junit: Option<PathBuf>,
-
-    /// Exit with code 4 when the run was not clean: the client saturated, requests dropped,
-    /// or requests (messages) left late
-    #[arg(long = "strict", help_heading = "Checks")]
-    pub strict: bool,
-
-    /// Exit with code 1 when any request failed this way: errors (transport errors), 4xx,
-    /// 5xx, or failed (errors, every non-2xx/3xx response, and every response or WebSocket
-    /// reply that failed a --check: the report's failed requests); repeatable. Without it,
-    /// only a run in which no request succeeded exits 1
-    #[arg(
-        long = "fail-on",
-        value_enum,
-        value_name = "WHAT",
-        help_heading = "Checks"
-    )]
-    pub fail_on: Vec<FailOn>,
-
-    #[command(flatten, next_help_heading = "Live")]
-    pub live: crate::live::LiveFlags,
-
-    #[command(flatten, next_help_heading = "Distributed (split over machines)")]
-    pub split: crate::split::SplitFlags,
-
-    #[command(flatten, next_help_heading = "History")]
-    pub record: RecordFlags,
-
-    #[command(flatten, next_help_heading = "Output")]
-    pub table: TableFlags,
-}
-
-/// Failures that `--fail-on` turns into exit code 1.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum FailOn {
-    /// Transport errors of any kind (connect, tls, read, write, timeout, protocol, ...)
-    Errors,
-    /// Responses with a 4xx status
-    #[value(name = "4xx")]
-    Status4xx,
-    /// Responses with a 5xx status
-    #[value(name = "5xx")]
-    Status5xx,
-    /// Errors, every response that is not 2xx/3xx, and every response or WebSocket reply
-    /// that failed a --check
-    Failed,
-}
-
 #[derive(Args, Debug)]
 pub struct ServeArgs {
     /// Address to bind (loopback unless told otherwise)
@@ -687,28 +553,6 @@ pub struct BenchArgs {
     pub srun_args: Vec<String>,
     #[command(flatten, next_help_heading = "History")]
     pub record: RecordFlags,
-}
-
-/// The step table of Markdown, HTML and CSV-summary output: shared by `run`, `ws` and
-/// `report`.
-#[derive(Args, Debug, Clone, Default)]
-pub struct TableFlags {
-    /// The step table's columns, comma-separated, e.g. rps,rps_stdev,latency_mean,p95,
-    /// connect_mean,ttfb_mean,failed (see `loadmark schema` for every name)
-    #[arg(long = "columns", value_delimiter = ',', value_parser = column_arg)]
-    pub columns: Vec<loadmark_plan::Column>,
-    /// Also lay the run out as wrk, bombardier, ab or taurus print their summary (loadmark's
-    /// own figures, labelled so)
-    #[arg(long = "style", value_parser = style_arg)]
-    pub style: Option<loadmark_plan::TableStyle>,
-}
-
-fn column_arg(s: &str) -> Result<loadmark_plan::Column, String> {
-    loadmark_plan::Column::parse(s.trim())
-}
-
-fn style_arg(s: &str) -> Result<loadmark_plan::TableStyle, String> {
-    loadmark_plan::TableStyle::parse(s)
 }
 
 #[derive(Args, Debug)]
