@@ -7,7 +7,7 @@
 
 use std::time::Duration;
 
-use loadmark_metrics::Recorder;
+use loadmark_metrics::{Recorder, Sample};
 use loadmark_plan::{Check, Expr, HeaderTest, JsonTest, TextTest};
 
 /// The most bytes of one response (head and body) buffered for checks. A longer response
@@ -36,6 +36,19 @@ pub(crate) struct View<'a> {
 }
 
 impl<'a> View<'a> {
+    /// A response: its status, its latency (from the due time in an open loop) and what was
+    /// kept of its bytes.
+    pub(crate) fn response(sample: &Sample, raw: &'a [u8], overflow: bool) -> View<'a> {
+        View {
+            status: sample.status,
+            latency: (sample.ended)
+                .saturating_duration_since(sample.scheduled.unwrap_or(sample.started)),
+            raw,
+            overflow,
+            message: false,
+        }
+    }
+
     /// A WebSocket reply in request mode: its payload and its round trip.
     pub(crate) fn message(payload: &'a [u8], latency: Duration) -> View<'a> {
         View {

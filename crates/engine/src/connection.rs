@@ -160,10 +160,18 @@ pub(crate) async fn perform<T: Transport>(
     shared.activity.request_ended(conn.stamped());
     match outcome {
         Outcome::Response(sample) => {
-            // --- issue 17: checks; one branch when there are none ---
-            match &shared.checks {
-                None => settle::response(&shared.recorder, &sample),
-                Some(checks) => record_checked(shared, checks, &sample, &mut conn.reader),
+            // --- issue 17: checks, judged on the captured bytes; none: the sample alone ---
+            let reader = &conn.reader;
+            let checks = shared.checks.as_ref();
+            settle::response_checked(
+                &shared.recorder,
+                checks,
+                &sample,
+                &reader.capture,
+                reader.overflow,
+            );
+            if checks.is_some() {
+                conn.release_capture();
             }
             // --- end issue 17 ---
             sample.ended
@@ -229,29 +237,6 @@ impl<S> Connection<S> {
         if self.reader.capture.capacity() > SCRATCH_BYTES {
             self.reader.capture = Vec::new();
         }
-    }
-}
-
-/// Records a response with its checks, judged on what was kept of it; a large capture buffer
-/// is given back.
-fn record_checked<T: Transport>(
-    shared: &Shared<T>,
-    checks: &crate::checks::Checks,
-    sample: &Sample,
-    reader: &mut Reader,
-) {
-    let view = crate::checks::View {
-        status: sample.status,
-        latency: sample
-            .ended
-            .saturating_duration_since(sample.scheduled.unwrap_or(sample.started)),
-        raw: &reader.capture,
-        overflow: reader.overflow,
-        message: false,
-    };
-    settle::checked(&mut shared.recorder.borrow_mut(), sample, checks, &view);
-    if reader.capture.capacity() > SCRATCH_BYTES {
-        reader.capture = Vec::new();
     }
 }
 

@@ -18,6 +18,7 @@
 //! both sides), and sizing by them opened four or five connections in the first
 //! millisecond that the run never needed.
 
+use std::cell::Cell;
 use std::time::{Duration, Instant};
 
 /// How long each of the two windows the typical service time is taken over lasts: a
@@ -43,6 +44,10 @@ pub(crate) struct ServiceTimes {
     previous: LogCounts,
     /// When the current window began (at its first answer).
     window_start: Option<Instant>,
+    /// [`Self::typical`] as last computed, until the next answer: the pool asks for it
+    /// whenever a due request finds every connection busy, which can be many times per
+    /// answer, and the scan of the buckets is worth doing once.
+    typical: Cell<Option<Option<Duration>>>,
 }
 
 impl ServiceTimes {
@@ -61,6 +66,7 @@ impl ServiceTimes {
         if !warm {
             return;
         }
+        self.typical.set(None);
         match self.window_start {
             Some(start) if ended.saturating_duration_since(start) < WINDOW => {}
             Some(start) => {
@@ -81,6 +87,15 @@ impl ServiceTimes {
     /// The typical service time: the mean of the last one or two windows' warm answers
     /// without their slowest twentieth; None until [`KNOWN_AFTER`] warm answers came.
     pub(crate) fn typical(&self) -> Option<Duration> {
+        if let Some(known) = self.typical.get() {
+            return known;
+        }
+        let typical = self.compute_typical();
+        self.typical.set(Some(typical));
+        typical
+    }
+
+    fn compute_typical(&self) -> Option<Duration> {
         let n = self.current.total + self.previous.total;
         if n < KNOWN_AFTER {
             return None;

@@ -33,6 +33,26 @@ pub(crate) fn checked(recorder: &mut Recorder, sample: &Sample, checks: &Checks,
     checks.record(view, sample.ended, recorder);
 }
 
+/// A response with the run's checks when it has some, judged on what was kept of it: `raw`
+/// is its head and body as received (empty unless the checks read them), `overflow` says
+/// it was longer than what is kept. Every driver's responses end here.
+#[inline]
+pub(crate) fn response_checked(
+    recorder: &RefCell<Recorder>,
+    checks: Option<&Checks>,
+    sample: &Sample,
+    raw: &[u8],
+    overflow: bool,
+) {
+    match checks {
+        None => response(recorder, sample),
+        Some(checks) => {
+            let view = View::response(sample, raw, overflow);
+            checked(&mut recorder.borrow_mut(), sample, checks, &view);
+        }
+    }
+}
+
 /// A message's reply (WebSocket) checked: the message itself is settled by [`round_trip`].
 #[inline]
 pub(crate) fn message_checked(recorder: &mut Recorder, checks: &Checks, view: &View, at: Instant) {

@@ -26,16 +26,5 @@ pub(crate) fn settle_response<T: crate::transport::Transport>(
     shared: &crate::connection::Shared<T>,
     sample: &loadmark_metrics::Sample,
 ) {
-    let Some(checks) = &shared.checks else {
-        return crate::settle::response(&shared.recorder, sample);
-    };
-    let view = crate::checks::View {
-        status: sample.status,
-        latency: (sample.ended)
-            .saturating_duration_since(sample.scheduled.unwrap_or(sample.started)),
-        raw: &[],
-        overflow: false,
-        message: false,
-    };
-    crate::settle::checked(&mut shared.recorder.borrow_mut(), sample, checks, &view);
+    crate::settle::response_checked(&shared.recorder, shared.checks.as_ref(), sample, &[], false);
 }

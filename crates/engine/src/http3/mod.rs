@@ -415,18 +415,14 @@ pub(crate) fn settle_response<T: Transport>(
     sample: &Sample,
     captured: &Captured,
 ) {
-    let Some(checks) = &shared.checks else {
-        return crate::settle::response(&shared.recorder, sample);
-    };
-    let view = crate::checks::View {
-        status: sample.status,
-        latency: (sample.ended)
-            .saturating_duration_since(sample.scheduled.unwrap_or(sample.started)),
-        raw: &captured.bytes,
-        overflow: captured.overflow,
-        message: false,
-    };
-    crate::settle::checked(&mut shared.recorder.borrow_mut(), sample, checks, &view);
+    let (raw, overflow) = (&captured.bytes, captured.overflow);
+    crate::settle::response_checked(
+        &shared.recorder,
+        shared.checks.as_ref(),
+        sample,
+        raw,
+        overflow,
+    );
 }
 
 /// Whether the run's checks read a response's headers or body.
