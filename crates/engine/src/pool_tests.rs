@@ -319,3 +319,36 @@ fn the_pool_grows_only_once_it_knows_the_warm_service_time_or_a_request_waited_t
     assert_eq!(pool.enough(), 3);
     assert!(pool.may_grow(at + us(60), at + us(60)));
 }
+
+#[test]
+fn a_server_queueing_the_pools_own_requests_gets_no_headroom_for_the_queue() {
+    let t0 = Instant::now();
+    let us = Duration::from_micros;
+    // 50,000 req/s (one due every 20 µs) against a server answering in 50 µs: enough is
+    // six (2 x 50 / 20, plus one).
+    let pool = Pool::new(1_000, 0, 1, t0);
+    let slot = Slot::new(t0);
+    assert!(pool.open_one(false));
+    let mut at = t0;
+    let mut k = 0;
+    let mut answer = |took: Duration, until: Instant, at: &mut Instant| {
+        while *at < until {
+            pool.hand(&slot, job(k, *at), *at);
+            slot.try_job().expect("taken up");
+            pool.placed(*at);
+            pool.done(&slot, *at + took, TIMEOUT, |_| {});
+            *at += us(20);
+            k += 1;
+        }
+    };
+    answer(us(50), t0 + 3 * crate::service::WINDOW, &mut at);
+    assert_eq!(pool.enough(), 6);
+    // A backlog: 16 connections each answered in 320 µs (16 / 50,000 per second, the
+    // server at its limit). Headroom on that time asked for 33 and, opened, for more.
+    answer(us(320), at + 2 * crate::service::WINDOW, &mut at);
+    assert_eq!(
+        pool.enough(),
+        17,
+        "what Little's law asks, without headroom on the queue"
+    );
+}
