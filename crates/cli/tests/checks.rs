@@ -223,13 +223,7 @@ fn fail_on_failed_counts_responses_and_replies_that_failed_a_check() {
 /// body is refused before any load: the HTTP/2 drivers do not keep every stream's response.
 #[test]
 fn http2_runs_check_the_status_and_refuse_checks_on_the_body() {
-    let server = loadmark_target::start(loadmark_target::ServerConfig {
-        addr: ([127, 0, 0, 1], 0).into(),
-        threads: 1,
-        http2: true,
-        ..Default::default()
-    })
-    .unwrap();
+    let server = target_h2();
     let dir = temp_dir("checks", "http2");
     let url = format!("http://{}/json", server.local_addr());
     for (name, load) in [

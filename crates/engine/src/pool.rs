@@ -489,20 +489,23 @@ impl Pool {
     /// Connections enough for the rate the schedule asks at the service time the server
     /// gives: what Little's law needs (requests in flight = rate x service time, over what
     /// one connection carries) with twice the headroom for the *unqueued* service time, plus
-    /// one; unbounded before the pool knows the rate and the time. Time the server spends
+    /// one (before a whole window of answers, no headroom: the run may have begun in a
+    /// stall); unbounded before the pool knows the rate and the time. Time the server spends
     /// queueing the pool's own requests gets no headroom ([`crate::service`]): at the
     /// server's limit it grows with each connection opened. Issue 43's bar: at 20,000 req/s
     /// and 25 µs, two connections.
     fn enough(&self) -> usize {
         let gap = self.gap.get();
         let times = self.service.borrow();
-        let (Some(typical), Some(unqueued)) = (times.typical(), times.unqueued()) else {
+        let Some(typical) = times.typical() else {
             return usize::MAX;
         };
         if gap == 0 {
             return usize::MAX;
         }
-        let in_flight = (unqueued.as_nanos() as u64 * 2).max(typical.as_nanos() as u64);
+        // No headroom before the first whole window: its time may be a stall's.
+        let headroom = times.unqueued().map_or(0, |t| t.as_nanos() as u64 * 2);
+        let in_flight = headroom.max(typical.as_nanos() as u64);
         let per_connection = gap * self.capacity as u64;
         in_flight.div_ceil(per_connection) as usize + 1
     }

@@ -120,11 +120,12 @@ impl ServiceTimes {
     }
 
     /// The unqueued service time: the least typical time of the last [`BASELINE_WINDOWS`]
-    /// windows and of now; None while the typical time is unknown.
+    /// windows and of now; None until a whole window knew one (a run that starts during a
+    /// stall has no unqueued time to go by in its first window).
     pub(crate) fn unqueued(&self) -> Option<Duration> {
         let typical = self.typical()?;
-        let least = self.baseline.iter().filter(|&&ns| ns > 0).min().copied();
-        Some(least.map_or(typical, |ns| typical.min(Duration::from_nanos(ns))))
+        let least = self.baseline.iter().filter(|&&ns| ns > 0).min().copied()?;
+        Some(typical.min(Duration::from_nanos(least)))
     }
 
     /// The recent service time (a moving average); zero before any answer.
@@ -348,6 +349,8 @@ mod tests {
         let t0 = Instant::now();
         let mut s = ServiceTimes::default();
         assert_eq!(s.unqueued(), None);
+        s.note(t0, t0 + US(50), true);
+        assert_eq!(s.unqueued(), None, "not before a whole window");
         let at = answers(&mut s, t0, 3, US(50));
         assert!(s.unqueued().unwrap().abs_diff(US(50)) < US(5));
         // The server queues (the pool's own requests behind each other): the typical time

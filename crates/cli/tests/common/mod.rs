@@ -21,6 +21,18 @@ pub fn target() -> RunningServer {
     .unwrap()
 }
 
+/// The built-in target speaking HTTP/2 as well (prior knowledge on the same port), on one
+/// thread.
+pub fn target_h2() -> RunningServer {
+    start(ServerConfig {
+        addr: ([127, 0, 0, 1], 0).into(),
+        threads: 1,
+        http2: true,
+        ..Default::default()
+    })
+    .unwrap()
+}
+
 // Not every test binary uses every helper.
 #[allow(unused_imports)]
 pub use loadmark_test_support::{
