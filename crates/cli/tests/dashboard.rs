@@ -5,6 +5,7 @@
 
 mod common;
 
+use std::io::Write;
 use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
@@ -14,6 +15,11 @@ use common::{loadmark, report_json, target, temp_dir, Daemon};
 /// How long a run stopped by SIGINT may take to end and write its report: it ends at once
 /// when idle; a busy two-core machine can stall it for seconds.
 const STOP_PATIENCE: Duration = Duration::from_secs(60);
+
+/// One browser test at a time (taken before its run starts, since a page must see the run
+/// live): two Chromiums with their pages, beside debug builds of loadmark on a busy two-core
+/// machine, missed the pages' 90 s wait for a first tick.
+static BROWSER: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 fn spawn(name: &str, args: &[&str]) -> Daemon {
     let mut cmd = loadmark();
@@ -67,6 +73,7 @@ fn watch_dashboard(url: &str, pages: usize, shot: &Path) -> Vec<serde_json::Valu
 /// ends with the report's own totals; loadmark waits for both to fetch the report, then exits.
 #[test]
 fn the_live_dashboard_in_two_browsers_ends_at_the_reports_totals() {
+    let _one_browser = BROWSER.lock().unwrap_or_else(|e| e.into_inner());
     let server = target();
     let dir = temp_dir("live", "dashboard");
     let report = dir.join("r.json");
@@ -195,15 +202,17 @@ fn a_stuck_dashboard_viewer_neither_slows_the_run_nor_keeps_loadmark_alive() {
 
 /// `bench --dashboard`: the page follows the plan's steps (step i of n) and fills its step
 /// table with each step's totals as the bundle has them; at the end it offers the bundle's
-/// report.
+/// report. (Steps of 4 s: a bench with no page watching ends without waiting for one, and
+/// Chromium on a busy machine took more than the 4 s of two 2 s steps to connect.)
 #[test]
 fn the_live_dashboard_follows_a_bench_step_by_step() {
+    let _one_browser = BROWSER.lock().unwrap_or_else(|e| e.into_inner());
     let server = target();
     let dir = temp_dir("live", "dashboard-bench");
     std::fs::write(
         dir.join("plan.yaml"),
         format!(
-            "name: live\ntargets:\n  api:\n    url: http://{}/status\nload: {{duration: 2s, threads: 1}}\nsweep: {{connections: [1, 2]}}\n",
+            "name: live\ntargets:\n  api:\n    url: http://{}/status\nload: {{duration: 4s, threads: 1}}\nsweep: {{connections: [1, 2]}}\n",
             server.local_addr()
         ),
     )
