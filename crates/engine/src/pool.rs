@@ -34,9 +34,9 @@
 //!   or more after its due time means the client's own loop is behind: a connection costs
 //!   it a connect, which only puts it further behind; unless the server takes
 //!   [`SLOW_SERVICE`] or more, when waiting for a busy connection costs more than a connect.
-//!   And the pool does not grow past the connections Little's law asks for (rate ×
-//!   typical service time, [`crate::service`], over what a connection carries) with twice
-//!   the headroom for the time the server takes when it does not queue, plus one; nor, while answers are
+//!   And the pool does not grow past twice
+//!   the connections Little's law asks for (rate × typical service time,
+//!   [`crate::service`], over what a connection carries) plus one; nor, while answers are
 //!   coming, before it knows that time (the run's first millisecond is cold on both
 //!   sides), unless a request waited [`PATIENCE`]. Either way due requests wait for the next
 //!   connection to come free. At 50,000 req/s against a one-core server that fell behind,
@@ -487,25 +487,18 @@ impl Pool {
     }
 
     /// Connections enough for the rate the schedule asks at the service time the server
-    /// gives: what Little's law needs (requests in flight = rate x service time, over what
-    /// one connection carries) with twice the headroom for the *unqueued* service time, plus
-    /// one (before a whole window of answers, no headroom: the run may have begun in a
-    /// stall); unbounded before the pool knows the rate and the time. Time the server spends
-    /// queueing the pool's own requests gets no headroom ([`crate::service`]): at the
-    /// server's limit it grows with each connection opened. Issue 43's bar: at 20,000 req/s
-    /// and 25 µs, two connections.
+    /// gives: twice what Little's law needs (requests in flight = rate x service time,
+    /// over what one connection carries), plus one; unbounded before the pool knows both.
+    /// Issue 43's bar: at 20,000 req/s and 25 µs, two connections.
     fn enough(&self) -> usize {
         let gap = self.gap.get();
-        let times = self.service.borrow();
-        let Some(typical) = times.typical() else {
+        let Some(service) = self.service.borrow().typical() else {
             return usize::MAX;
         };
         if gap == 0 {
             return usize::MAX;
         }
-        // No headroom before the first whole window: its time may be a stall's.
-        let headroom = times.unqueued().map_or(0, |t| t.as_nanos() as u64 * 2);
-        let in_flight = headroom.max(typical.as_nanos() as u64);
+        let in_flight = service.as_nanos() as u64 * 2;
         let per_connection = gap * self.capacity as u64;
         in_flight.div_ceil(per_connection) as usize + 1
     }
@@ -566,13 +559,12 @@ impl Pool {
         let enough = self.enough();
         eprintln!(
             "loadmark pool: grows at {:?} from {} open: service least {:?}, recent {:?}, \
-             typical {:?}, unqueued {:?}; enough {}; {} waiting, {} under way",
+             typical {:?}; enough {}; {} waiting, {} under way",
             self.first_handed.get().map(|f| f.elapsed()),
             self.open.get(),
             t.least(),
             t.recent(),
             t.typical(),
-            t.unqueued(),
             if enough == usize::MAX {
                 "unknown".into()
             } else {

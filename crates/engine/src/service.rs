@@ -17,15 +17,6 @@
 //! [`WARM_UP`] took 150-300 µs where the next took 40 (code, caches and buffers warming on
 //! both sides), and sizing by them opened four or five connections in the first
 //! millisecond that the run never needed.
-//!
-//! Beside it the **unqueued** service time: the least typical time of the last second's
-//! windows. The pool's headroom is sized by it, not by the typical time, because once the
-//! server queues, the typical time is mostly the pool's own requests ahead of each other:
-//! at a server's limit it grows with every connection the pool opens (N connections, each
-//! answered in N / capacity), so "twice what Little's law asks" always asked for more. A
-//! backlog after a stall at 50,000 req/s grew the pool from 9 to 797 connections that way,
-//! against a server answering in 50 µs when not queued (`LOADMARK_POOL_TRACE`, session 26).
-//! A server that stays slower moves the unqueued time too, within [`BASELINE_WINDOWS`].
 
 use std::cell::Cell;
 use std::time::{Duration, Instant};
@@ -40,8 +31,6 @@ pub(crate) const WARM_UP: Duration = Duration::from_millis(1);
 const KNOWN_AFTER: u32 = 4;
 /// The slowest answers left out of the typical service time: one in twenty.
 const TRIM_DIVISOR: u32 = 20;
-/// How many past windows the unqueued service time is the least of: one second.
-pub(crate) const BASELINE_WINDOWS: usize = 10;
 
 /// The least service time seen, a moving average of the recent ones, and the typical one.
 #[derive(Debug, Clone, Default)]
@@ -59,10 +48,6 @@ pub(crate) struct ServiceTimes {
     /// whenever a due request finds every connection busy, which can be many times per
     /// answer, and the scan of the buckets is worth doing once.
     typical: Cell<Option<Option<Duration>>>,
-    /// The typical time of each of the last [`BASELINE_WINDOWS`] windows that knew one, in
-    /// ns (0: none), the newest at `baseline_next - 1`.
-    baseline: [u64; BASELINE_WINDOWS],
-    baseline_next: usize,
 }
 
 impl ServiceTimes {
@@ -86,16 +71,11 @@ impl ServiceTimes {
             Some(start) if ended.saturating_duration_since(start) < WINDOW => {}
             Some(start) => {
                 // A window with no answer at all in between leaves nothing to go by.
-                if ended.saturating_duration_since(start) < 2 * WINDOW {
-                    if let Some(mean) = trimmed_mean(&self.current, &LogCounts::default()) {
-                        self.baseline[self.baseline_next] = mean.as_nanos() as u64;
-                        self.baseline_next = (self.baseline_next + 1) % BASELINE_WINDOWS;
-                    }
-                    self.previous = std::mem::take(&mut self.current);
+                self.previous = if ended.saturating_duration_since(start) < 2 * WINDOW {
+                    std::mem::take(&mut self.current)
                 } else {
-                    self.previous = LogCounts::default();
-                    self.baseline = [0; BASELINE_WINDOWS];
-                }
+                    LogCounts::default()
+                };
                 self.current = LogCounts::default();
                 self.window_start = Some(ended);
             }
@@ -116,16 +96,32 @@ impl ServiceTimes {
     }
 
     fn compute_typical(&self) -> Option<Duration> {
-        trimmed_mean(&self.current, &self.previous)
-    }
-
-    /// The unqueued service time: the least typical time of the last [`BASELINE_WINDOWS`]
-    /// windows and of now; None until a whole window knew one (a run that starts during a
-    /// stall has no unqueued time to go by in its first window).
-    pub(crate) fn unqueued(&self) -> Option<Duration> {
-        let typical = self.typical()?;
-        let least = self.baseline.iter().filter(|&&ns| ns > 0).min().copied()?;
-        Some(typical.min(Duration::from_nanos(least)))
+        let n = self.current.total + self.previous.total;
+        if n < KNOWN_AFTER {
+            return None;
+        }
+        let mut left = n - n / TRIM_DIVISOR;
+        let kept = left;
+        let mut sum = 0u128;
+        let (now, before) = (&self.current, &self.previous);
+        for i in 0..BUCKETS {
+            let count = now.counts[i] + before.counts[i];
+            if count == 0 {
+                continue;
+            }
+            let bucket_sum = now.sums[i] as u128 + before.sums[i] as u128;
+            // The bucket the trim cuts through counts at its own mean.
+            sum += if count <= left {
+                bucket_sum
+            } else {
+                bucket_sum * left as u128 / count as u128
+            };
+            left = left.saturating_sub(count);
+            if left == 0 {
+                break;
+            }
+        }
+        Some(Duration::from_nanos((sum / kept as u128) as u64))
     }
 
     /// The recent service time (a moving average); zero before any answer.
@@ -137,36 +133,6 @@ impl ServiceTimes {
     pub(crate) fn least(&self) -> Duration {
         Duration::from_nanos(self.least)
     }
-}
-
-/// The mean of two windows' answers without their slowest twentieth; None below
-/// [`KNOWN_AFTER`] answers.
-fn trimmed_mean(now: &LogCounts, before: &LogCounts) -> Option<Duration> {
-    let n = now.total + before.total;
-    if n < KNOWN_AFTER {
-        return None;
-    }
-    let mut left = n - n / TRIM_DIVISOR;
-    let kept = left;
-    let mut sum = 0u128;
-    for i in 0..BUCKETS {
-        let count = now.counts[i] + before.counts[i];
-        if count == 0 {
-            continue;
-        }
-        let bucket_sum = now.sums[i] as u128 + before.sums[i] as u128;
-        // The bucket the trim cuts through counts at its own mean.
-        sum += if count <= left {
-            bucket_sum
-        } else {
-            bucket_sum * left as u128 / count as u128
-        };
-        left = left.saturating_sub(count);
-        if left == 0 {
-            break;
-        }
-    }
-    Some(Duration::from_nanos((sum / kept as u128) as u64))
 }
 
 /// Durations counted and summed in buckets a quarter of a power of two wide: the trim
@@ -332,35 +298,5 @@ mod tests {
         }
         let typical = s.typical().unwrap();
         assert!(typical.abs_diff(US(30)) < US(4), "{typical:?}");
-    }
-
-    /// Answers every 50 µs for `windows` windows from `from`, each taking `took`.
-    fn answers(s: &mut ServiceTimes, from: Instant, windows: u32, took: Duration) -> Instant {
-        let mut at = from;
-        while at < from + windows * WINDOW {
-            s.note(at, at + took, true);
-            at += US(50);
-        }
-        at
-    }
-
-    #[test]
-    fn the_unqueued_time_is_the_least_of_the_last_second_and_follows_a_server_that_stays_slow() {
-        let t0 = Instant::now();
-        let mut s = ServiceTimes::default();
-        assert_eq!(s.unqueued(), None);
-        s.note(t0, t0 + US(50), true);
-        assert_eq!(s.unqueued(), None, "not before a whole window");
-        let at = answers(&mut s, t0, 3, US(50));
-        assert!(s.unqueued().unwrap().abs_diff(US(50)) < US(5));
-        // The server queues (the pool's own requests behind each other): the typical time
-        // follows it, the unqueued one stays where the server was without a queue.
-        let at = answers(&mut s, at, 3, US(400));
-        assert!(s.typical().unwrap().abs_diff(US(400)) < US(40));
-        assert!(s.unqueued().unwrap().abs_diff(US(50)) < US(5));
-        // A server that stays that slow for a second moves it as well.
-        answers(&mut s, at, BASELINE_WINDOWS as u32 + 1, US(400));
-        let unqueued = s.unqueued().unwrap();
-        assert!(unqueued.abs_diff(US(400)) < US(40), "{unqueued:?}");
     }
 }
