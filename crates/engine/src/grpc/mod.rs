@@ -13,8 +13,9 @@ use loadmark_metrics::{GrpcCall, Recorder};
 use loadmark_plan::{GrpcStreaming, Plan};
 use loadmark_wire::http2::Answer;
 
-/// The longest response message a call accepts (grpc-go's default receive limit): a longer
-/// one ends the call as RESOURCE_EXHAUSTED, as a gRPC client would end it.
+/// The longest response message a call accepts unless the plan says otherwise (grpc-go's
+/// default receive limit, `--max-recv-message-size`): a longer one ends the call as
+/// RESOURCE_EXHAUSTED, as a gRPC client would end it.
 pub const MAX_RECEIVE_MESSAGE: usize = 4 << 20;
 
 /// How a run's HTTP/2 connections read gRPC calls.
@@ -34,7 +35,10 @@ pub(crate) fn driving_of(plan: &Plan) -> Option<Driving> {
             && loadmark_wire::grpc::is_grpc_content_type(value.as_bytes())
     });
     (grpc && plan.protocol.http2.is_some()).then_some(Driving {
-        limit: MAX_RECEIVE_MESSAGE,
+        limit: plan
+            .protocol
+            .grpc_max_receive
+            .unwrap_or(MAX_RECEIVE_MESSAGE),
         streaming: plan.protocol.grpc,
     })
 }
