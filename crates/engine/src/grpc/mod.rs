@@ -89,3 +89,29 @@ pub(crate) fn failure(
         recorder.borrow_mut().record_grpc_unanswered(at, code, why);
     }
 }
+
+/// A stream of an HTTP/2 run that failed, as both loops (closed and open) settle it: a
+/// request the server did not process (GOAWAY, REFUSED_STREAM) and not yet retried is sent
+/// once more when `resend` places it on a connection, counted as a retry; any other is its
+/// error ([`failure`]: in a gRPC run, also the status a gRPC client gives the call).
+pub(crate) fn stream_failed(
+    recorder: &RefCell<Recorder>,
+    grpc: Option<Driving>,
+    failed: &loadmark_wire::http2::Failure,
+    retried: bool,
+    resend: impl FnOnce() -> bool,
+) {
+    if failed.unprocessed && !retried && resend() {
+        crate::settle::retry(recorder);
+    } else {
+        let reset = failed.reset;
+        failure(
+            recorder,
+            grpc,
+            failed.kind,
+            &failed.message,
+            reset,
+            failed.unprocessed,
+        );
+    }
+}
