@@ -186,5 +186,14 @@ fn a_step_naming_no_method_or_with_a_message_the_method_cannot_take_is_refused_b
         assert!(stderr(&out).contains(says), "{}", stderr(&out));
     }
     assert_eq!(server.grpc_calls(), 0, "no call before the refusals");
+    // `loadmark schema plan` describes the step and the plan's schema section.
+    let schema = loadmark().args(["schema", "plan"]).output().unwrap();
+    let schema: serde_json::Value = serde_json::from_slice(&schema.stdout).unwrap();
+    let step = &schema["$defs"]["StepGrpcFile"]["properties"];
+    assert!(
+        step["call"].is_object() && step["message"].is_object(),
+        "{schema}"
+    );
+    assert!(schema["properties"]["grpc"].is_object(), "{schema}");
     server.shutdown();
 }
