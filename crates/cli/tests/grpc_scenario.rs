@@ -185,6 +185,18 @@ fn a_step_naming_no_method_or_with_a_message_the_method_cannot_take_is_refused_b
         assert!(stderr(&out).contains("plan.yaml:"), "{}", stderr(&out));
         assert!(stderr(&out).contains(says), "{}", stderr(&out));
     }
+    // Over https:// ALPN chooses one protocol for the journey: a gRPC step needs h2.
+    let tls = format!(
+        "targets:\n  t: {{url: 'https://{}'}}\n{JOURNEY}",
+        server.local_addr()
+    );
+    let (out, _) = bench(dir.path(), &tls);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("plan.yaml:5:5: scenario step 1: a `grpc:` call speaks HTTP/2"),
+        "{}",
+        stderr(&out)
+    );
     assert_eq!(server.grpc_calls(), 0, "no call before the refusals");
     // `loadmark schema plan` describes the step and the plan's schema section.
     let schema = loadmark().args(["schema", "plan"]).output().unwrap();

@@ -176,6 +176,15 @@ pub(crate) fn one_protocol_over_tls(
         return Ok(());
     };
     let plan = if plan_h2 { "h2" } else { "h1" };
+    if steps[i].grpc.is_some() {
+        return Err(PlanFileError {
+            message: format!(
+                "scenario step {}: a `grpc:` call speaks HTTP/2, and over https:// the server                  chooses the protocol per connection (ALPN) as the plan's ({plan}); set                  `load.http2: true` (the plan's HTTP steps then speak HTTP/2 too)",
+                i + 1
+            ),
+            ..at(i)
+        });
+    }
     Err(PlanFileError {
         message: format!(
             "scenario step {}: `protocol` differs from the plan's ({plan}); over https:// the \

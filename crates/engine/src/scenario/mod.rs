@@ -4,7 +4,8 @@
 //! steps speak, each kept alive across its steps: HTTP/1.1 requests go through
 //! [`crate::connection::perform_bytes`], the exchange `loadmark run` uses, HTTP/2 ones
 //! through the user's [`h2::Link`] on the HTTP/2 executors' connection, so classification,
-//! retries and timeouts are the same as in `loadmark run`. A response is recorded twice: into the run's figures (as any response) and into
+//! retries and timeouts are the same as in `loadmark run` (`grpc:` steps go on a second such
+//! link whose streams read as gRPC calls, [`grpc`]). A response is recorded twice: into the run's figures (as any response) and into
 //! its step's ([`loadmark_metrics::StepStats`]). The response is kept only when the step
 //! has an extraction or a check that reads it (up to [`crate::checks::CAPTURE_LIMIT`]).
 //!
