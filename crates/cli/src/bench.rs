@@ -55,6 +55,9 @@ pub fn bench(args: &BenchArgs) -> Result<ExitCode> {
     if args.check {
         return check(&plan, args);
     }
+    // gRPC steps: the schema loaded once, each step's method and message checked, before
+    // any load.
+    crate::grpc_steps::attach(&mut plan)?;
     let out = &args.out;
     std::fs::create_dir_all(out.join("logs"))
         .map_err(|e| UsageError(format!("--out {}: cannot create it: {e}", out.display())))?;

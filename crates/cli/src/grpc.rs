@@ -162,6 +162,7 @@ pub fn grpc(mut args: GrpcArgs) -> Result<ExitCode> {
         None => run.to_plan(Some(body))?,
     };
     plan.protocol.grpc = streaming;
+    plan.protocol.grpc_max_receive = args.max_recv_message_size;
     plan.protocol.tls_server_name = args.cname.clone();
     crate::commands::run_plan(&plan, &run.report, None)
 }

@@ -13,6 +13,7 @@ mod events;
 mod find;
 mod gate;
 mod grpc;
+mod grpc_steps;
 mod history;
 mod import;
 mod k8s;

@@ -261,6 +261,7 @@ fn the_example_plans_run_shortened() {
         "bombardier-style",
         "checks",
         "journey",
+        "grpc-journey",
     ] {
         let text = std::fs::read_to_string(examples.join(format!("{name}.yaml"))).unwrap();
         let short = text
@@ -276,7 +277,9 @@ fn the_example_plans_run_shortened() {
             .replace("connections: 125", "connections: 10")
             .replace("users: 50", "users: 10")
             .replace("session_duration: 10s", "session_duration: 500ms")
-            .replace("pause: 2s", "pause: 0s");
+            .replace("pause: 2s", "pause: 0s")
+            // Paths relative to the example, which runs from a copy elsewhere.
+            .replace("../crates/", &format!("{}/../crates/", examples.display()));
         let dir = temp_dir("bench", name);
         let (out, bundle, md, moved) = retry_on_port_conflict(name, || {
             let (plan, moved) = example_on_leased_ports(&short, &examples, &dir);
@@ -309,6 +312,26 @@ fn the_example_plans_run_shortened() {
                 "{s:?}"
             );
             assert!(md.contains("## Scenario steps"), "{md}");
+        }
+        if name == "grpc-journey" {
+            let report = &bundle.steps[0].report;
+            let s = report.summary.scenario.as_ref().unwrap();
+            assert!(s.iterations > 0 && s.aborted == 0, "{s:?}");
+            assert!(
+                s.steps
+                    .iter()
+                    .all(|st| st.checks_failed == 0 && st.checks_passed > 0),
+                "{s:?}"
+            );
+            let json = serde_json::to_value(report).unwrap();
+            let codes = &json["totals"]["grpc"]["codes"];
+            assert_eq!(codes.as_array().map(Vec::len), Some(1), "{codes}");
+            assert_eq!(codes[0]["name"], "OK");
+            // Three gRPC steps an iteration (those of an iteration cut by the end count too).
+            assert!(
+                codes[0]["count"].as_u64().unwrap() >= 3 * s.iterations,
+                "{codes}"
+            );
         }
         for step in &bundle.steps {
             let s = &step.report.summary;

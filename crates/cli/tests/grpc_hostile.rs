@@ -108,3 +108,44 @@ fn every_hostile_answer_is_classified_as_a_grpc_client_would_and_none_hangs() {
     }
     assert_eq!(served.len(), cases.len() + 1, "{served:?}");
 }
+
+/// `--max-recv-message-size` (ghz's): TooLarge's message says it is 5 MiB. Under a 1 MiB
+/// limit each call ends as RESOURCE_EXHAUSTED naming that limit; under 8 MiB the message is
+/// let in, and the call waits for bytes the server never sends until its deadline.
+#[test]
+fn the_receive_limit_is_the_one_asked_for() {
+    let (addr, served) = hostile_server();
+    let load = ["-c", "1", "-n", "3", "--timeout", "300ms"];
+    let (report, _) = bounded_run(
+        addr,
+        "TooLarge",
+        &[&["--max-recv-message-size", "1MiB"][..], &load].concat(),
+        Duration::from_secs(30),
+    );
+    let counted = codes(&report);
+    assert_eq!(counted.len(), 1, "{counted:?}");
+    assert_eq!(
+        (counted[0].0.as_str(), counted[0].1),
+        ("RESOURCE_EXHAUSTED", 3)
+    );
+    assert!(
+        counted[0]
+            .2
+            .contains("of 5242880 bytes, over the limit of 1048576"),
+        "{counted:?}"
+    );
+    let (report, _) = bounded_run(
+        addr,
+        "TooLarge",
+        &[&["--max-recv-message-size", "8MiB"][..], &load].concat(),
+        Duration::from_secs(30),
+    );
+    let counted = codes(&report);
+    assert_eq!(counted.len(), 1, "{counted:?}");
+    assert_eq!(
+        (counted[0].0.as_str(), counted[0].1),
+        ("DEADLINE_EXCEEDED", 3)
+    );
+    assert_eq!(errors(&report), [("timeout".to_string(), 3)]);
+    assert_eq!(served.lock().unwrap().calls.get("TooLarge"), Some(&6));
+}

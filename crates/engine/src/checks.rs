@@ -183,6 +183,12 @@ impl Checks {
                         .is_some_and(|n| t.holds(n as f64)),
                 }
             }
+            // A gRPC step's response carries its call's status as this header
+            // (`crate::scenario::grpc`).
+            Expr::GrpcStatus(eq, code) => {
+                let seen = parsed.header("grpc-status").and_then(grpc_status);
+                seen.is_some_and(|s| (s == *code) == *eq)
+            }
         }
     }
 
@@ -230,6 +236,10 @@ impl std::ops::DerefMut for Flags {
             Flags::Large(v) => v,
         }
     }
+}
+
+fn grpc_status(value: &[u8]) -> Option<u32> {
+    std::str::from_utf8(value).ok()?.trim().parse().ok()
 }
 
 fn memfind(hay: &[u8], needle: &[u8]) -> bool {
@@ -344,6 +354,19 @@ fn describe(c: &Check, view: &View<'_>, parsed: &Parsed<'_>) -> String {
         },
         Expr::BodySize(_) => format!("; body {} bytes", body.map_or(0, <[u8]>::len)),
         Expr::Body(_) | Expr::Json(..) => String::new(),
+        Expr::GrpcStatus(..) => match parsed.header("grpc-status").and_then(grpc_status) {
+            Some(code) => {
+                let message = parsed
+                    .header("grpc-message")
+                    .map(|m| format!(" ({})", excerpt(m)))
+                    .unwrap_or_default();
+                format!(
+                    "; grpc-status {}{message}",
+                    loadmark_plan::grpc_code_text(code)
+                )
+            }
+            None => "; no grpc-status".to_string(),
+        },
     };
     let body_part = match body {
         Some(b) if !b.is_empty() => format!("; body: {}", excerpt(b)),

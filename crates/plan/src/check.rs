@@ -9,6 +9,7 @@
 //!          | 'body' strop | 'body' 'size' numcmp
 //!          | 'json' POINTER ('exists' | 'absent' | ('=='|'!=') JSON | cmp NUMBER
 //!                           | 'length' numcmp)
+//!          | 'grpc-status' ('=='|'!=') CODE        grpc-status == OK (a name or a number)
 //! numcmp  := cmp NUMBER | 'in' NUMBER '..' NUMBER   (both ends included)
 //! strop   := 'contains' TEXT | 'matches' TEXT (a regex) | ('=='|'!=') TEXT
 //! cmp     := '==' | '!=' | '<' | '<=' | '>' | '>='
@@ -111,6 +112,8 @@ pub enum Expr {
     BodySize(NumTest),
     /// An RFC 6901 pointer (`/items/0/id`; `""` is the whole document).
     Json(String, JsonTest),
+    /// A gRPC step's status code (`grpc-status == OK`): `true` for `==`, `false` for `!=`.
+    GrpcStatus(bool, u32),
 }
 
 /// A test on a header (first value of that name).
@@ -130,7 +133,10 @@ impl Expr {
     /// True when a WebSocket reply can meet the check: a message has a body (text, size,
     /// JSON) and a round trip (latency), but no status line and no headers.
     pub fn applies_to_messages(&self) -> bool {
-        !matches!(self, Expr::Status(_) | Expr::Header(..))
+        !matches!(
+            self,
+            Expr::Status(_) | Expr::Header(..) | Expr::GrpcStatus(..)
+        )
     }
 }
 
@@ -157,7 +163,35 @@ pub struct CheckError {
 pub const CHECK_FORMS: &str = "status == 200 | status in 200..299 | latency < 200ms | \
 header NAME exists | header NAME contains TEXT | body contains TEXT | body matches REGEX | \
 body size < 1024 | json /pointer exists | json /pointer == VALUE | json /pointer > 3 | \
-json /pointer length > 0 (optionally named: 'NAME: EXPR')";
+json /pointer length > 0 | grpc-status == OK (gRPC steps) (optionally named: 'NAME: EXPR')";
+
+/// gRPC's status codes by number (`grpc/status.proto`), for `grpc-status` checks.
+const GRPC_CODES: [&str; 17] = [
+    "OK",
+    "CANCELLED",
+    "UNKNOWN",
+    "INVALID_ARGUMENT",
+    "DEADLINE_EXCEEDED",
+    "NOT_FOUND",
+    "ALREADY_EXISTS",
+    "PERMISSION_DENIED",
+    "RESOURCE_EXHAUSTED",
+    "FAILED_PRECONDITION",
+    "ABORTED",
+    "OUT_OF_RANGE",
+    "UNIMPLEMENTED",
+    "INTERNAL",
+    "UNAVAILABLE",
+    "DATA_LOSS",
+    "UNAUTHENTICATED",
+];
+
+/// A gRPC status code's name (`UNAVAILABLE` for 14), or its number when gRPC names none.
+pub fn grpc_code_text(code: u32) -> String {
+    GRPC_CODES
+        .get(code as usize)
+        .map_or_else(|| code.to_string(), |n| (*n).to_string())
+}
 
 #[derive(Debug, Clone, PartialEq)]
 enum Tok {
@@ -407,7 +441,7 @@ impl Check {
                 lx.pos = 1;
             }
         }
-        let subject = lx.word("status, latency, header, body or json")?;
+        let subject = lx.word("status, latency, header, body, json or grpc-status")?;
         let expr = match subject.to_ascii_lowercase().as_str() {
             "status" => Expr::Status(lx.num_test()?),
             "latency" => {
@@ -490,9 +524,35 @@ impl Check {
                 };
                 Expr::Json(pointer, test)
             }
+            "grpc-status" | "grpc_status" => {
+                let at = lx.pos;
+                let eq = match lx.cmp() {
+                    Some(Cmp::Eq) => true,
+                    Some(Cmp::Ne) => false,
+                    _ => {
+                        lx.pos = at;
+                        return lx.fail("== or != and a gRPC status, e.g. grpc-status == OK");
+                    }
+                };
+                let column = lx.column();
+                let code = lx.text()?;
+                let known = GRPC_CODES
+                    .iter()
+                    .position(|n| n.eq_ignore_ascii_case(&code))
+                    .map(|i| i as u32)
+                    .or_else(|| code.parse::<u32>().ok());
+                let Some(code) = known else {
+                    return Err(CheckError {
+                        column,
+                        expected: "a gRPC status: a name (OK, UNAVAILABLE, ...) or a number".into(),
+                        found: format!("{code:?}"),
+                    });
+                };
+                Expr::GrpcStatus(eq, code)
+            }
             _ => {
                 lx.pos -= 1;
-                return lx.fail("status, latency, header, body or json");
+                return lx.fail("status, latency, header, body, json or grpc-status");
             }
         };
         if lx.pos < lx.toks.len() {
@@ -610,6 +670,13 @@ mod tests {
         assert_eq!(ok("  status == 200 ").name, "status == 200");
         assert!(!ok("status == 200").needs_response());
         assert!(ok("body matches \"^o.$\"").needs_response());
+        assert_eq!(ok("grpc-status == OK").expr, Expr::GrpcStatus(true, 0));
+        assert_eq!(
+            ok("grpc-status != unavailable").expr,
+            Expr::GrpcStatus(false, 14)
+        );
+        assert_eq!(ok("grpc_status == 3").expr, Expr::GrpcStatus(true, 3));
+        assert!(ok("grpc-status == OK").needs_response());
     }
 
     #[test]
@@ -631,6 +698,10 @@ mod tests {
         assert_eq!((e.column, e.found.as_str()), (15, "\"extra\""), "{e}");
         let e = err("body matches \"(\"");
         assert!(e.expected.contains("regular expression"), "{e}");
+        let e = err("grpc-status == FINE");
+        assert_eq!((e.column, e.found.as_str()), (16, "\"FINE\""), "{e}");
+        let e = err("grpc-status < 3");
+        assert_eq!(e.column, 13, "{e}");
         let e = err("latency < soon");
         assert_eq!(e.column, 11, "{e}");
         let e = err("json /a ==");

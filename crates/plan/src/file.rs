@@ -86,6 +86,11 @@ pub struct PlanFile {
     /// one run and one report with a section per scenario. Instead of `scenario:`.
     #[serde(default, skip_serializing_if = "indexmap::IndexMap::is_empty")]
     pub scenarios: crate::scenarios::NamedScenarioFiles,
+    /// Where the scenario's `grpc:` steps find their methods: `{proto: [greeter.proto],
+    /// import_paths: [protos]}` or `{protoset: api.protoset}`, relative to the plan file;
+    /// absent, the target's server reflection is asked (once, before the load).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grpc: Option<crate::grpc::GrpcSchemaFile>,
     /// Every step a capacity search instead of one run: the highest open-loop rate at which
     /// the step's target meets every objective, e.g. `{slo: ['p99 < 5ms'], from: 1000, to:
     /// 100000}` (the same words as `loadmark find`'s flags). The bundle gives each step's

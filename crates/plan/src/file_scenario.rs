@@ -143,9 +143,15 @@ pub(crate) fn one_protocol_over_tls(
 ) -> Result<(), PlanFileError> {
     let plan_h2 = file.load.http2 == Some(true);
     let tls = file.targets.values().any(|t| t.url.starts_with("https://"));
-    let h3 = steps.iter().position(|s| {
-        (s.request.as_ref()).and_then(|r| r.protocol) == Some(crate::scenario::StepProtocol::H3)
-    });
+    // A gRPC call is HTTP/2.
+    let protocol = |s: &crate::scenario::ScenarioStepFile| {
+        (s.request.as_ref())
+            .and_then(|r| r.protocol)
+            .or(s.grpc.as_ref().map(|_| crate::scenario::StepProtocol::H2))
+    };
+    let h3 = steps
+        .iter()
+        .position(|s| protocol(s) == Some(crate::scenario::StepProtocol::H3));
     if let (false, Some(i)) = (tls, h3) {
         return Err(PlanFileError {
             message: format!(
@@ -157,22 +163,28 @@ pub(crate) fn one_protocol_over_tls(
         });
     }
     let other = steps.iter().position(|s| {
-        s.request
-            .as_ref()
-            .and_then(|r| r.protocol)
-            .is_some_and(|p| match p {
-                crate::scenario::StepProtocol::H2 => !plan_h2,
-                crate::scenario::StepProtocol::H1 => plan_h2,
-                // QUIC is a connection of its own, with its own ALPN: it mixes with either.
-                crate::scenario::StepProtocol::H3 => false,
-                // A WebSocket upgrade is HTTP/1.1: it needs the server to choose that.
-                crate::scenario::StepProtocol::Ws => plan_h2,
-            })
+        protocol(s).is_some_and(|p| match p {
+            crate::scenario::StepProtocol::H2 => !plan_h2,
+            crate::scenario::StepProtocol::H1 => plan_h2,
+            // QUIC is a connection of its own, with its own ALPN: it mixes with either.
+            crate::scenario::StepProtocol::H3 => false,
+            // A WebSocket upgrade is HTTP/1.1: it needs the server to choose that.
+            crate::scenario::StepProtocol::Ws => plan_h2,
+        })
     });
     let (true, Some(i)) = (tls, other) else {
         return Ok(());
     };
     let plan = if plan_h2 { "h2" } else { "h1" };
+    if steps[i].grpc.is_some() {
+        return Err(PlanFileError {
+            message: format!(
+                "scenario step {}: a `grpc:` call speaks HTTP/2, and over https:// the server                  chooses the protocol per connection (ALPN) as the plan's ({plan}); set                  `load.http2: true` (the plan's HTTP steps then speak HTTP/2 too)",
+                i + 1
+            ),
+            ..at(i)
+        });
+    }
     Err(PlanFileError {
         message: format!(
             "scenario step {}: `protocol` differs from the plan's ({plan}); over https:// the \

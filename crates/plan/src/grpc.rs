@@ -92,3 +92,48 @@ impl PartialEq for BodyEncoder {
         true
     }
 }
+
+/// A scenario's `grpc:` step, made ready by the CLI from the plan's schema (loaded once per
+/// plan): how the step's rendered message becomes the call's body, and how the first
+/// response message reads as JSON for the step's checks and extractions. Never in a plan
+/// file; plans compare equal whatever their codecs.
+#[derive(Clone)]
+pub struct GrpcCodec {
+    /// The rendered message (JSON) into its length-prefixed protobuf.
+    pub encode: BodyEncoder,
+    /// A response message (without its 5-byte prefix) as JSON text.
+    pub decode: Arc<DecodeFn>,
+}
+
+/// A response message's bytes as JSON text, or why they are no message of the method.
+pub type DecodeFn = dyn Fn(&[u8]) -> Result<Vec<u8>, String> + Send + Sync;
+
+impl std::fmt::Debug for GrpcCodec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("GrpcCodec")
+    }
+}
+
+impl PartialEq for GrpcCodec {
+    fn eq(&self, _: &GrpcCodec) -> bool {
+        true
+    }
+}
+
+/// Where a plan's gRPC steps find their methods (plan files' `grpc:`): `.proto` files
+/// compiled at run time, a protoset, or (neither given) the target's server reflection.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GrpcSchemaFile {
+    /// `.proto` files, relative to the plan file (no `protoc` needed).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub proto: Vec<String>,
+    /// Folders the `.proto` files' imports are found under, relative to the plan file
+    /// (ghz's `--import-paths`); each file's own folder is searched too.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub import_paths: Vec<String>,
+    /// A `FileDescriptorSet` (`protoc --descriptor_set_out=FILE --include_imports`), relative
+    /// to the plan file, instead of `proto`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub protoset: Option<String>,
+}

@@ -43,7 +43,8 @@ mod validate;
 mod websocket;
 
 pub use check::{
-    Check, CheckError, Cmp, Expr, HeaderTest, JsonTest, NumTest, TextTest, CHECK_FORMS,
+    grpc_code_text, Check, CheckError, Cmp, Expr, HeaderTest, JsonTest, NumTest, TextTest,
+    CHECK_FORMS,
 };
 pub use clock::parse_rfc3339;
 pub use file::{
@@ -58,15 +59,15 @@ pub use file_steps::{
     load_plan_file, load_plan_file_with, load_plan_text, Launch, LoadedPlan, PlanFileError, Ready,
     Step,
 };
-pub use grpc::{BodyEncoder, GrpcStreaming};
+pub use grpc::{BodyEncoder, DecodeFn, GrpcCodec, GrpcSchemaFile, GrpcStreaming};
 pub use plan::{
     DataPer, Http2, Http3, Load, Mix, Plan, Protocol, RequestSpec, ScriptRef, Stop, Timeouts,
     TlsFiles, TlsPolicy, DEFAULT_TIMEOUT, MAX_STREAMS,
 };
 pub use proxy::{no_proxy_matches, Proxy, ProxyKind, DEFAULT_PROXY_PORT};
 pub use scenario::{
-    Extract, RequestStep, Scenario, ScenarioError, ScenarioStepFile, Step as ScenarioStep,
-    StepProtocol, StepRequestFile, Think, EXTRACT_FORMS,
+    locate_step, Extract, GrpcStep, RequestStep, Scenario, ScenarioError, ScenarioStepFile,
+    Step as ScenarioStep, StepGrpcFile, StepProtocol, StepRequestFile, Think, EXTRACT_FORMS,
 };
 pub use scenarios::{NamedScenario, NamedScenarioFile, NamedScenarioFiles, ScenarioLoadFile};
 pub use schedule::{Pace, Profile, Stage};

@@ -278,6 +278,11 @@ pub struct Protocol {
     /// `loadmark grpc` of a streaming method: how each call streams (issue 36).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub grpc: Option<crate::grpc::GrpcStreaming>,
+    /// gRPC calls: the longest response message accepted, in bytes (`loadmark grpc
+    /// --max-recv-message-size`); a longer one ends its call as RESOURCE_EXHAUSTED.
+    /// Absent: 4 MiB, gRPC's default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grpc_max_receive: Option<usize>,
     /// HTTP/3 over QUIC (`--http3`, issue 37): https:// only, ALPN `h3` on the URL's UDP
     /// port. Absent: TCP.
     #[serde(default, skip_serializing_if = "Option::is_none")]

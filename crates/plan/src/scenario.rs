@@ -37,6 +37,11 @@ pub struct ScenarioStepFile {
     /// What the step sends.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub request: Option<StepRequestFile>,
+    /// A gRPC call instead of `request` (issue 36), on the user's own HTTP/2 connection for
+    /// gRPC: its first response message reads as JSON for `extract` and `json`/`body`
+    /// checks, and `grpc-status == OK` checks its status.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grpc: Option<StepGrpcFile>,
     /// Values to take from the response, by variable name: `json /pointer`, `regex PATTERN`
     /// (its first group, else the whole match), `header NAME`, `cookie NAME` (from
     /// Set-Cookie). Later steps use them as `{{name}}`. A value that cannot be extracted
@@ -75,6 +80,52 @@ pub struct StepRequestFile {
     /// over TCP speak the plan's protocol (`h3` steps, over QUIC, mix with either).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub protocol: Option<StepProtocol>,
+}
+
+/// A gRPC call of a step: `{call: pkg.Service/Method, message: '{"name":"{{user}}"}'}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct StepGrpcFile {
+    /// The method, `package.Service/Method` (as ghz and grpcurl spell it), found in the
+    /// plan's `grpc:` schemas or by the target's reflection.
+    pub call: String,
+    /// The request message as JSON (the proto3 JSON mapping); may hold templates and
+    /// variables, rendered per call [default: {}].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    /// Metadata sent with the call, by name; values may hold templates.
+    #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
+    pub metadata: IndexMap<String, String>,
+    /// Set by the CLI from the plan's schema before the run; never in a file.
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub codec: Option<crate::grpc::GrpcCodec>,
+}
+
+impl StepGrpcFile {
+    /// The method as `pkg.Service/Method` (`pkg.Service.Method` is accepted too), or why
+    /// `call` names none.
+    pub fn method(&self) -> Result<(String, String), String> {
+        let call = self.call.trim().trim_start_matches('/');
+        let split = call.rsplit_once('/').or_else(|| call.rsplit_once('.'));
+        match split {
+            Some((s, m))
+                if !s.is_empty()
+                    && !m.is_empty()
+                    && !s.contains('/')
+                    && [s, m].iter().all(|p| {
+                        p.chars()
+                            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.')
+                    }) =>
+            {
+                Ok((s.to_string(), m.to_string()))
+            }
+            _ => Err(format!(
+                "grpc.call {:?}: expected package.Service/Method, e.g. helloworld.Greeter/SayHello",
+                self.call
+            )),
+        }
+    }
 }
 
 /// The protocol of a scenario step.
@@ -264,6 +315,16 @@ pub struct RequestStep {
     pub checks: Vec<Check>,
     /// The step's own protocol (`None`: the plan's).
     pub protocol: Option<StepProtocol>,
+    /// A `grpc:` step: its call (`pkg.Service/Method`) and codec (set by the CLI). Its
+    /// request is a POST to `/pkg.Service/Method` with gRPC's headers, the message as body.
+    pub grpc: Option<GrpcStep>,
+}
+
+/// A compiled `grpc:` step.
+#[derive(Debug, Clone)]
+pub struct GrpcStep {
+    pub call: String,
+    pub codec: Option<crate::grpc::GrpcCodec>,
 }
 
 /// A scenario that does not compile: which step (0-based among all steps) and why.
@@ -282,19 +343,37 @@ impl Scenario {
         let mut vars: Vec<String> = Vec::new();
         let mut names: Vec<String> = Vec::new();
         let mut steps = Vec::new();
-        if !files.iter().any(|s| s.request.is_some()) {
+        if !files
+            .iter()
+            .any(|s| s.request.is_some() || s.grpc.is_some())
+        {
             return Err(ScenarioError {
                 step: 0,
-                message: "scenario: at least one step needs a `request`".into(),
+                message: "scenario: at least one step needs a `request` (or a `grpc` call)".into(),
             });
         }
         for (i, f) in files.iter().enumerate() {
             let fail = |message: String| ScenarioError { step: i, message };
             let label = f.name.clone().unwrap_or_else(|| format!("step {}", i + 1));
-            let Some(r) = &f.request else {
+            if let (Some(_), Some(_)) = (&f.request, &f.grpc) {
+                return Err(fail(format!(
+                    "scenario step {label}: give `request` or `grpc`, not both (a step sends one thing)"
+                )));
+            }
+            let grpc_request;
+            let r = match (&f.request, &f.grpc) {
+                (Some(r), _) => Some(r),
+                (None, Some(g)) => {
+                    grpc_request = grpc_as_request(g)
+                        .map_err(|m| fail(format!("scenario step {label}: {m}")))?;
+                    Some(&grpc_request)
+                }
+                (None, None) => None,
+            };
+            let Some(r) = r else {
                 let Some(think) = f.think else {
                     return Err(fail(format!(
-                        "scenario step {label}: expected `request` (a request step) or `think` (a pause)"
+                        "scenario step {label}: expected `request` (a request step), `grpc` (a gRPC call) or `think` (a pause)"
                     )));
                 };
                 if f.name.is_some() || !f.extract.is_empty() || !f.check.is_empty() {
@@ -309,6 +388,18 @@ impl Scenario {
                 return Err(fail(format!(
                     "scenario step {label}: give `request` or `think`, not both (make the pause a step of its own)"
                 )));
+            }
+            if f.grpc.is_none() {
+                if let Some(c) = f
+                    .check
+                    .iter()
+                    .find(|c| matches!(c.expr, crate::check::Expr::GrpcStatus(..)))
+                {
+                    return Err(fail(format!(
+                        "scenario step {label}: check {:?} reads a gRPC call's status; this step is no `grpc:` call",
+                        c.text
+                    )));
+                }
             }
             let method = r.method.clone().unwrap_or_else(|| "GET".into());
             if method.is_empty() || !method.bytes().all(|b| b.is_ascii_alphabetic()) {
@@ -329,7 +420,9 @@ impl Scenario {
                 )));
             }
             let name = f.name.clone().unwrap_or_else(|| {
-                if websocket {
+                if let Some(g) = &f.grpc {
+                    format!("GRPC {}", g.call.trim().trim_start_matches('/'))
+                } else if websocket {
                     format!("WS {}", r.url)
                 } else {
                     format!("{method} {}", r.url)
@@ -400,6 +493,10 @@ impl Scenario {
                 extract,
                 checks: f.check.clone(),
                 protocol: r.protocol,
+                grpc: f.grpc.as_ref().map(|g| GrpcStep {
+                    call: r.url.trim_start_matches('/').to_string(),
+                    codec: g.codec.clone(),
+                }),
             })));
         }
         Ok(Scenario { steps, vars, names })
@@ -414,8 +511,33 @@ impl Scenario {
     }
 }
 
+/// A `grpc:` step as the request it sends: a POST of the message (made protobuf by the
+/// step's codec as it is sent) with gRPC's headers and the step's metadata, over HTTP/2.
+fn grpc_as_request(g: &StepGrpcFile) -> Result<StepRequestFile, String> {
+    let (service, method) = g.method()?;
+    let mut headers = IndexMap::new();
+    headers.insert("content-type".to_string(), "application/grpc".to_string());
+    headers.insert("te".to_string(), "trailers".to_string());
+    for (name, value) in &g.metadata {
+        let lower = name.to_ascii_lowercase();
+        if lower.starts_with(':') || ["content-type", "te"].contains(&lower.as_str()) {
+            return Err(format!(
+                "grpc.metadata {name:?}: gRPC sets this header itself"
+            ));
+        }
+        headers.insert(lower, value.clone());
+    }
+    Ok(StepRequestFile {
+        method: Some("POST".into()),
+        url: format!("/{service}/{method}"),
+        headers,
+        body: Some(g.message.clone().unwrap_or_else(|| "{}".into())),
+        protocol: Some(StepProtocol::H2),
+    })
+}
+
 /// Where step `index` of `scenario:` starts in the YAML text (line, column), for errors.
-pub(crate) fn locate_step(text: &str, index: usize) -> (usize, usize) {
+pub fn locate_step(text: &str, index: usize) -> (usize, usize) {
     let mut lines = text.lines().enumerate();
     let Some((start, _)) = lines
         .by_ref()

@@ -78,6 +78,7 @@ impl Settings {
             pipeline: self.pipeline,
             proxy: None,
             grpc: None,
+            grpc_max_receive: None,
             tls_server_name: None,
         })
     }

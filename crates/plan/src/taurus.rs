@@ -503,6 +503,7 @@ pub fn taurus_plan(text: &str, file: &str) -> Result<PlanFile, PlanFileError> {
         checks: Vec::new(),
         scenario: None,
         scenarios: Default::default(),
+        grpc: None,
         find: None,
         load,
         sweep: Default::default(),

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use clap::Args;
 
-use super::values::{at_least_one, duration_arg};
+use super::values::{at_least_one, duration_arg, size_arg};
 use super::{rate_arg, ReportFlags, TlsFlags};
 
 #[derive(Args, Debug)]
@@ -160,6 +160,11 @@ pub struct GrpcArgs {
     /// Each call's deadline, sent as grpc-timeout too
     #[arg(long = "timeout", help_heading = "Load", value_parser = duration_arg, default_value = "10s")]
     pub timeout: Duration,
+
+    /// The longest response message a call accepts, e.g. 16MiB (ghz's); a longer one ends
+    /// its call as RESOURCE_EXHAUSTED [default: 4MiB, gRPC's]
+    #[arg(long = "max-recv-message-size", help_heading = "Load", value_name = "BYTES", value_parser = size_arg)]
+    pub max_recv_message_size: Option<usize>,
 
     /// Streaming calls: request messages a client or bidi stream sends; response messages after which loadmark cancels a server stream (ghz's)
     #[arg(long = "stream-call-count", visible_alias = "stream-count", help_heading = "Streams", value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]

@@ -20,6 +20,38 @@ pub(super) fn at_least_one(text: &str) -> Result<usize, String> {
     }
 }
 
+/// A size in bytes: a number, or with a unit as ghz takes it (`4MB` is 4,000,000 bytes,
+/// `4MiB` 4,194,304; KB/KiB, MB/MiB and GB/GiB, any case, a space allowed), at least 1.
+pub(super) fn size_arg(text: &str) -> Result<usize, String> {
+    let bad = || {
+        format!(
+            "{text:?}: expected a size in bytes, e.g. 4194304, 4MiB or 4MB (KB/KiB, MB/MiB, GB/GiB)"
+        )
+    };
+    let t = text.trim();
+    let split = t
+        .find(|c: char| !c.is_ascii_digit() && c != '.')
+        .unwrap_or(t.len());
+    let (number, unit) = t.split_at(split);
+    let number: f64 = number.parse().map_err(|_| bad())?;
+    let scale: f64 = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1.0,
+        "kb" | "k" => 1e3,
+        "mb" | "m" => 1e6,
+        "gb" | "g" => 1e9,
+        "kib" => 1024.0,
+        "mib" => 1024.0 * 1024.0,
+        "gib" => 1024.0 * 1024.0 * 1024.0,
+        _ => return Err(bad()),
+    };
+    let bytes = (number * scale).round();
+    // A gRPC message length is 32 bits.
+    if !(1.0..=f64::from(u32::MAX)).contains(&bytes) {
+        return Err(format!("{text:?}: expected from 1 byte to 4GiB"));
+    }
+    Ok(bytes as usize)
+}
+
 pub(super) fn at_least_one_u64(text: &str) -> Result<u64, String> {
     at_least_one(text).map(|n| n as u64)
 }
@@ -110,6 +142,17 @@ pub(super) fn run_duration(text: &str) -> Result<Duration, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sizes_as_ghz_writes_them() {
+        assert_eq!(size_arg("4194304"), Ok(4 << 20));
+        assert_eq!(size_arg("4MiB"), Ok(4 << 20));
+        assert_eq!(size_arg("4 MB"), Ok(4_000_000));
+        assert_eq!(size_arg("16kib"), Ok(16 << 10));
+        for bad in ["big", "4XB", "0", "5GiB", "-1"] {
+            assert!(size_arg(bad).is_err(), "{bad}");
+        }
+    }
 
     #[test]
     fn rates_as_wrk2_and_vegeta_write_them() {

@@ -220,26 +220,37 @@ pub fn bounded_run(
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
+    // Read as the child writes: a report larger than the pipe's buffer (64 KiB) would
+    // otherwise block the child, and the wait below would call that a hang.
+    let drain = |mut pipe: Box<dyn std::io::Read + Send>| {
+        std::thread::spawn(move || {
+            let mut bytes = Vec::new();
+            let _ = pipe.read_to_end(&mut bytes);
+            bytes
+        })
+    };
+    let stdout = drain(Box::new(child.stdout.take().unwrap()));
+    let stderr = drain(Box::new(child.stderr.take().unwrap()));
     loop {
         if child.try_wait().unwrap().is_some() {
             break;
         }
         if started.elapsed() > bound {
             let _ = child.kill();
-            let out = child.wait_with_output().unwrap();
+            let _ = child.wait();
             panic!(
                 "{method}: the run hung past {bound:?}: {}",
-                String::from_utf8_lossy(&out.stderr)
+                String::from_utf8_lossy(&stderr.join().unwrap())
             );
         }
         std::thread::sleep(Duration::from_millis(20));
     }
     let took = started.elapsed();
-    let out = child.wait_with_output().unwrap();
-    let report = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+    let (stdout, stderr) = (stdout.join().unwrap(), stderr.join().unwrap());
+    let report = serde_json::from_slice(&stdout).unwrap_or_else(|e| {
         panic!(
             "{method}: no JSON report ({e}): {}",
-            String::from_utf8_lossy(&out.stderr)
+            String::from_utf8_lossy(&stderr)
         )
     });
     (report, took)

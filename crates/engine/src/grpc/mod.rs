@@ -13,8 +13,9 @@ use loadmark_metrics::{GrpcCall, Recorder};
 use loadmark_plan::{GrpcStreaming, Plan};
 use loadmark_wire::http2::Answer;
 
-/// The longest response message a call accepts (grpc-go's default receive limit): a longer
-/// one ends the call as RESOURCE_EXHAUSTED, as a gRPC client would end it.
+/// The longest response message a call accepts unless the plan says otherwise (grpc-go's
+/// default receive limit, `--max-recv-message-size`): a longer one ends the call as
+/// RESOURCE_EXHAUSTED, as a gRPC client would end it.
 pub const MAX_RECEIVE_MESSAGE: usize = 4 << 20;
 
 /// How a run's HTTP/2 connections read gRPC calls.
@@ -34,7 +35,10 @@ pub(crate) fn driving_of(plan: &Plan) -> Option<Driving> {
             && loadmark_wire::grpc::is_grpc_content_type(value.as_bytes())
     });
     (grpc && plan.protocol.http2.is_some()).then_some(Driving {
-        limit: MAX_RECEIVE_MESSAGE,
+        limit: plan
+            .protocol
+            .grpc_max_receive
+            .unwrap_or(MAX_RECEIVE_MESSAGE),
         streaming: plan.protocol.grpc,
     })
 }
@@ -83,5 +87,31 @@ pub(crate) fn failure(
         let code = loadmark_wire::grpc::failed_status(kind, reset, unprocessed);
         let why = Some(format!("loadmark: {message}"));
         recorder.borrow_mut().record_grpc_unanswered(at, code, why);
+    }
+}
+
+/// A stream of an HTTP/2 run that failed, as both loops (closed and open) settle it: a
+/// request the server did not process (GOAWAY, REFUSED_STREAM) and not yet retried is sent
+/// once more when `resend` places it on a connection, counted as a retry; any other is its
+/// error ([`failure`]: in a gRPC run, also the status a gRPC client gives the call).
+pub(crate) fn stream_failed(
+    recorder: &RefCell<Recorder>,
+    grpc: Option<Driving>,
+    failed: &loadmark_wire::http2::Failure,
+    retried: bool,
+    resend: impl FnOnce() -> bool,
+) {
+    if failed.unprocessed && !retried && resend() {
+        crate::settle::retry(recorder);
+    } else {
+        let reset = failed.reset;
+        failure(
+            recorder,
+            grpc,
+            failed.kind,
+            &failed.message,
+            reset,
+            failed.unprocessed,
+        );
     }
 }

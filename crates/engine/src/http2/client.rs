@@ -336,22 +336,21 @@ where
                         shared.activity.request_ended(stamped);
                     }
                     Event::Failed { tag, failure } => {
-                        if failure.unprocessed && !tag.retried {
-                            settle::retry(&shared.recorder);
+                        let resend = || {
                             waiting.push(Job {
                                 started: Some(tag.started),
                                 retried: true,
                             });
-                        } else {
-                            crate::grpc::failure(
-                                &shared.recorder,
-                                h2s.grpc,
-                                failure.kind,
-                                &failure.message,
-                                failure.reset,
-                                failure.unprocessed,
-                            );
-                        }
+                            true
+                        };
+                        let recorder = &shared.recorder;
+                        crate::grpc::stream_failed(
+                            recorder,
+                            h2s.grpc,
+                            &failure,
+                            tag.retried,
+                            resend,
+                        );
                         last_failure = Some(failure);
                     }
                 }

@@ -142,18 +142,15 @@ where
                         ..tag.job
                     };
                     lane.done(Instant::now());
-                    if failure.unprocessed && !tag.job.retried && lane.place_elsewhere(again) {
-                        settle::retry(&shared.recorder);
-                    } else {
-                        crate::grpc::failure(
-                            &shared.recorder,
-                            h2s.grpc,
-                            failure.kind,
-                            &failure.message,
-                            failure.reset,
-                            failure.unprocessed,
-                        );
-                    }
+                    let resend = || lane.place_elsewhere(again);
+                    let retried = tag.job.retried;
+                    crate::grpc::stream_failed(
+                        &shared.recorder,
+                        h2s.grpc,
+                        &failure,
+                        retried,
+                        resend,
+                    );
                 }
             }
         }

@@ -40,12 +40,19 @@ pub(crate) struct Link<S> {
     answered: u64,
     /// The last response, when its step keeps it for checks or extractions.
     captured: Option<Box<Capture>>,
+    /// A gRPC link's last call: the status it ended with and its message.
+    status: Option<(u32, Option<String>)>,
 }
 
 impl<S> Link<S> {
     /// The response the last step kept, if it kept one.
     pub(super) fn take_capture(&mut self) -> Option<Box<Capture>> {
         self.captured.take()
+    }
+
+    /// How the last gRPC call ended (`None` on a plain HTTP/2 link).
+    pub(super) fn take_status(&mut self) -> Option<(u32, Option<String>)> {
+        self.status.take()
     }
 
     /// The connection leaves: what it moved beyond its responses goes to the totals, and its
@@ -63,7 +70,9 @@ impl<S: Inbound> Link<S> {
 }
 
 /// Sends step `run` on the user's HTTP/2 connection (opening one when it has none that can
-/// carry a stream) and waits for its end. `due` is the iteration's intended start.
+/// carry a stream) and waits for its end. `due` is the iteration's intended start. A
+/// `grpc:` step goes on the user's gRPC link instead: an HTTP/2 connection of its own whose
+/// streams are all read as gRPC calls (as a gRPC client keeps its channel apart).
 pub(super) async fn perform<T: Transport>(
     shared: &Shared<T>,
     sc: &ScenarioShared,
@@ -75,11 +84,17 @@ pub(super) async fn perform<T: Transport>(
 where
     T::Stream: Negotiated,
 {
+    let grpc = run.grpc.is_some();
+    let (slot, me) = if grpc {
+        (&mut user.grpc, &mut user.me)
+    } else {
+        (&mut user.h2, &mut user.me)
+    };
     let prepared = match &run.prepared {
         Some(prepared) => prepared.clone(),
         None => {
-            render(sc, run, &mut user.me, seq);
-            let prepared = prepare(&user.me.request, sc.scheme)
+            render(sc, run, me, seq).map_err(|message| (ErrorKind::Protocol, message))?;
+            let prepared = prepare(&me.request, sc.scheme)
                 .map_err(|message| (ErrorKind::Protocol, message))?;
             Arc::new(prepared)
         }
@@ -87,20 +102,27 @@ where
     let mut first_sent: Option<Instant> = None;
     let mut retried = false;
     loop {
-        if user.h2.as_ref().is_some_and(|link| !link.conn.can_open()) {
-            let over = user.h2.take().expect("checked");
+        if slot.as_ref().is_some_and(|link| !link.conn.can_open()) {
+            let over = slot.take().expect("checked");
             over.close(shared);
         }
-        let link = match &mut user.h2 {
+        let link = match slot {
             Some(link) => link,
             None => {
-                let conn = connect(shared, &sc.h2run)
+                let mut conn = connect(shared, &sc.h2run)
                     .await
                     .map_err(|f| (f.kind, f.message))?;
-                user.h2.insert(Link {
+                if grpc {
+                    conn.grpc(Some(crate::grpc::Driving {
+                        limit: sc.grpc_limit,
+                        streaming: None,
+                    }));
+                }
+                slot.insert(Link {
                     conn,
                     answered: 0,
                     captured: None,
+                    status: None,
                 })
             }
         };
@@ -119,6 +141,12 @@ where
             Event::Response { answer, .. } => {
                 link.answered += 1;
                 link.captured = link.conn.take_captured();
+                if let Some(end) = &answer.grpc {
+                    // Counted by status name in the run's gRPC figures, as `loadmark grpc`
+                    // counts its calls.
+                    crate::grpc::settle(&shared.recorder, &answer, started);
+                    link.status = Some(end.outcome(answer.status));
+                }
                 return Ok(answer.sample(due, started));
             }
             Event::Failed { failure, .. } => {
@@ -126,9 +154,10 @@ where
                     kind,
                     message,
                     unprocessed,
+                    reset,
                     ..
                 } = failure;
-                if let Some(link) = user.h2.take() {
+                if let Some(link) = slot.take() {
                     // A failed stream may leave the connection usable; a new one is the
                     // simple truth for a user that sends one request at a time.
                     link.close(shared);
@@ -137,6 +166,14 @@ where
                     retried = true;
                     settle::retry(&shared.recorder);
                     continue;
+                }
+                if grpc {
+                    // The status a gRPC client gives the call, so the calls counted by
+                    // status are every call made (the error itself is the iteration's).
+                    let code = loadmark_wire::grpc::failed_status(kind, reset, unprocessed);
+                    let why = Some(format!("loadmark: {message}"));
+                    let mut recorder = shared.recorder.borrow_mut();
+                    recorder.record_grpc_unanswered(Instant::now(), code, why);
                 }
                 return Err((kind, message));
             }

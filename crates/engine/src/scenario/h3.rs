@@ -54,7 +54,7 @@ pub(super) async fn perform<T: Transport>(
     let bytes = match &run.fixed {
         Some(bytes) => bytes,
         None => {
-            render(sc, run, &mut user.me, seq);
+            render(sc, run, &mut user.me, seq).map_err(|m| (ErrorKind::Protocol, m))?;
             &user.me.request
         }
     };

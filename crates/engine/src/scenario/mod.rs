@@ -4,7 +4,8 @@
 //! steps speak, each kept alive across its steps: HTTP/1.1 requests go through
 //! [`crate::connection::perform_bytes`], the exchange `loadmark run` uses, HTTP/2 ones
 //! through the user's [`h2::Link`] on the HTTP/2 executors' connection, so classification,
-//! retries and timeouts are the same as in `loadmark run`. A response is recorded twice: into the run's figures (as any response) and into
+//! retries and timeouts are the same as in `loadmark run` (`grpc:` steps go on a second such
+//! link whose streams read as gRPC calls, [`grpc`]). A response is recorded twice: into the run's figures (as any response) and into
 //! its step's ([`loadmark_metrics::StepStats`]). The response is kept only when the step
 //! has an extraction or a check that reads it (up to [`crate::checks::CAPTURE_LIMIT`]).
 //!
@@ -41,6 +42,7 @@ use crate::settle;
 use crate::source::Meta;
 use crate::transport::Transport;
 
+mod grpc;
 mod h2;
 mod h3;
 mod response;
@@ -65,6 +67,9 @@ struct StepRun {
     protocol: StepProtocol,
     /// `fixed`, prepared for HTTP/2 once.
     prepared: Option<Arc<loadmark_wire::http2::request::Prepared>>,
+    /// A `grpc:` step: its message made protobuf and its answer read as JSON through this
+    /// (the CLI made it from the plan's schema).
+    grpc: Option<loadmark_plan::GrpcCodec>,
 }
 
 /// What every user of a worker shares: the compiled scenario.
@@ -96,6 +101,8 @@ pub(crate) struct ScenarioShared {
     h3run: Option<Arc<crate::http3::H3Run>>,
     /// `:scheme` of HTTP/2 requests.
     scheme: &'static str,
+    /// The longest response message a `grpc:` step's call accepts.
+    grpc_limit: usize,
     /// One of several scenarios run at once: its name, where its figures go.
     name: Option<Box<str>>,
 }
@@ -150,6 +157,10 @@ impl ScenarioShared {
                         })
                         .collect();
                     let method = r.method.to_ascii_uppercase();
+                    let grpc = r
+                        .grpc
+                        .as_ref()
+                        .map(|g| g.codec.clone().unwrap_or_else(|| grpc::no_codec(&g.call)));
                     let capture = plan.cookies
                         || !r.extract.is_empty()
                         || checks.as_ref().is_some_and(|c| c.capture);
@@ -176,6 +187,7 @@ impl ScenarioShared {
                             (None, _) => StepProtocol::H1,
                         },
                         prepared: None,
+                        grpc,
                     }));
                     thinks.push(None);
                 }
@@ -208,6 +220,10 @@ impl ScenarioShared {
                 "http"
             },
             name: name.map(Into::into),
+            grpc_limit: plan
+                .protocol
+                .grpc_max_receive
+                .unwrap_or(crate::grpc::MAX_RECEIVE_MESSAGE),
         };
         let mut scratch = Me::new(shared.vars, 1, 0);
         for i in 0..shared.steps.len() {
@@ -218,8 +234,8 @@ impl ScenarioShared {
             let literal = step.path.is_literal()
                 && step.body.is_literal()
                 && step.headers.iter().all(|(_, v)| v.is_literal());
-            if literal && !shared.cookies {
-                render(&shared, run, &mut scratch, 0);
+            // A message that does not encode stays unrendered: each call says why.
+            if literal && !shared.cookies && render(&shared, run, &mut scratch, 0).is_ok() {
                 let bytes = std::mem::take(&mut scratch.request);
                 let run = shared.steps[i].as_mut().expect("a request step");
                 if run.protocol == StepProtocol::H2 {
@@ -272,6 +288,8 @@ impl ScenarioShared {
 pub(crate) struct User<S> {
     h1: Connection<S>,
     h2: Option<h2::Link<S>>,
+    /// The user's gRPC channel: an HTTP/2 connection whose streams are gRPC calls.
+    grpc: Option<h2::Link<S>>,
     h3: Option<h3::Link>,
     ws: Option<ws::Session<S>>,
     me: Me,
@@ -307,6 +325,7 @@ impl<S> User<S> {
         User {
             h1: Connection::new(),
             h2: None,
+            grpc: None,
             h3: None,
             ws: None,
             me: Me::new(vars, seed, id),
@@ -320,7 +339,7 @@ impl<S> User<S> {
     where
         S: tokio::io::AsyncWrite + Unpin,
     {
-        if let Some(link) = self.h2 {
+        for link in [self.h2, self.grpc].into_iter().flatten() {
             link.close(shared);
         }
         if let Some(session) = self.ws {
@@ -370,18 +389,26 @@ where
             StepProtocol::Ws => ws::perform(shared, sc, run, user, due.take(), seq).await,
             StepProtocol::H1 => {
                 let bytes = match &run.fixed {
-                    Some(bytes) => bytes,
-                    None => {
-                        render(sc, run, &mut user.me, seq);
-                        &user.me.request
-                    }
+                    Some(bytes) => Ok(bytes),
+                    None => render(sc, run, &mut user.me, seq)
+                        .map(|()| &user.me.request)
+                        .map_err(|m| (loadmark_metrics::ErrorKind::Protocol, m)),
                 };
-                let meta = run.meta;
-                perform_bytes(shared, &mut user.h1, due.take(), bytes, meta, run.capture).await
+                match bytes {
+                    Ok(bytes) => {
+                        let meta = run.meta;
+                        let capture = run.capture;
+                        perform_bytes(shared, &mut user.h1, due.take(), bytes, meta, capture).await
+                    }
+                    Err(e) => Err(e),
+                }
             }
         };
         let stamped = match run.protocol {
             StepProtocol::H1 => user.h1.stamped(),
+            StepProtocol::H2 if run.grpc.is_some() => {
+                user.grpc.as_ref().is_some_and(h2::Link::stamped)
+            }
             StepProtocol::H2 => user.h2.as_ref().is_some_and(h2::Link::stamped),
             StepProtocol::H3 | StepProtocol::Ws => false,
         };
@@ -399,6 +426,24 @@ where
             }
         };
         let settled = match run.protocol {
+            StepProtocol::H2 if run.grpc.is_some() => {
+                let link = user.grpc.as_mut();
+                let (captured, status) =
+                    link.map_or((None, None), |l| (l.take_capture(), l.take_status()));
+                let codec = run.grpc.as_ref().expect("matched");
+                let (view, overflow) = match captured.as_deref() {
+                    Some(c) if run.capture => grpc::response_view(c, status, codec),
+                    _ => (Vec::new(), false),
+                };
+                settle(
+                    shared,
+                    (sc, run),
+                    &mut user.me,
+                    &sample,
+                    seq,
+                    (&view, overflow),
+                )
+            }
             StepProtocol::H2 => {
                 let captured = user.h2.as_mut().and_then(h2::Link::take_capture);
                 let (raw, overflow) = captured
@@ -453,8 +498,9 @@ where
 }
 
 /// Renders a step's request into the user's buffer: body first (its length goes in the
-/// head), then the head, as `source.rs` renders a templated request.
-fn render(sc: &ScenarioShared, run: &StepRun, user: &mut Me, seq: u64) {
+/// head), then the head, as `source.rs` renders a templated request. A `grpc:` step's body
+/// is its message encoded; `Err` says why the rendered JSON is no message of the method.
+fn render(sc: &ScenarioShared, run: &StepRun, user: &mut Me, seq: u64) -> Result<(), String> {
     let step = &run.step;
     let mut ctx = RenderContext {
         rng: &mut user.rng,
@@ -464,6 +510,16 @@ fn render(sc: &ScenarioShared, run: &StepRun, user: &mut Me, seq: u64) {
     };
     let mut body = Vec::new();
     step.body.render_with_vars(&mut ctx, &user.vars, &mut body);
+    if let Some(codec) = &run.grpc {
+        let mut message = Vec::with_capacity(body.len());
+        codec.encode.encode(&body, &mut message).map_err(|e| {
+            format!(
+                "the message as rendered ({}) is not the method's: {e}",
+                String::from_utf8_lossy(&body[..body.len().min(120)])
+            )
+        })?;
+        body = message;
+    }
     let out = &mut user.request;
     out.clear();
     out.extend_from_slice(step.method.as_bytes());
@@ -525,6 +581,7 @@ fn render(sc: &ScenarioShared, run: &StepRun, user: &mut Me, seq: u64) {
     if let Some(forward) = &sc.forward {
         forward.rewrite(out);
     }
+    Ok(())
 }
 
 /// Records an iteration that ran every step.

@@ -30,6 +30,7 @@ fn h2(mut p: Plan, streams: usize) -> Plan {
         pipeline: None,
         proxy: None,
         grpc: None,
+        grpc_max_receive: None,
         http3: None,
         tls_server_name: None,
     };

@@ -175,6 +175,7 @@ fn h2_plan(addr: SocketAddr, connections: usize, streams: usize, requests: u64) 
         pipeline: None,
         proxy: None,
         grpc: None,
+        grpc_max_receive: None,
         http3: None,
         tls_server_name: None,
     };

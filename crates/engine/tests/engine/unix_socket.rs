@@ -28,6 +28,7 @@ fn http1_and_http2_over_a_unix_socket_reach_the_server_there() {
         pipeline: None,
         proxy: None,
         grpc: None,
+        grpc_max_receive: None,
         http3: None,
         tls_server_name: None,
     };

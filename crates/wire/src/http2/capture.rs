@@ -1,4 +1,37 @@
-//! A response kept whole for the checks and extractions that read it ([`super::state::State::open_capturing`]).
+//! A response kept whole for the checks and extractions that read it ([`State::open_capturing`]).
+
+use std::time::Instant;
+
+use bytes::Bytes;
+
+use super::state::State;
+
+impl<T> State<T> {
+    /// [`State::open`], keeping the response's head and body (up to `limit` bytes) for the
+    /// checks and extractions that read them: [`State::take_captured`] hands it over once the
+    /// stream's response came. One stream at a time is kept (a scenario user's: its steps go
+    /// one by one); opening another drops what the last one kept.
+    pub fn open_capturing(
+        &mut self,
+        block: &[u8],
+        body: &Bytes,
+        tag: T,
+        deadline: Instant,
+        limit: usize,
+    ) -> Instant {
+        self.capture = Some(Box::new(Capture {
+            id: self.next_id,
+            limit,
+            ..Capture::default()
+        }));
+        self.open(block, body, tag, deadline)
+    }
+
+    /// The response the capturing stream kept, once it came whole.
+    pub fn take_captured(&mut self) -> Option<Box<Capture>> {
+        self.capture.take_if(|c| c.done)
+    }
+}
 
 /// A response kept whole for the checks: its head in HTTP/1.1's form (`HTTP/1.1 200`, then
 /// each regular header as `name: value`), then its body, so the one parser the checks and

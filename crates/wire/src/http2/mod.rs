@@ -6,7 +6,6 @@
 //! served here before and cost ~3 µs of user CPU per request in framing, locks and a task
 //! wake per stream; the built-in target still serves with it (through hyper).
 
-mod calls;
 mod capture;
 mod event;
 pub mod frame;

@@ -10,7 +10,6 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use loadmark_metrics::ErrorKind;
 
-use super::calls::sending;
 pub use super::capture::Capture;
 use super::event::{Answer, Event, Failure};
 use super::frame::{self, ConnError, Head, Reason};
@@ -26,23 +25,23 @@ pub const DEFAULT_WINDOW: i64 = 65_535;
 const MAX_HEADER_BLOCK: usize = 256 << 10;
 
 pub struct Stream<T> {
-    pub(super) tag: T,
+    pub(crate) tag: T,
     pub deadline: Instant,
-    pub(super) send_window: i64,
-    pub(super) recv_window: i64,
+    pub(crate) send_window: i64,
+    pub(crate) recv_window: i64,
     /// The request body not yet sent, from `sent` on.
-    pub(super) upload: Option<(Bytes, usize)>,
+    pub(crate) upload: Option<(Bytes, usize)>,
     /// 0 until the final response headers came.
-    pub(super) status: u16,
-    pub(super) first_byte: Option<Instant>,
+    pub(crate) status: u16,
+    pub(crate) first_byte: Option<Instant>,
     /// Body bytes: DATA payloads without padding.
-    pub(super) body: u64,
+    pub(crate) body: u64,
     /// Every byte of the frames on this stream, both ways, frame headers and padding
     /// included (see [`State::open_read`]).
-    pub(super) wire_read: u64,
-    pub(super) wire_written: u64,
+    pub(crate) wire_read: u64,
+    pub(crate) wire_written: u64,
     /// gRPC streams ([`State::grpc`]): the body's message prefixes and the call's status.
-    pub(super) grpc: Option<crate::grpc::Call>,
+    pub(crate) grpc: Option<crate::grpc::Call>,
 }
 
 /// Stream ids are odd and dense: a multiply spreads them over the map (SipHash would cost
@@ -69,20 +68,20 @@ impl Hasher for IdHasher {
 pub struct State<T> {
     pub out: Vec<u8>,
     pub out_pos: usize,
-    pub(super) decoder: Decoder,
+    pub(crate) decoder: Decoder,
     /// A header block continued over CONTINUATION frames: its stream and END_STREAM flag.
-    pub(super) continuing: Option<(u32, bool)>,
-    pub(super) block: Vec<u8>,
+    pub(crate) continuing: Option<(u32, bool)>,
+    pub(crate) block: Vec<u8>,
     pub streams: HashMap<u32, Stream<T>, BuildHasherDefault<IdHasher>>,
     /// Streams with request body left to send.
-    pub(super) uploads: Vec<u32>,
+    pub(crate) uploads: Vec<u32>,
     pub next_id: u32,
     pub settings_seen: bool,
     pub max_streams: usize,
-    pub(super) initial_window: i64,
-    pub(super) max_frame: usize,
-    pub(super) send_window: i64,
-    pub(super) recv_window: i64,
+    pub(crate) initial_window: i64,
+    pub(crate) max_frame: usize,
+    pub(crate) send_window: i64,
+    pub(crate) recv_window: i64,
     /// The last stream id of the server's GOAWAY, and its code.
     pub goaway: Option<u32>,
     pub goaway_reason: Reason,
@@ -99,11 +98,11 @@ pub struct State<T> {
     pub sampled_written: u64,
     /// The one stream whose response is kept ([`State::open_capturing`]), apart from the
     /// streams so that connections that keep none carry nothing more per stream.
-    capture: Option<Box<Capture>>,
+    pub(crate) capture: Option<Box<Capture>>,
     /// Every stream is a gRPC call whose response messages may be this long at most
     /// (`None`: plain HTTP/2).
     pub grpc: Option<usize>,
-    /// gRPC calls of a streaming method: how each streams (`super::calls`).
+    /// gRPC calls of a streaming method: how each streams (`crate::grpc::calls`).
     pub streaming: Option<loadmark_plan::GrpcStreaming>,
 }
 
@@ -174,31 +173,6 @@ impl<T> State<T> {
             self.send_uploads();
         }
         self.streams.get(&id).map_or(deadline, Stream::wake)
-    }
-
-    /// [`State::open`], keeping the response's head and body (up to `limit` bytes) for the
-    /// checks and extractions that read them: [`State::take_captured`] hands it over once the
-    /// stream's response came. One stream at a time is kept (a scenario user's: its steps go
-    /// one by one); opening another drops what the last one kept.
-    pub fn open_capturing(
-        &mut self,
-        block: &[u8],
-        body: &Bytes,
-        tag: T,
-        deadline: Instant,
-        limit: usize,
-    ) -> Instant {
-        self.capture = Some(Box::new(Capture {
-            id: self.next_id,
-            limit,
-            ..Capture::default()
-        }));
-        self.open(block, body, tag, deadline)
-    }
-
-    /// The response the capturing stream kept, once it came whole.
-    pub fn take_captured(&mut self) -> Option<Box<Capture>> {
-        self.capture.take_if(|c| c.done)
     }
 
     pub fn frame(
@@ -571,27 +545,10 @@ impl<T> State<T> {
         }
         s.body += body.len() as u64;
         if let (Some(call), Some(limit)) = (s.grpc.as_mut(), self.grpc) {
-            let before = call.reader.messages;
-            if let Err(broken) = call.reader.feed(body, limit) {
-                // The rest of the call is not wanted: it ends with the status a gRPC
-                // client gives it (see `crate::grpc::Broken::status`).
-                call.end.broken = Some(broken);
-                frame::rst_stream(&mut self.out, h.stream, Reason::CANCEL);
+            let spec = self.streaming.as_ref();
+            if call.data(body, limit, spec, (h.stream, at), &mut self.out) {
                 self.complete(h.stream, at, events);
                 return Ok(());
-            }
-            if let Some(flow) = call.flow.as_deref_mut() {
-                if super::calls::received(
-                    self.streaming.as_ref(),
-                    &mut call.reader,
-                    flow,
-                    before,
-                    at,
-                ) {
-                    super::calls::cancel(&mut self.out, h.stream, &mut call.end);
-                    self.complete(h.stream, at, events);
-                    return Ok(());
-                }
             }
         }
         if let Some(capture) = self.capture.as_deref_mut().filter(|c| c.id == h.stream) {
@@ -611,7 +568,7 @@ impl<T> State<T> {
     }
 
     /// The server ended the stream: its response is whole.
-    pub(super) fn complete(&mut self, id: u32, at: Instant, events: &mut Vec<Event<T>>) {
+    pub(crate) fn complete(&mut self, id: u32, at: Instant, events: &mut Vec<Event<T>>) {
         let Some(s) = self.streams.remove(&id) else {
             return;
         };
@@ -622,14 +579,7 @@ impl<T> State<T> {
         if let Some(capture) = self.capture.as_deref_mut().filter(|c| c.id == id) {
             capture.done = true;
         }
-        let sending = s
-            .grpc
-            .as_ref()
-            .and_then(|c| c.flow.as_deref())
-            .is_some_and(|f| f.pacing.is_some());
-        if s.upload.is_some()
-            || (sending && !s.grpc.as_ref().is_some_and(|c| c.end.ended_by_client))
-        {
+        if s.upload.is_some() || s.grpc.as_ref().is_some_and(crate::grpc::Call::cut_short) {
             // Answered before the whole body was sent (a 413, say, or a gRPC server that
             // ended the call before its request stream): the rest is not wanted.
             self.uploads.retain(|u| *u != id);
@@ -644,19 +594,7 @@ impl<T> State<T> {
                 body: s.body,
                 read: s.wire_read,
                 written: s.wire_written,
-                grpc: s.grpc.map(|call| {
-                    let mut end = call.end;
-                    end.messages = call.reader.messages;
-                    match call.flow {
-                        Some(flow) => flow.finish(&mut end),
-                        None => end.sent = 1,
-                    }
-                    // A call the client cancelled may stop inside a message.
-                    if end.broken.is_none() && !end.ended_by_client && !call.reader.whole() {
-                        end.broken = Some(crate::grpc::Broken::Cut);
-                    }
-                    end
-                }),
+                grpc: s.grpc.map(crate::grpc::Call::end),
             },
         });
     }
@@ -763,7 +701,7 @@ impl<T> State<T> {
     }
 
     /// Sends as much of each pending request body as the windows allow.
-    pub(super) fn send_uploads(&mut self) {
+    pub(crate) fn send_uploads(&mut self) {
         let mut i = 0;
         while i < self.uploads.len() && self.send_window > 0 {
             let id = self.uploads[i];
@@ -779,7 +717,7 @@ impl<T> State<T> {
                 let room = s.send_window.min(self.send_window) as usize;
                 let n = (body.len() - *sent).min(room).min(self.max_frame);
                 // A paced gRPC call's stream stays open for its next message.
-                let last = *sent + n == body.len() && !sending(&s.grpc);
+                let last = *sent + n == body.len() && !crate::grpc::calls::sending(&s.grpc);
                 frame::data(&mut self.out, id, &body[*sent..*sent + n], last);
                 s.wire_written += (frame::FRAME_HEAD + n) as u64;
                 self.open_written += (frame::FRAME_HEAD + n) as u64;

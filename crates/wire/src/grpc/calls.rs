@@ -1,5 +1,6 @@
-//! Streaming gRPC calls over the connection's state (issue 36): what happens to a call over
-//! time rather than because a frame came. A client or bidi stream sends its request
+//! gRPC calls over an HTTP/2 connection's state (issue 36): what a DATA frame does to a
+//! call, how its end is handed over, and for streaming calls, what happens over time rather
+//! than because a frame came. A client or bidi stream sends its request
 //! messages one per `--stream-interval`, each in its own DATA frame, and half-closes after
 //! the last (`--stream-call-count`, or `--stream-call-duration` over); a server stream is
 //! cancelled by the client (RST_STREAM CANCEL) after `--stream-call-count` response
@@ -11,15 +12,15 @@ use std::time::Instant;
 use bytes::Bytes;
 use loadmark_plan::GrpcStreaming;
 
-use super::event::Event;
-use super::frame::{self, Reason};
-use super::state::{State, Stream};
-use crate::grpc::{Call, End, Flow, Reader};
+use crate::grpc::{Broken, Call, End, Flow, Reader};
+use crate::http2::frame::{self, Reason};
+use crate::http2::state::{State, Stream};
+use crate::http2::Event;
 
 impl<T> State<T> {
     /// The gRPC reading of a new stream carrying `body`, and whether its request messages
     /// are paced (sent by [`State::tick`], not as a body).
-    pub(super) fn new_call(&self, body: &Bytes) -> (Option<Call>, bool) {
+    pub(crate) fn new_call(&self, body: &Bytes) -> (Option<Call>, bool) {
         match (self.grpc, self.streaming) {
             (None, _) => (None, false),
             (Some(_), None) => (Some(Call::default()), false),
@@ -65,7 +66,7 @@ impl<T> State<T> {
 
     /// Queues the paced messages of stream `id` that are due at `now`, each in its own DATA
     /// frame (as the windows allow), and the half-close once no more will be.
-    pub(super) fn pace(&mut self, id: u32, now: Instant) {
+    pub(crate) fn pace(&mut self, id: u32, now: Instant) {
         loop {
             let Some(s) = self.streams.get_mut(&id) else {
                 return;
@@ -114,10 +115,62 @@ impl<T> State<T> {
     }
 }
 
+impl Call {
+    /// Feeds the call a DATA payload of stream `id` that came `at`; `true` when the call
+    /// ends here, its RST_STREAM queued in `out`: its framing broke (the rest is not wanted;
+    /// it ends with the status a gRPC client gives it, `Broken::status`), or a server stream
+    /// reached the count after which the client cancels it.
+    pub(crate) fn data(
+        &mut self,
+        body: &[u8],
+        limit: usize,
+        spec: Option<&GrpcStreaming>,
+        (id, at): (u32, Instant),
+        out: &mut Vec<u8>,
+    ) -> bool {
+        let before = self.reader.messages;
+        if let Err(broken) = self.reader.feed(body, limit) {
+            self.end.broken = Some(broken);
+            frame::rst_stream(out, id, Reason::CANCEL);
+            return true;
+        }
+        let Some(flow) = self.flow.as_deref_mut() else {
+            return false;
+        };
+        if received(spec, &mut self.reader, flow, before, at) {
+            cancel(out, id, &mut self.end);
+            return true;
+        }
+        false
+    }
+
+    /// The server ended the call while it was still sending paced request messages it had
+    /// not been told to stop (the rest is not wanted: the client resets the stream).
+    pub(crate) fn cut_short(&self) -> bool {
+        let sending = self.flow.as_deref().is_some_and(|f| f.pacing.is_some());
+        sending && !self.end.ended_by_client
+    }
+
+    /// How the call ended, once its stream did: what was read and sent, and a body that
+    /// stopped inside a message (unless the client cancelled it there).
+    pub(crate) fn end(self) -> End {
+        let mut end = self.end;
+        end.messages = self.reader.messages;
+        match self.flow {
+            Some(flow) => flow.finish(&mut end),
+            None => end.sent = 1,
+        }
+        if end.broken.is_none() && !end.ended_by_client && !self.reader.whole() {
+            end.broken = Some(Broken::Cut);
+        }
+        end
+    }
+}
+
 /// `reader` read response messages (it had `before`); notes when they came, and says
 /// whether the client now cancels the call (a server stream's `--stream-call-count`
 /// reached: the count is what the call received, whatever came in the same read).
-pub(super) fn received(
+fn received(
     spec: Option<&GrpcStreaming>,
     reader: &mut Reader,
     flow: &mut Flow,
@@ -138,7 +191,7 @@ pub(super) fn received(
 }
 
 /// The client ends the call as planned: RST_STREAM CANCEL, and no status made up for it.
-pub(super) fn cancel(out: &mut Vec<u8>, id: u32, end: &mut End) {
+fn cancel(out: &mut Vec<u8>, id: u32, end: &mut End) {
     frame::rst_stream(out, id, Reason::CANCEL);
     end.ended_by_client = true;
 }
@@ -155,7 +208,7 @@ impl<T> Stream<T> {
 }
 
 /// A gRPC call still sending paced request messages.
-pub(super) fn sending(call: &Option<crate::grpc::Call>) -> bool {
+pub(crate) fn sending(call: &Option<crate::grpc::Call>) -> bool {
     call.as_ref()
         .and_then(|c| c.flow.as_deref())
         .is_some_and(|f| f.pacing.is_some())

@@ -6,6 +6,8 @@
 //! by code name. A streaming run's calls also carry a [`Flow`]: request messages paced
 //! over time, a server stream the client cancels, and when response messages came.
 
+pub(crate) mod calls;
+
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
