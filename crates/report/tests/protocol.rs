@@ -183,7 +183,10 @@ fn a_plain_http1_run_says_its_requests_per_connection_on_the_page() {
 #[test]
 fn an_http3_run_shows_its_quic_figures_in_text_and_json() {
     let mut r = common::report_of(2, 100, &[300, 500], 0, 0);
-    r.plan.protocol.http3 = Some(Http3 { streams: 8 });
+    r.plan.protocol.http3 = Some(Http3 {
+        streams: 8,
+        zero_rtt: false,
+    });
     r.summary.protocol = Some(ProtocolSummary {
         used: "HTTP/3".into(),
         http2_fallback: None,
