@@ -40,6 +40,8 @@ pub struct Settings {
     pub http2_fallback: bool,
     /// `--http3`: HTTP/3 over QUIC (https:// only).
     pub http3: bool,
+    /// `--http3-0rtt`: 0-RTT resumption on HTTP/3 connections after the first.
+    pub http3_0rtt: bool,
     /// `--unix-socket PATH`.
     pub unix_socket: Option<std::path::PathBuf>,
     /// `--pipeline P`: HTTP/1.1 requests written together per connection.
@@ -66,9 +68,17 @@ impl Settings {
                 "it says what --http2 does when a TLS server does not offer h2; add --http2",
             ));
         }
+        if self.http3_0rtt && !self.http3 {
+            return Err(conflict(
+                "--http3-0rtt",
+                "TCP",
+                "0-RTT resumption is QUIC's; add --http3",
+            ));
+        }
         Ok(Protocol {
             http3: self.http3.then(|| Http3 {
                 streams: self.streams.unwrap_or(1),
+                zero_rtt: self.http3_0rtt,
             }),
             http2: self.http2.then(|| Http2 {
                 streams: self.streams.unwrap_or(1),
