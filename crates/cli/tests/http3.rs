@@ -490,7 +490,10 @@ fn h3_steps_run_under_the_open_model_and_beside_another_scenario_with_the_server
     assert_eq!(server.http3_requests(), quic.requests);
     assert_eq!(server.requests_served(), 2 * quic.requests);
     let figures = r.summary.protocol.as_ref().and_then(|p| p.quic.as_ref());
-    assert!(figures.expect("QUIC figures").connections <= 20, "a connection per user");
+    assert!(
+        figures.expect("QUIC figures").connections <= 20,
+        "a connection per user"
+    );
 
     // Two scenarios at once: a closed HTTP/3 one and an open TCP one.
     let (h3_before, all_before) = (server.http3_requests(), server.requests_served());
@@ -521,7 +524,11 @@ fn h3_steps_run_under_the_open_model_and_beside_another_scenario_with_the_server
     assert_eq!(server.requests_served() - all_before, 250);
     assert_eq!(r.summary.requests.completed, 250);
     let figures = r.summary.protocol.as_ref().and_then(|p| p.quic.as_ref());
-    assert_eq!(figures.expect("QUIC figures").connections, 4, "one per user");
+    assert_eq!(
+        figures.expect("QUIC figures").connections,
+        4,
+        "one per user"
+    );
 }
 
 /// Caddy 2 (Debian's `caddy`, installed by .ci/run): HTTPS on `port` with its internal CA,

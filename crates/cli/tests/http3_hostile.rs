@@ -283,9 +283,6 @@ fn a_server_that_sends_goaway_has_its_unprocessed_requests_sent_again_on_a_new_c
             "{}",
             ran.out
         );
-        // Every request the server saw was answered or refused: what it answered plus the
-        // retries (each refused once) is at most what it accepted.
-        assert!(s.retries <= 40 - answered, "{name}: {}", ran.out);
     }
 }
 
@@ -303,7 +300,7 @@ fn a_server_that_forgets_its_tickets_rejects_0rtt_and_the_early_requests_go_agai
     );
     let s = &r.summary;
     let answered = server.answered.load(Ordering::Relaxed);
-    assert!(ran.ok, "{}{}", ran.out, ran.err);
+    assert_eq!(ran.code, Some(0), "{}{}", ran.out, ran.err);
     assert_eq!(
         (s.requests.responses, s.requests.errors),
         (20, 0),

@@ -53,6 +53,8 @@ const MAX_GOAWAY_CARRIES: u8 = 3;
 struct Carried {
     prepared: Rc<Prepared>,
     carries: u8,
+    /// Rejected with its connection's 0-RTT data.
+    rejected: bool,
 }
 
 /// How one stream's loop ended.
@@ -70,7 +72,10 @@ async fn slot_loop<T: Transport>(shared: Rc<Shared<T>>, h3s: Rc<H3Shared>, until
         if owed.is_empty() && (until.reached(Instant::now()) || !until.budget.claim()) {
             return;
         }
-        let (live, sender) = match h3s.connect(&shared).await {
+        // Requests the server rejected in 0-RTT go on a full handshake: a server that
+        // always rejects early data cannot bounce them from connection to connection.
+        let early = !owed.iter().any(|c| c.rejected);
+        let (live, sender) = match h3s.connect(&shared, early).await {
             Ok(pair) => pair,
             Err((kind, message)) => {
                 // The request claimed for this connection fails with it (or one it owed).
@@ -186,6 +191,7 @@ async fn stream_loop<T: Transport>(
                     return StreamEnd::ConnectionOver(Some(Carried {
                         prepared,
                         carries: carries + 1,
+                        rejected: failed.early_rejected,
                     }));
                 }
                 settle::failure(&shared.recorder, failed.kind, &failed.message);

@@ -170,6 +170,7 @@ impl H3Shared {
     pub(crate) async fn connect<T: Transport>(
         &self,
         shared: &Shared<T>,
+        early: bool,
     ) -> Result<(Live, Sender), (ErrorKind, String)> {
         let endpoint = self
             .endpoint
@@ -185,7 +186,8 @@ impl H3Shared {
                     format!("QUIC connect to {}: {e}", run.addr),
                 )
             })?;
-        let attempt = match run.zero_rtt {
+        // `early` false: a full handshake for requests the server rejected in 0-RTT once.
+        let attempt = match run.zero_rtt && early {
             true => connecting.into_0rtt(),
             false => Err(connecting),
         };
@@ -299,7 +301,20 @@ impl Live {
             return exchange_until(sender, prepared, scheduled, limits, capture).await;
         };
         if !prepared.head.method().is_safe() {
-            let _ = tokio::time::timeout_at(limits.0.into(), early.ended()).await;
+            let waited = tokio::time::timeout_at(limits.0.into(), early.ended()).await;
+            if waited.is_err() {
+                return Err(Failed {
+                    kind: ErrorKind::Timeout,
+                    message: format!(
+                        "no complete response within {:?}: the request (not safe to send \
+                         in 0-RTT) waited for a QUIC handshake that did not end",
+                        limits.1
+                    ),
+                    connection_over: false,
+                    unprocessed: false,
+                    early_rejected: false,
+                });
+            }
         }
         let sent_early = early.outcome().is_none();
         if early.outcome() == Some(EarlyData::Rejected) {
@@ -334,13 +349,14 @@ impl Live {
 impl Drop for Live {
     fn drop(&mut self) {
         crate::carried::connection_ended(self.answered.get());
+        // Known before the close (after it, the handshake's end reads as the connection's).
+        let zero_rtt = (self.early.as_ref()).map(|e| e.outcome().unwrap_or(EarlyData::Unknown));
         // H3_NO_ERROR: the client is done; anything still open was abandoned at the stop.
         self.connection.close(0x100u32.into(), b"done");
         if let Some(driver) = self.driver.take() {
             driver.abort();
         }
         let stats = self.connection.stats();
-        let zero_rtt = (self.early.as_ref()).map(|e| e.outcome().unwrap_or(EarlyData::Unknown));
         let handshake = (self.early.as_ref())
             .and_then(Early::handshake)
             .unwrap_or(self.handshake);

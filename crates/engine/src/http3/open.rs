@@ -48,7 +48,7 @@ type Ended = (Due, Result<Sample, Failed>, Captured);
 async fn drive<T: Transport>(lane: Lane<T, Http3>) {
     let shared = lane.shared().clone();
     let h3s = lane.driver().h3s.clone();
-    let (live, sender) = match h3s.connect(&shared).await {
+    let (live, sender) = match h3s.connect(&shared, true).await {
         Ok(pair) => pair,
         Err((kind, message)) => {
             // Every request handed to a connection that could not open fails with it.

@@ -69,7 +69,7 @@ pub(super) async fn perform<T: Transport>(
     let mut retried = false;
     loop {
         if link.open.is_none() {
-            link.open = Some(link.h3s.connect(shared).await?);
+            link.open = Some(link.h3s.connect(shared, true).await?);
         }
         let (live, sender) = link.open.as_mut().expect("opened above");
         let deadline = Instant::now() + shared.timeout;
