@@ -293,11 +293,26 @@ mod tests {
                 || e.to_string().contains("--http3 and --http2"),
             "{e}"
         );
+        // --no-keepalive is a connection per request over HTTP/3 too.
         let close = Settings {
             keep_alive: Some(false),
             ..Default::default()
         };
-        assert!(h3("https://127.0.0.1:8443/", close).is_err());
+        assert!(
+            !h3("https://127.0.0.1:8443/", close)
+                .unwrap()
+                .request
+                .keep_alive
+        );
+        // --http3-0rtt needs --http3.
+        let early = Settings {
+            http3_0rtt: true,
+            ..Default::default()
+        };
+        let mut req = request();
+        req.url = Target::parse("https://127.0.0.1:8443/").unwrap();
+        let e = early.to_plan(req, 2).unwrap_err();
+        assert!(e.to_string().contains("--http3-0rtt"), "{e}");
     }
 
     #[test]
