@@ -366,6 +366,13 @@ pub struct RunArgs {
     #[arg(long = "http3", help_heading = "Protocol", conflicts_with_all = ["http2", "pipeline", "unix_socket"])]
     pub http3: bool,
 
+    /// With --http3: connections after the first resume the TLS session and send their first
+    /// requests with the handshake (0-RTT); only GET, HEAD and OPTIONS go early (early data
+    /// can be replayed), others wait for the handshake; the report counts 0-RTT apart. With
+    /// --no-keepalive every request opens a connection
+    #[arg(long = "http3-0rtt", help_heading = "Protocol", requires = "http3")]
+    pub http3_0rtt: bool,
+
     /// Concurrent streams per HTTP/2 or HTTP/3 connection (h2load's -m) [default: 1]
     #[arg(long = "streams", help_heading = "Protocol", value_parser = at_least_one, allow_negative_numbers = true)]
     pub streams: Option<usize>,

@@ -175,6 +175,113 @@ fn closed_and_open_loops_over_http3_match_the_servers_counts_with_large_bodies_b
 }
 
 #[test]
+fn zero_rtt_resumes_connections_after_the_first_and_counts_early_requests_apart() {
+    let dir = TempDir::new("http3-0rtt");
+    let (server, pem) = h3_target(dir.path());
+    let base = format!("https://127.0.0.1:{}", server.local_addr().port());
+    let url = format!("{base}/json");
+    let zero = [
+        "--http3",
+        "--http3-0rtt",
+        "--cacert",
+        &pem,
+        "--no-keepalive",
+    ];
+
+    // Closed loop, a connection per request: the first 2 handshakes are full, the other
+    // 78 resume; the server took one ticket for each connection that went early.
+    let (ran, r) = run_json(
+        dir.path(),
+        "closed",
+        &[&[url.as_str()][..], &zero, &["-c", "2", "-n", "80"]].concat(),
+    );
+    assert!(ran.ok, "{}{}", ran.out, ran.err);
+    let s = &r.summary;
+    assert_eq!(
+        (s.requests.responses, s.requests.errors),
+        (80, 0),
+        "{}",
+        ran.out
+    );
+    assert_eq!(server.http3_requests(), 80);
+    let p = s.protocol.as_ref().unwrap();
+    let spread = p.requests_per_connection.as_ref().unwrap();
+    assert_eq!((spread.connections, spread.max), (80, 1), "{spread:?}");
+    let quic = p.quic.as_ref().unwrap();
+    let z = quic.zero_rtt.as_ref().expect("0-RTT figures");
+    assert_eq!(quic.connections, 80, "{quic:?}");
+    assert!(z.connections > 0 && z.connections <= 78, "{z:?}");
+    assert_eq!(
+        (z.accepted, z.rejected, z.requests_rejected),
+        (z.connections, 0, 0)
+    );
+    assert_eq!(z.accepted, server.quic_resumptions(), "{z:?}");
+    assert!(
+        z.requests_early > 0 && z.requests_early <= z.accepted,
+        "{z:?}"
+    );
+    assert!(z.handshake_ms.is_some(), "{z:?}");
+    assert_eq!(s.retries, 0);
+    assert!(
+        ran.out
+            .contains(&format!("0-RTT: {} connections resumed", z.connections)),
+        "{}",
+        ran.out
+    );
+    assert!(ran.out.contains("1-RTT handshake"), "{}", ran.out);
+
+    // Open loop, 2 streams per connection: requests go early there too.
+    let (resumed, served) = (server.quic_resumptions(), server.http3_requests());
+    let (ran, r) = run_json(
+        dir.path(),
+        "open",
+        &[
+            &[url.as_str()][..],
+            &zero,
+            &["-R", "50", "-d", "2s", "--streams", "2"],
+        ]
+        .concat(),
+    );
+    assert!(ran.ok, "{}{}", ran.out, ran.err);
+    let s = &r.summary;
+    assert_eq!(s.requests.responses + s.dropped, 100, "{}", ran.out);
+    assert_eq!((s.requests.errors, s.requests.in_flight_at_end), (0, 0));
+    assert_eq!(server.http3_requests() - served, s.requests.responses);
+    let z = (s.protocol.as_ref().unwrap().quic.as_ref())
+        .and_then(|q| q.zero_rtt.clone())
+        .expect("0-RTT figures");
+    assert!(z.accepted > 0 && z.requests_early > 0, "{z:?}");
+    assert_eq!(z.accepted, server.quic_resumptions() - resumed, "{z:?}");
+
+    // A POST is not safe to replay: it waits for the handshake, so none goes early.
+    let resumed = server.quic_resumptions();
+    let echo = format!("{base}/echo");
+    let (ran, r) = run_json(
+        dir.path(),
+        "post",
+        &[
+            &[echo.as_str()][..],
+            &zero,
+            &["-c", "1", "-n", "20", "-m", "POST", "--body", "x=1"],
+        ]
+        .concat(),
+    );
+    assert!(ran.ok, "{}{}", ran.out, ran.err);
+    assert_eq!(r.summary.requests.responses, 20, "{}", ran.out);
+    let z = (r.summary.protocol.as_ref().unwrap().quic.as_ref())
+        .and_then(|q| q.zero_rtt.clone())
+        .expect("0-RTT figures");
+    assert!(z.accepted > 0, "{z:?}");
+    assert_eq!(z.requests_early, 0, "a POST never goes early: {z:?}");
+    assert_eq!(z.accepted, server.quic_resumptions() - resumed);
+
+    // Without --http3 the flag is refused, naming what it needs.
+    let ran = loadmark(&["run", &url, "--http3-0rtt", "-n", "1"]);
+    assert_eq!(ran.code, Some(2), "{}", ran.err);
+    assert!(ran.err.contains("--http3"), "{}", ran.err);
+}
+
+#[test]
 fn http3_needs_https_and_refuses_what_it_cannot_carry() {
     let ran = loadmark(&["run", "http://127.0.0.1:9/", "--http3", "-n", "1"]);
     assert_eq!(ran.code, Some(2), "{}", ran.err);
@@ -335,6 +442,93 @@ fn plan_files_and_scenario_steps_speak_http3_with_counts_equal_to_the_servers() 
     );
     let quic = r.summary.protocol.as_ref().and_then(|p| p.quic.as_ref());
     assert_eq!(quic.expect("QUIC figures").connections, 5, "one per user");
+}
+
+/// Runs `loadmark bench` on `plan` in `dir` and returns the first step's report.
+fn bench_plan(dir: &Path, plan: &str) -> Report {
+    std::fs::write(dir.join("plan.yaml"), plan).unwrap();
+    let _ = std::fs::remove_dir_all(dir.join("out"));
+    let out = common::loadmark()
+        .current_dir(dir)
+        .args(["bench", "plan.yaml", "-o", "out", "-q"])
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "{text}");
+    let bundle = std::fs::read_to_string(dir.join("out/bundle.json")).unwrap();
+    common::bundle_json(&bundle).unwrap().steps.remove(0).report
+}
+
+#[test]
+fn h3_steps_run_under_the_open_model_and_beside_another_scenario_with_the_servers_counts() {
+    let dir = TempDir::new("http3-scenario-models");
+    let (server, _pem) = h3_target(dir.path());
+    let port = server.local_addr().port();
+
+    // Open model: 50 iterations per second for 2 s, each a TCP step then an HTTP/3 one.
+    let r = bench_plan(
+        dir.path(),
+        &format!(
+            "targets:\n  t: {{url: 'https://127.0.0.1:{port}'}}\n\
+             scenario:\n\
+             \x20 - {{name: tcp, request: {{url: /status}}}}\n\
+             \x20 - {{name: quic, request: {{url: /json, protocol: h3}}, check: [status == 200]}}\n\
+             load: {{iterations_per_second: 50, users: 20, duration: 2s, insecure: true}}\n"
+        ),
+    );
+    let s = r.summary.scenario.as_ref().expect("a scenario summary");
+    assert_eq!(s.iterations + s.dropped, 100, "{s:?}");
+    assert_eq!(s.aborted, 0, "{s:?}");
+    let quic = s.steps.iter().find(|st| st.name == "quic").unwrap();
+    assert_eq!(quic.requests, s.iterations, "{s:?}");
+    assert_eq!(quic.status.class(2), quic.requests);
+    assert_eq!(quic.checks_failed, 0);
+    assert_eq!(server.http3_requests(), quic.requests);
+    assert_eq!(server.requests_served(), 2 * quic.requests);
+    let figures = r.summary.protocol.as_ref().and_then(|p| p.quic.as_ref());
+    assert!(
+        figures.expect("QUIC figures").connections <= 20,
+        "a connection per user"
+    );
+
+    // Two scenarios at once: a closed HTTP/3 one and an open TCP one.
+    let (h3_before, all_before) = (server.http3_requests(), server.requests_served());
+    let r = bench_plan(
+        dir.path(),
+        &format!(
+            "targets:\n  t: {{url: 'https://127.0.0.1:{port}'}}\n\
+             scenarios:\n\
+             \x20 quic:\n\
+             \x20   steps: [{{name: json, request: {{url: /json, protocol: h3}}}}]\n\
+             \x20   load: {{users: 4, iterations: 200}}\n\
+             \x20 tcp:\n\
+             \x20   steps: [{{name: status, request: {{url: /status}}}}]\n\
+             \x20   load: {{iterations_per_second: 50, iterations: 50}}\n\
+             load: {{insecure: true}}\n"
+        ),
+    );
+    let named = |name: &str| {
+        (r.summary.scenarios.iter())
+            .find(|s| s.name == name)
+            .unwrap_or_else(|| panic!("no scenario {name}"))
+    };
+    let (quic, tcp) = (named("quic"), named("tcp"));
+    assert_eq!((quic.scenario.iterations, quic.requests), (200, 200));
+    assert_eq!(quic.scenario.steps[0].status.class(2), 200);
+    assert_eq!((tcp.scenario.iterations, tcp.scenario.dropped), (50, 0));
+    assert_eq!(server.http3_requests() - h3_before, 200);
+    assert_eq!(server.requests_served() - all_before, 250);
+    assert_eq!(r.summary.requests.completed, 250);
+    let figures = r.summary.protocol.as_ref().and_then(|p| p.quic.as_ref());
+    assert_eq!(
+        figures.expect("QUIC figures").connections,
+        4,
+        "one per user"
+    );
 }
 
 /// Caddy 2 (Debian's `caddy`, installed by .ci/run): HTTPS on `port` with its internal CA,

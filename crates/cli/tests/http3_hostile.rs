@@ -1,7 +1,7 @@
 //! HTTP/3 against peers that misbehave on purpose (issue 37): small quinn and h3 servers
 //! written here that never answer, refuse `h3`, reset streams, close connections, lose their
-//! state (stateless reset), stop granting flow-control or stream credit, or go away
-//! (GOAWAY). Each request ends answered or classified, within the request timeout, and the
+//! state (stateless reset), stop granting flow-control or stream credit, go away (GOAWAY),
+//! or reject 0-RTT. Each request ends answered or classified, within the request timeout, and the
 //! counts add up.
 
 mod common;
@@ -269,15 +269,62 @@ fn a_server_that_sends_goaway_has_its_unprocessed_requests_sent_again_on_a_new_c
             ran.out
         );
         // 5 requests per connection, and the few under way when GOAWAY came: a new
-        // connection every 9 at most; requests went again.
+        // connection every 9 at most. Requests never sent because of the GOAWAY moved to
+        // the next connection, counted apart: retries are only those the server refused
+        // (H3_REQUEST_REJECTED on streams past the GOAWAY), which reached it.
         assert!(s.connections_opened >= 40 / 9, "{name}: {}", ran.out);
-        assert!(s.retries > 0, "{name}: {}", ran.out);
+        let quic = r.summary.protocol.as_ref().unwrap().quic.as_ref().unwrap();
+        assert!(quic.requests_moved_after_goaway > 0, "{name}: {}", ran.out);
         assert!(
-            ran.out.contains("sent again on a new connection"),
+            ran.out.contains(&format!(
+                "moved to a new connection after GOAWAY: {}",
+                quic.requests_moved_after_goaway
+            )),
             "{}",
             ran.out
         );
     }
+}
+
+#[test]
+fn a_server_that_forgets_its_tickets_rejects_0rtt_and_the_early_requests_go_again() {
+    let dir = TempDir::new("http3-0rtt-rejected");
+    let (addr, server) = quic_server(b"h3", Hostile::ForgetTickets);
+    let url = format!("https://127.0.0.1:{}/", addr.port());
+    let args = ["--http3", "--http3-0rtt", "--insecure", "--timeout", "5s"];
+    let extra = ["--no-keepalive", "-c", "1", "-n", "20"];
+    let (ran, r) = run_json(
+        dir.path(),
+        "rejected",
+        &[&[&url[..]][..], &args, &extra].concat(),
+    );
+    let s = &r.summary;
+    let answered = server.answered.load(Ordering::Relaxed);
+    assert_eq!(ran.code, Some(0), "{}{}", ran.out, ran.err);
+    assert_eq!(
+        (s.requests.responses, s.requests.errors),
+        (20, 0),
+        "{}",
+        ran.out
+    );
+    assert_eq!(answered, 20, "each request processed once");
+    let quic = r.summary.protocol.as_ref().unwrap().quic.as_ref().unwrap();
+    let z = quic
+        .zero_rtt
+        .as_ref()
+        .expect("0-RTT tried with the tickets it was sent");
+    assert!(z.rejected > 0 && z.accepted == 0, "{z:?}");
+    assert_eq!(z.requests_early, 0, "{z:?}");
+    assert_eq!(
+        z.requests_rejected, z.rejected,
+        "one request on each: {z:?}"
+    );
+    assert_eq!(
+        s.retries, 0,
+        "rejected early data is not a retry: {}",
+        ran.out
+    );
+    assert!(ran.out.contains("rejected and sent again"), "{}", ran.out);
 }
 
 /// What the hostile QUIC server does with a request stream.
@@ -298,6 +345,9 @@ enum Hostile {
     /// An HTTP/3 server (h3) that answers 200, and after N requests sends GOAWAY, serves
     /// what it accepted, and closes the connection.
     GoawayAfter(u64),
+    /// An HTTP/3 server (h3) that answers every request, sends session tickets allowing
+    /// 0-RTT, and forgets them: each resumption fails, so the early data is rejected.
+    ForgetTickets,
 }
 
 /// The hostile server's counts, and its runtime (the server ends when this is dropped).
@@ -325,6 +375,42 @@ fn server_crypto(alpn: &[u8]) -> quinn::ServerConfig {
     quinn::ServerConfig::with_crypto(Arc::new(crypto))
 }
 
+/// [`server_crypto`] accepting 0-RTT, with a session store that keeps nothing: tickets
+/// are sent (the store says it kept them) but never found again.
+fn forgetful_crypto(alpn: &[u8]) -> quinn::ServerConfig {
+    #[derive(Debug)]
+    struct Forget;
+    impl rustls::server::StoresServerSessions for Forget {
+        fn put(&self, _: Vec<u8>, _: Vec<u8>) -> bool {
+            true
+        }
+        fn get(&self, _: &[u8]) -> Option<Vec<u8>> {
+            None
+        }
+        fn take(&self, _: &[u8]) -> Option<Vec<u8>> {
+            None
+        }
+        fn can_cache(&self) -> bool {
+            true
+        }
+    }
+    let cert = rcgen::generate_simple_self_signed(vec!["127.0.0.1".into()]).unwrap();
+    let key = rustls::pki_types::PrivateKeyDer::Pkcs8(cert.key_pair.serialize_der().into());
+    let mut tls = rustls::ServerConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_protocol_versions(&[&rustls::version::TLS13])
+    .unwrap()
+    .with_no_client_auth()
+    .with_single_cert(vec![cert.cert.der().clone()], key)
+    .unwrap();
+    tls.alpn_protocols = vec![alpn.to_vec()];
+    tls.max_early_data_size = u32::MAX;
+    tls.session_storage = Arc::new(Forget);
+    let crypto = quinn::crypto::rustls::QuicServerConfig::try_from(tls).unwrap();
+    quinn::ServerConfig::with_crypto(Arc::new(crypto))
+}
+
 fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
@@ -336,7 +422,10 @@ fn runtime() -> tokio::runtime::Runtime {
 /// A quinn server on a thread of its own whose only ALPN is `alpn`, until the returned
 /// [`Server`] is dropped, doing `hostile` to every request stream.
 fn quic_server(alpn: &[u8], hostile: Hostile) -> (SocketAddr, Server) {
-    let mut config = server_crypto(alpn);
+    let mut config = match hostile {
+        Hostile::ForgetTickets => forgetful_crypto(alpn),
+        _ => server_crypto(alpn),
+    };
     let mut transport = quinn::TransportConfig::default();
     match hostile {
         Hostile::Starve => {
@@ -364,8 +453,12 @@ fn quic_server(alpn: &[u8], hostile: Hostile) -> (SocketAddr, Server) {
                 let Ok(connection) = incoming.await else {
                     return;
                 };
-                if let Hostile::GoawayAfter(n) = hostile {
-                    return goaway_after(connection, n, &answered).await;
+                match hostile {
+                    Hostile::GoawayAfter(n) => return goaway_after(connection, n, &answered).await,
+                    Hostile::ForgetTickets => {
+                        return goaway_after(connection, u64::MAX, &answered).await
+                    }
+                    _ => {}
                 }
                 // Held, never read: dropping a stream would stop or finish it.
                 let mut held = Vec::new();

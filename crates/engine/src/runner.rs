@@ -168,13 +168,19 @@ pub fn run_part(
             stamp: false,
             nagle: Nagle::Off,
         };
-        let h3run = Some(h3run_of(plan, addr, h3.streams)?);
+        // --no-keepalive: a connection per request (per stream), as over TCP.
+        let keep_alive = plan.request.keep_alive && !plan.request.says_close();
+        let h3run = Some(h3run_of(plan, addr, (h3.streams, h3.zero_rtt, keep_alive))?);
         return run_with(plan, part, addr, transport, h3run, stop, &mut on_progress);
     }
     // A scenario's `protocol: h3` steps: a QUIC connection per user, one request at a time,
     // beside its TCP ones.
     let scenario_h3 = if scenario && plan.speaks_h3() {
-        Some(h3run_of(plan, resolve(url.host(), url.port())?, 1)?)
+        Some(h3run_of(
+            plan,
+            resolve(url.host(), url.port())?,
+            (1, false, true),
+        )?)
     } else {
         None
     };
@@ -252,14 +258,16 @@ pub fn run_part(
     }
 }
 
-/// The run's QUIC client for `addr`, `streams` requests at once per connection.
+/// The run's QUIC client for `addr`: `streams` requests at once per connection, 0-RTT
+/// resumption or not, connections kept or one request per stream.
 fn h3run_of(
     plan: &Plan,
     addr: SocketAddr,
-    streams: usize,
+    connections: (usize, bool, bool),
 ) -> Result<Arc<crate::http3::H3Run>, EngineError> {
     let url = &plan.request.url;
-    let run = crate::http3::H3Run::new(addr, url.host(), &plan.tls, streams, plan.timeouts.connect)
+    let timeout = plan.timeouts.connect;
+    let run = crate::http3::H3Run::new(addr, url.host(), &plan.tls, connections, timeout)
         .map_err(EngineError::Tls)?;
     Ok(Arc::new(run))
 }

@@ -56,7 +56,7 @@ pub use checks::{CheckStat, CheckStats, CHECK_EXAMPLE_CHARS};
 pub use error_kind::{ErrorCounts, ErrorKind, ErrorStat};
 pub use grpc::{grpc_code_name, GrpcCall, GrpcCode, GrpcStats, GrpcStreamStats, GRPC_CODES};
 pub use per_connection::{ConnectionSpread, RequestsPerConnection};
-pub use quic::{HandshakeMs, QuicConnection, QuicFigures, QuicTally};
+pub use quic::{EarlyData, HandshakeMs, QuicConnection, QuicFigures, QuicTally, ZeroRttFigures};
 pub use recorder::{Busy, Interval, Recorder, Sample, WorkerReport};
 pub use scenario::{merge_named, ScenarioSlot, ScenarioStats, StepOutcome, StepStats};
 pub use snapshot::{

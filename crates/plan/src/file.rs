@@ -356,6 +356,10 @@ pub struct LoadFile {
     /// HTTP/3 over QUIC (`--http3`): https:// only, UDP to the URL's port [default: false].
     #[serde(default)]
     pub http3: Option<bool>,
+    /// With `http3: true`: 0-RTT resumption on connections after the first
+    /// (`--http3-0rtt`) [default: false].
+    #[serde(default)]
+    pub http3_0rtt: Option<bool>,
     /// Concurrent streams per HTTP/2 or HTTP/3 connection [default: 1].
     #[serde(default)]
     pub streams: Option<usize>,

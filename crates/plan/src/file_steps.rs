@@ -333,6 +333,7 @@ fn expand(
         insecure: load.insecure.unwrap_or(false),
         http2: load.http2.unwrap_or(false),
         http3: load.http3.unwrap_or(false),
+        http3_0rtt: load.http3_0rtt.unwrap_or(false),
         streams: load.streams,
         http2_fallback: load.http2_fallback.unwrap_or(false),
         unix_socket: load.unix_socket.clone(),

@@ -325,6 +325,12 @@ pub struct Http3 {
     /// Concurrent requests (bidirectional QUIC streams) per connection; a server that allows
     /// fewer (its initial_max_streams_bidi) makes the rest wait for a stream, never fail.
     pub streams: usize,
+    /// `--http3-0rtt`: connections after the first resume a TLS session and send their first
+    /// requests with the handshake (0-RTT); only safe methods (GET, HEAD, OPTIONS) go early,
+    /// others wait for the handshake. The report counts them apart (early data is
+    /// replayable).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub zero_rtt: bool,
 }
 
 /// HTTP/2 settings of a run.

@@ -40,6 +40,8 @@ pub struct Settings {
     pub http2_fallback: bool,
     /// `--http3`: HTTP/3 over QUIC (https:// only).
     pub http3: bool,
+    /// `--http3-0rtt`: 0-RTT resumption on HTTP/3 connections after the first.
+    pub http3_0rtt: bool,
     /// `--unix-socket PATH`.
     pub unix_socket: Option<std::path::PathBuf>,
     /// `--pipeline P`: HTTP/1.1 requests written together per connection.
@@ -66,9 +68,17 @@ impl Settings {
                 "it says what --http2 does when a TLS server does not offer h2; add --http2",
             ));
         }
+        if self.http3_0rtt && !self.http3 {
+            return Err(conflict(
+                "--http3-0rtt",
+                "TCP",
+                "0-RTT resumption is QUIC's; add --http3",
+            ));
+        }
         Ok(Protocol {
             http3: self.http3.then(|| Http3 {
                 streams: self.streams.unwrap_or(1),
+                zero_rtt: self.http3_0rtt,
             }),
             http2: self.http2.then(|| Http2 {
                 streams: self.streams.unwrap_or(1),
@@ -284,11 +294,26 @@ mod tests {
                 || e.to_string().contains("--http3 and --http2"),
             "{e}"
         );
+        // --no-keepalive is a connection per request over HTTP/3 too.
         let close = Settings {
             keep_alive: Some(false),
             ..Default::default()
         };
-        assert!(h3("https://127.0.0.1:8443/", close).is_err());
+        assert!(
+            !h3("https://127.0.0.1:8443/", close)
+                .unwrap()
+                .request
+                .keep_alive
+        );
+        // --http3-0rtt needs --http3.
+        let early = Settings {
+            http3_0rtt: true,
+            ..Default::default()
+        };
+        let mut req = request();
+        req.url = Target::parse("https://127.0.0.1:8443/").unwrap();
+        let e = early.to_plan(req, 2).unwrap_err();
+        assert!(e.to_string().contains("--http3-0rtt"), "{e}");
     }
 
     #[test]

@@ -324,12 +324,8 @@ impl Plan {
         if self.protocol.grpc.is_some() {
             return conflict("loadmark grpc", "gRPC runs over HTTP/2");
         }
-        if !self.request.keep_alive {
-            return conflict(
-                "--no-keepalive/Connection: close",
-                "an HTTP/3 connection carries many requests; there is no per-request close",
-            );
-        }
+        // --no-keepalive is allowed: each connection then carries one request per stream
+        // and closes (a handshake per request, what --http3-0rtt is measured with).
         Ok(())
     }
 

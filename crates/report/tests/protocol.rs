@@ -4,7 +4,7 @@
 
 mod common;
 
-use loadmark_metrics::{ConnectionSpread, HandshakeMs, QuicFigures};
+use loadmark_metrics::{ConnectionSpread, HandshakeMs, QuicFigures, ZeroRttFigures};
 use loadmark_plan::{Http2, Http3};
 use loadmark_report::{
     render_html, render_json, render_markdown, render_text, Bundle, ProtocolSummary, Report,
@@ -183,7 +183,10 @@ fn a_plain_http1_run_says_its_requests_per_connection_on_the_page() {
 #[test]
 fn an_http3_run_shows_its_quic_figures_in_text_and_json() {
     let mut r = common::report_of(2, 100, &[300, 500], 0, 0);
-    r.plan.protocol.http3 = Some(Http3 { streams: 8 });
+    r.plan.protocol.http3 = Some(Http3 {
+        streams: 8,
+        zero_rtt: false,
+    });
     r.summary.protocol = Some(ProtocolSummary {
         used: "HTTP/3".into(),
         http2_fallback: None,
@@ -198,7 +201,7 @@ fn an_http3_run_shows_its_quic_figures_in_text_and_json() {
             max: 50,
         }),
         quic: Some(QuicFigures {
-            connections: 2,
+            connections: 3,
             handshake_ms: HandshakeMs {
                 min: 1.5,
                 mean: 2.0,
@@ -216,12 +219,30 @@ fn an_http3_run_shows_its_quic_figures_in_text_and_json() {
             datagrams_received: 5000,
             datagram_mean_bytes_sent: 120.0,
             datagram_mean_bytes_received: 1100.0,
+            zero_rtt: Some(ZeroRttFigures {
+                connections: 1,
+                accepted: 1,
+                rejected: 0,
+                handshake_ms: Some(HandshakeMs {
+                    min: 1.0,
+                    mean: 1.0,
+                    max: 1.0,
+                }),
+                requests_early: 4,
+                requests_rejected: 0,
+            }),
+            requests_moved_after_goaway: 2,
         }),
     });
     let json = render_json(&r);
     assert!(json.contains("\"used\": \"HTTP/3\""), "{json}");
     assert!(json.contains("\"packets_lost\": 20"), "{json}");
     assert!(json.contains("\"cwnd_max_bytes\": 61440"), "{json}");
+    assert!(json.contains("\"requests_early\": 4"), "{json}");
+    assert!(
+        json.contains("\"requests_moved_after_goaway\": 2"),
+        "{json}"
+    );
     common::assert_valid_report(&json);
     assert_eq!(Report::from_json(&json).unwrap(), r, "JSON round-trips");
 
@@ -232,7 +253,7 @@ fn an_http3_run_shows_its_quic_figures_in_text_and_json() {
     );
     assert!(
         text.contains(
-            "QUIC: 2 handshakes (min 1.50ms, mean 2.00ms, max 2.50ms); 4000 packets sent, \
+            "QUIC: 2 1-RTT handshakes (min 1.50ms, mean 2.00ms, max 2.50ms); 4000 packets sent, \
              20 lost (0.500%, 24.0 KiB), 3 congestion events, congestion window 12.0 KiB to \
              60.0 KiB at close, rtt 0.75ms mean"
         ),
@@ -242,6 +263,17 @@ fn an_http3_run_shows_its_quic_figures_in_text_and_json() {
         text.contains("UDP: 4000 datagrams sent (mean 120 B), 5000 received (mean 1100 B)"),
         "{text}"
     );
+    assert!(
+        text.contains(
+            "0-RTT: 1 connection resumed (1 accepted, 0 rejected, handshake min 1.00ms, \
+             mean 1.00ms, max 1.00ms); 4 requests sent early and answered, 0 rejected"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("moved to a new connection after GOAWAY: 2"),
+        "{text}"
+    );
     let md = render_markdown(&Bundle::of_report(r));
-    assert!(md.contains("QUIC: 2 handshakes"), "{md}");
+    assert!(md.contains("QUIC: 2 1-RTT handshakes"), "{md}");
 }

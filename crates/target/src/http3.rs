@@ -9,7 +9,7 @@
 //! listeners' requests; a stall freezes these too.
 
 use std::net::SocketAddr;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -25,10 +25,17 @@ use crate::Stall;
 /// Streams a client may open at once on one HTTP/3 connection: the HTTP/2 listener's limit.
 const MAX_CONCURRENT_STREAMS: u32 = crate::listeners::MAX_CONCURRENT_STREAMS;
 
-/// The QUIC side of the server's certificate: TLS 1.3 only (QUIC has no other), ALPN `h3`.
+/// Sessions a server remembers for resumption: enough that a client reconnecting many
+/// times at once (`--http3-0rtt` with a connection per request) finds its ticket.
+const SESSIONS_KEPT: usize = 16_384;
+
+/// The QUIC side of the server's certificate: TLS 1.3 only (QUIC has no other), ALPN `h3`;
+/// 0-RTT accepted (early data from a resumed session), each resumption counted in
+/// `resumed`.
 pub(crate) fn server_config(
     chain: Vec<rustls::pki_types::CertificateDer<'static>>,
     key: rustls::pki_types::PrivateKeyDer<'static>,
+    resumed: Arc<AtomicU64>,
 ) -> Result<quinn::ServerConfig, String> {
     let mut tls = rustls::ServerConfig::builder_with_provider(Arc::new(
         rustls::crypto::ring::default_provider(),
@@ -39,6 +46,13 @@ pub(crate) fn server_config(
     .with_single_cert(chain, key)
     .map_err(|e| e.to_string())?;
     tls.alpn_protocols = vec![b"h3".to_vec()];
+    // QUIC allows 0 or u32::MAX here: MAX accepts 0-RTT (RFC 9001 §4.6.1). Tickets are
+    // kept server-side and taken once, so a replayed ticket is a full handshake.
+    tls.max_early_data_size = u32::MAX;
+    tls.session_storage = Arc::new(CountedSessions {
+        inner: rustls::server::ServerSessionMemoryCache::new(SESSIONS_KEPT),
+        resumed,
+    });
     let crypto = quinn::crypto::rustls::QuicServerConfig::try_from(tls)
         .map_err(|e| format!("QUIC TLS setup: {e}"))?;
     let mut config = quinn::ServerConfig::with_crypto(Arc::new(crypto));
@@ -46,6 +60,35 @@ pub(crate) fn server_config(
     transport.max_concurrent_bidi_streams(MAX_CONCURRENT_STREAMS.into());
     config.transport_config(Arc::new(transport));
     Ok(config)
+}
+
+/// The server's session store, counting the sessions resumed (a ticket found and taken).
+#[derive(Debug)]
+struct CountedSessions {
+    inner: Arc<rustls::server::ServerSessionMemoryCache>,
+    resumed: Arc<AtomicU64>,
+}
+
+impl rustls::server::StoresServerSessions for CountedSessions {
+    fn put(&self, key: Vec<u8>, value: Vec<u8>) -> bool {
+        self.inner.put(key, value)
+    }
+
+    fn get(&self, key: &[u8]) -> Option<Vec<u8>> {
+        self.inner.get(key)
+    }
+
+    fn take(&self, key: &[u8]) -> Option<Vec<u8>> {
+        let found = self.inner.take(key);
+        if found.is_some() {
+            self.resumed.fetch_add(1, Ordering::Relaxed);
+        }
+        found
+    }
+
+    fn can_cache(&self) -> bool {
+        self.inner.can_cache()
+    }
 }
 
 /// Binds the UDP socket at `addr` (the TLS listener's address and port).

@@ -298,6 +298,12 @@ impl RunningServer {
         self.counters.http3_requests.load(Ordering::Relaxed)
     }
 
+    /// QUIC connections that resumed a TLS session with a ticket this server issued (each
+    /// ticket is taken once): the client's 0-RTT connections that were accepted.
+    pub fn quic_resumptions(&self) -> u64 {
+        self.counters.quic_resumed.load(Ordering::Relaxed)
+    }
+
     /// `/items` requests refused (401) for a missing or wrong `Authorization: Bearer`
     /// token (issue 17): a journey that carries its login's token keeps this at 0. Exact.
     pub fn auth_failures(&self) -> u64 {

@@ -122,7 +122,12 @@ pub(crate) struct Certified {
 }
 
 /// A fresh self-signed certificate for 127.0.0.1, ::1 and localhost.
-pub(crate) fn self_signed(http2: bool, http3: bool) -> Result<Certified, String> {
+/// `resumed` counts the QUIC sessions resumed (0-RTT).
+pub(crate) fn self_signed(
+    http2: bool,
+    http3: bool,
+    resumed: Arc<std::sync::atomic::AtomicU64>,
+) -> Result<Certified, String> {
     let names = ["127.0.0.1", "::1", "localhost"].map(String::from).to_vec();
     let cert = rcgen::generate_simple_self_signed(names).map_err(|e| e.to_string())?;
     let key = rustls::pki_types::PrivateKeyDer::Pkcs8(cert.key_pair.serialize_der().into());
@@ -130,6 +135,7 @@ pub(crate) fn self_signed(http2: bool, http3: bool) -> Result<Certified, String>
         true => Some(crate::http3::server_config(
             vec![cert.cert.der().clone()],
             key.clone_key(),
+            resumed,
         )?),
         false => None,
     };

@@ -41,6 +41,9 @@ pub(crate) struct Counters {
     pub http2_requests: AtomicU64,
     /// Requests answered over HTTP/3 (QUIC, `crate::h3`).
     pub http3_requests: AtomicU64,
+    /// QUIC connections that resumed a TLS session (a ticket taken: 0-RTT when the client
+    /// sent early data).
+    pub quic_resumed: std::sync::Arc<AtomicU64>,
     pub accepts: AtomicU64,
     pub ws_sessions: AtomicU64,
     pub ws_received: AtomicU64,
@@ -127,7 +130,9 @@ pub(crate) fn run(
                 return;
             }
         };
-        let tls = match (config.tls).then(|| listeners::self_signed(config.http2, config.http3)) {
+        let tls = match (config.tls).then(|| {
+            listeners::self_signed(config.http2, config.http3, counters.quic_resumed.clone())
+        }) {
             Some(Err(e)) => {
                 let _ = ready.send(Err(ServeError::Tls(e)));
                 return;

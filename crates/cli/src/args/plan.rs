@@ -87,6 +87,7 @@ impl RunArgs {
             insecure: self.insecure,
             http2: self.http2,
             http3: self.http3,
+            http3_0rtt: self.http3_0rtt,
             streams: self.streams,
             http2_fallback: self.http2_fallback,
             unix_socket: self.unix_socket.clone(),

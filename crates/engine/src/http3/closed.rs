@@ -6,21 +6,24 @@
 //! do), so a server that never answers makes classified errors at the pace of the connect
 //! timeout, never a spin or a hang.
 //!
-//! A request the server certainly did not process is sent again, once, and counted as a
-//! retry (as HTTP/2 does): one refused with H3_REQUEST_REJECTED on the same connection, one
-//! not sent because of a GOAWAY on the slot's next connection ([`MAX_GOAWAY_CARRIES`] times
-//! at most, so a server that sends GOAWAY at once on every connection cannot spin it).
+//! A request the server certainly did not process is sent again: one refused with
+//! H3_REQUEST_REJECTED once more on the same connection, counted as a retry (as HTTP/2
+//! does: the server saw it); one never sent because of a GOAWAY, or sent in 0-RTT data the
+//! server rejected, on the slot's next connection, counted apart from retries in the QUIC
+//! figures (the server never saw it), [`MAX_GOAWAY_CARRIES`] times at most, so a server
+//! that sends GOAWAY at once on every connection cannot spin it.
+//!
+//! Under `--no-keepalive` each stream sends one request and the connection closes when its
+//! streams are done; the slot opens the next (a handshake per request, 0-RTT ones with
+//! `--http3-0rtt`).
 
-use std::cell::Cell;
 use std::rc::Rc;
 use std::time::Instant;
 
 use futures_util::stream::{FuturesUnordered, StreamExt};
 use loadmark_metrics::ErrorKind;
 
-use super::{
-    exchange_until, settle_response, wants_capture, Captured, Flight, H3Shared, Prepared, Sender,
-};
+use super::{settle_response, wants_capture, Captured, Flight, H3Shared, Live, Prepared, Sender};
 use crate::closed::{ClosedDriver, Until};
 use crate::connection::Shared;
 use crate::settle;
@@ -42,13 +45,16 @@ impl<T: Transport> ClosedDriver<T> for Http3 {
     }
 }
 
-/// How many times one request not sent because of GOAWAY goes to a new connection.
+/// How many times one request not sent because of GOAWAY (or rejected with 0-RTT) goes to a
+/// new connection.
 const MAX_GOAWAY_CARRIES: u8 = 3;
 
 /// A request owed to the next connection: never sent because its connection was going away.
 struct Carried {
     prepared: Rc<Prepared>,
     carries: u8,
+    /// Rejected with its connection's 0-RTT data.
+    rejected: bool,
 }
 
 /// How one stream's loop ended.
@@ -66,7 +72,10 @@ async fn slot_loop<T: Transport>(shared: Rc<Shared<T>>, h3s: Rc<H3Shared>, until
         if owed.is_empty() && (until.reached(Instant::now()) || !until.budget.claim()) {
             return;
         }
-        let (live, sender) = match h3s.connect(&shared).await {
+        // Requests the server rejected in 0-RTT go on a full handshake: a server that
+        // always rejects early data cannot bounce them from connection to connection.
+        let early = !owed.iter().any(|c| c.rejected);
+        let (live, sender) = match h3s.connect(&shared, early).await {
             Ok(pair) => pair,
             Err((kind, message)) => {
                 // The request claimed for this connection fails with it (or one it owed).
@@ -76,7 +85,6 @@ async fn slot_loop<T: Transport>(shared: Rc<Shared<T>>, h3s: Rc<H3Shared>, until
                 continue;
             }
         };
-        let answered = &live.answered;
         // The first stream sends the request claimed above (or one owed); every stream
         // claims its own after that.
         let first = owed.is_empty();
@@ -87,7 +95,7 @@ async fn slot_loop<T: Transport>(shared: Rc<Shared<T>>, h3s: Rc<H3Shared>, until
                     None if i == 0 && first => Start::Claimed,
                     None => Start::Claim,
                 };
-                stream_loop(&shared, &h3s, sender.clone(), &until, start, answered)
+                stream_loop(&shared, &h3s, sender.clone(), &until, start, &live)
             })
             .collect();
         drop(sender);
@@ -99,9 +107,9 @@ async fn slot_loop<T: Transport>(shared: Rc<Shared<T>>, h3s: Rc<H3Shared>, until
             }
         }
         drop(streams);
-        let answered = answered.get();
+        let answered = live.answered.get();
         drop(live);
-        if !over {
+        if !over && h3s.keep_alive() {
             return;
         }
         if answered == 0 {
@@ -130,7 +138,7 @@ async fn stream_loop<T: Transport>(
     mut sender: Sender,
     until: &Until,
     start: Start,
-    answered: &Cell<u64>,
+    live: &Live,
 ) -> StreamEnd {
     let mut rendered = Vec::new();
     let mut captured = Captured::default();
@@ -166,20 +174,24 @@ async fn stream_loop<T: Transport>(
         let deadline = Instant::now() + shared.timeout;
         let keep = capture.then_some(&mut captured);
         let limits = (deadline, shared.timeout);
-        let ended = exchange_until(&mut sender, &prepared, None, limits, keep).await;
+        let ended = live
+            .exchange(&mut sender, &prepared, None, limits, keep)
+            .await;
         flight.ended();
         match ended {
             Ok(sample) => {
-                answered.set(answered.get() + 1);
+                live.answered_one();
                 settle_response(shared, &sample, &captured);
             }
             Err(failed) if failed.unprocessed && failed.connection_over => {
-                // GOAWAY: never sent; the slot's next connection sends it.
+                // GOAWAY or 0-RTT rejected: not processed; the slot's next connection sends
+                // it (not a retry: the server never saw it).
                 if carries < MAX_GOAWAY_CARRIES {
-                    settle::retry(&shared.recorder);
+                    live.moved(&failed);
                     return StreamEnd::ConnectionOver(Some(Carried {
                         prepared,
                         carries: carries + 1,
+                        rejected: failed.early_rejected,
                     }));
                 }
                 settle::failure(&shared.recorder, failed.kind, &failed.message);
@@ -196,6 +208,10 @@ async fn stream_loop<T: Transport>(
                     return StreamEnd::ConnectionOver(None);
                 }
             }
+        }
+        if !h3s.keep_alive() && again.is_none() {
+            // --no-keepalive: one request per stream; the slot opens the next connection.
+            return StreamEnd::Done;
         }
     }
 }

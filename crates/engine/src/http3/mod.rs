@@ -26,6 +26,7 @@
 //! datagrams and bytes, packets lost).
 
 pub(crate) mod closed;
+mod early;
 pub(crate) mod open;
 pub(crate) mod request;
 
@@ -36,11 +37,12 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use bytes::{Buf, Bytes};
-use loadmark_metrics::{ErrorKind, QuicConnection, QuicFigures, QuicTally, Sample};
+use loadmark_metrics::{EarlyData, ErrorKind, QuicConnection, QuicFigures, QuicTally, Sample};
 use loadmark_plan::TlsPolicy;
 
 use crate::connection::Shared;
 use crate::transport::Transport;
+use early::Early;
 pub(crate) use request::Prepared;
 
 /// How the client asks for a request: h3's handle to open streams on a connection.
@@ -54,6 +56,11 @@ pub(crate) struct H3Run {
     server_name: String,
     streams: usize,
     connect_timeout: Duration,
+    /// `--http3-0rtt`: connections try 0-RTT with a ticket from an earlier one.
+    zero_rtt: bool,
+    /// False under `--no-keepalive`: a connection carries one request per stream, then
+    /// closes.
+    keep_alive: bool,
     tally: Mutex<QuicTally>,
 }
 
@@ -68,15 +75,18 @@ impl std::fmt::Debug for H3Run {
 
 impl H3Run {
     /// The run's QUIC client: TLS as `policy` says (`--insecure`, `--cacert`, a client
-    /// certificate) with ALPN `h3`. A file that cannot be read is an error here, before load.
+    /// certificate) with ALPN `h3`, early data when `zero_rtt` (rustls keeps the tickets
+    /// servers send, in memory, for every connection of the run). A file that cannot be
+    /// read is an error here, before load.
     pub(crate) fn new(
         addr: SocketAddr,
         host: &str,
         policy: &TlsPolicy,
-        streams: usize,
+        (streams, zero_rtt, keep_alive): (usize, bool, bool),
         connect_timeout: Duration,
     ) -> Result<H3Run, String> {
-        let tls = crate::transport::client_config(policy, &[b"h3"]).map_err(|e| e.message)?;
+        let mut tls = crate::transport::client_config(policy, &[b"h3"]).map_err(|e| e.message)?;
+        tls.enable_early_data = zero_rtt;
         let crypto = quinn::crypto::rustls::QuicClientConfig::try_from(tls)
             .map_err(|e| format!("QUIC TLS setup: {e}"))?;
         let mut client = quinn::ClientConfig::new(Arc::new(crypto));
@@ -95,6 +105,8 @@ impl H3Run {
                 .to_string(),
             streams: streams.max(1),
             connect_timeout,
+            zero_rtt,
+            keep_alive,
             tally: Mutex::new(QuicTally::default()),
         })
     }
@@ -142,12 +154,23 @@ impl H3Shared {
         self.run.streams
     }
 
+    /// False under `--no-keepalive`: a connection carries one request per stream.
+    pub(crate) fn keep_alive(&self) -> bool {
+        self.run.keep_alive
+    }
+
     /// Opens a connection: QUIC's handshake (bounded by the connect timeout), then HTTP/3's
-    /// control and QPACK streams (the server's SETTINGS are read as they come). The handshake time goes to the recorder as the
-    /// connection's connect time, and to the QUIC figures when the connection closes.
+    /// control and QPACK streams (the server's SETTINGS are read as they come). The
+    /// handshake time goes to the recorder as the connection's connect time, and to the QUIC
+    /// figures when the connection closes.
+    ///
+    /// With `--http3-0rtt` and a ticket from an earlier connection, the connection is usable
+    /// at once (0-RTT): its connect time is the time to set it up, no round trip, and what
+    /// the server does with the early data is watched ([`Early`]).
     pub(crate) async fn connect<T: Transport>(
         &self,
         shared: &Shared<T>,
+        early: bool,
     ) -> Result<(Live, Sender), (ErrorKind, String)> {
         let endpoint = self
             .endpoint
@@ -163,19 +186,31 @@ impl H3Shared {
                     format!("QUIC connect to {}: {e}", run.addr),
                 )
             })?;
-        let connection = match tokio::time::timeout(run.connect_timeout, connecting).await {
-            Ok(Ok(c)) => c,
-            Ok(Err(e)) => return Err(classify_connection(&e, "during the QUIC handshake")),
-            Err(_) => {
-                return Err((
-                    ErrorKind::Timeout,
-                    format!(
-                        "no QUIC handshake with UDP {} within {:?} (the connect timeout): \
-                         is an HTTP/3 server listening on that UDP port?",
-                        run.addr, run.connect_timeout
-                    ),
-                ))
+        // `early` false: a full handshake for requests the server rejected in 0-RTT once.
+        let attempt = match run.zero_rtt && early {
+            true => connecting.into_0rtt(),
+            false => Err(connecting),
+        };
+        let (connection, early) = match attempt {
+            Ok((connection, accepted)) => {
+                let early = Early::watch(connection.clone(), accepted, t0);
+                (connection, Some(early))
             }
+            // No ticket yet (the run's first connections): a full handshake.
+            Err(connecting) => match tokio::time::timeout(run.connect_timeout, connecting).await {
+                Ok(Ok(c)) => (c, None),
+                Ok(Err(e)) => return Err(classify_connection(&e, "during the QUIC handshake")),
+                Err(_) => {
+                    return Err((
+                        ErrorKind::Timeout,
+                        format!(
+                            "no QUIC handshake with UDP {} within {:?} (the connect timeout): \
+                             is an HTTP/3 server listening on that UDP port?",
+                            run.addr, run.connect_timeout
+                        ),
+                    ))
+                }
+            },
         };
         let handshake = t0.elapsed();
         let mut live = Live {
@@ -184,6 +219,10 @@ impl H3Shared {
             run: run.clone(),
             driver: None,
             answered: Cell::new(0),
+            early,
+            requests_early: Cell::new(0),
+            requests_rejected: Cell::new(0),
+            requests_moved: Cell::new(0),
         };
         let quic = h3_quinn::Connection::new(connection);
         let built = tokio::time::timeout(run.connect_timeout, h3::client::new(quic)).await;
@@ -231,25 +270,102 @@ pub(crate) struct Live {
     /// Responses it carried, for the requests-per-connection figures (counted when it
     /// closes, however its slot ended).
     pub(crate) answered: Cell<u64>,
+    /// A 0-RTT connection's handshake, watched.
+    early: Option<Early>,
+    /// Requests answered that went in 0-RTT; requests it could not carry, sent on another
+    /// connection: 0-RTT rejected, or never sent because of GOAWAY.
+    requests_early: Cell<u64>,
+    requests_rejected: Cell<u64>,
+    requests_moved: Cell<u64>,
 }
 
 impl Live {
     pub(crate) fn answered_one(&self) {
         self.answered.set(self.answered.get() + 1);
     }
+
+    /// [`exchange_until`] on this connection, keeping 0-RTT's rule: while the handshake is
+    /// under way, a request with a safe method (GET, HEAD, OPTIONS, TRACE: RFC 9110 §9.2.1)
+    /// goes at once, in early data; any other waits for the handshake, since early data can
+    /// be replayed by an attacker (RFC 9114 §10.9, RFC 8470). A request the server rejected
+    /// with the early data fails `unprocessed` and `early_rejected`, for another connection.
+    pub(crate) async fn exchange(
+        &self,
+        sender: &mut Sender,
+        prepared: &Prepared,
+        scheduled: Option<Instant>,
+        limits: (Instant, Duration),
+        capture: Option<&mut Captured>,
+    ) -> Result<Sample, Failed> {
+        let Some(early) = self.early.as_ref().filter(|e| e.outcome().is_none()) else {
+            return exchange_until(sender, prepared, scheduled, limits, capture).await;
+        };
+        if !prepared.head.method().is_safe() {
+            let waited = tokio::time::timeout_at(limits.0.into(), early.ended()).await;
+            if waited.is_err() {
+                return Err(Failed {
+                    kind: ErrorKind::Timeout,
+                    message: format!(
+                        "no complete response within {:?}: the request (not safe to send \
+                         in 0-RTT) waited for a QUIC handshake that did not end",
+                        limits.1
+                    ),
+                    connection_over: false,
+                    unprocessed: false,
+                    early_rejected: false,
+                });
+            }
+        }
+        let sent_early = early.outcome().is_none();
+        if early.outcome() == Some(EarlyData::Rejected) {
+            return Err(Failed::early_rejected(ErrorKind::Write));
+        }
+        let ended = exchange_until(sender, prepared, scheduled, limits, capture).await;
+        match ended {
+            Ok(sample) => {
+                if sent_early {
+                    self.requests_early.set(self.requests_early.get() + 1);
+                }
+                Ok(sample)
+            }
+            Err(failed) if early.outcome() == Some(EarlyData::Rejected) => {
+                Err(Failed::early_rejected(failed.kind))
+            }
+            Err(failed) => Err(failed),
+        }
+    }
+
+    /// A request this connection could not carry goes to another: counted apart from retries
+    /// (the server never processed it): 0-RTT rejected, or not sent after GOAWAY.
+    pub(crate) fn moved(&self, failed: &Failed) {
+        let count = match failed.early_rejected {
+            true => &self.requests_rejected,
+            false => &self.requests_moved,
+        };
+        count.set(count.get() + 1);
+    }
 }
 
 impl Drop for Live {
     fn drop(&mut self) {
         crate::carried::connection_ended(self.answered.get());
+        // Known before the close (after it, the handshake's end reads as the connection's).
+        let zero_rtt = (self.early.as_ref()).map(|e| e.outcome().unwrap_or(EarlyData::Unknown));
         // H3_NO_ERROR: the client is done; anything still open was abandoned at the stop.
         self.connection.close(0x100u32.into(), b"done");
         if let Some(driver) = self.driver.take() {
             driver.abort();
         }
         let stats = self.connection.stats();
+        let handshake = (self.early.as_ref())
+            .and_then(Early::handshake)
+            .unwrap_or(self.handshake);
         self.run.closed(&QuicConnection {
-            handshake: self.handshake,
+            handshake,
+            zero_rtt,
+            requests_early: self.requests_early.get(),
+            requests_rejected: self.requests_rejected.get(),
+            requests_moved: self.requests_moved.get(),
             packets_sent: stats.path.sent_packets,
             packets_lost: stats.path.lost_packets,
             bytes_lost: stats.path.lost_bytes,
@@ -273,6 +389,22 @@ pub(crate) struct Failed {
     pub message: String,
     pub connection_over: bool,
     pub unprocessed: bool,
+    /// The server rejected the connection's 0-RTT data, this request with it.
+    pub early_rejected: bool,
+}
+
+impl Failed {
+    fn early_rejected(kind: ErrorKind) -> Failed {
+        Failed {
+            kind,
+            message: "the server rejected 0-RTT (early data) and did not process the request \
+                      (it did not know the ticket, or refuses early data)"
+                .into(),
+            connection_over: true,
+            unprocessed: true,
+            early_rejected: true,
+        }
+    }
 }
 
 /// Where a request was when its time ran out: a timeout names what it was waiting for (a
@@ -326,6 +458,7 @@ pub(crate) async fn exchange_until(
             message: phase.get().timeout_message(timeout),
             connection_over: false,
             unprocessed: false,
+            early_rejected: false,
         }),
     }
 }
@@ -446,6 +579,7 @@ fn stream_failure(e: h3::error::StreamError, kind: ErrorKind) -> Failed {
                 .into(),
             connection_over: true,
             unprocessed: true,
+            early_rejected: false,
         },
         StreamError::ConnectionError { 0: c, .. } => {
             let (kind, message) = classify_h3_connection(&c);
@@ -454,6 +588,7 @@ fn stream_failure(e: h3::error::StreamError, kind: ErrorKind) -> Failed {
                 message,
                 connection_over: true,
                 unprocessed: false,
+                early_rejected: false,
             }
         }
         StreamError::RemoteClosing { .. } => Failed {
@@ -462,18 +597,21 @@ fn stream_failure(e: h3::error::StreamError, kind: ErrorKind) -> Failed {
                 .into(),
             connection_over: true,
             unprocessed: true,
+            early_rejected: false,
         },
         StreamError::RemoteTerminate { code, .. } => Failed {
             kind,
             message: format!("the server reset the stream ({code})"),
             connection_over: false,
             unprocessed: code.value() == H3_REQUEST_REJECTED,
+            early_rejected: false,
         },
         other => Failed {
             kind: ErrorKind::Protocol,
             message: format!("HTTP/3 stream: {other}"),
             connection_over: false,
             unprocessed: false,
+            early_rejected: false,
         },
     }
 }

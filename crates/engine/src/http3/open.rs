@@ -3,8 +3,12 @@
 //! connection with room, up to `--streams` on each. Latency counts from the intended send
 //! time. A connection that ends fails the requests it carried (classified) and leaves the
 //! pool; requests handed to it and not yet sent go to another connection. A request the
-//! server certainly did not process (not sent after its GOAWAY, or refused with
-//! H3_REQUEST_REJECTED) goes once to another connection and counts as a retry, as over HTTP/2.
+//! server certainly did not process goes once to another connection: refused with
+//! H3_REQUEST_REJECTED it counts as a retry, as over HTTP/2 (the server saw it); not sent
+//! after its GOAWAY, or rejected with 0-RTT data, it is counted apart in the QUIC figures.
+//!
+//! Under `--no-keepalive` a connection takes `--streams` requests, leaves the pool, and
+//! closes once they ended: the pool opens connections for the next ones.
 
 use std::future::{poll_fn, Future};
 use std::pin::Pin;
@@ -16,7 +20,7 @@ use futures_util::stream::{FuturesUnordered, Stream};
 use loadmark_metrics::{ErrorKind, Sample};
 
 use super::closed::Http3;
-use super::{exchange_until, settle_response, wants_capture, Captured, Failed, Flight, Prepared};
+use super::{settle_response, wants_capture, Captured, Failed, Flight, Prepared};
 use crate::connection::Connection;
 use crate::open::{Driver, Lane};
 use crate::pool::Due;
@@ -44,7 +48,7 @@ type Ended = (Due, Result<Sample, Failed>, Captured);
 async fn drive<T: Transport>(lane: Lane<T, Http3>) {
     let shared = lane.shared().clone();
     let h3s = lane.driver().h3s.clone();
-    let (live, sender) = match h3s.connect(&shared).await {
+    let (live, sender) = match h3s.connect(&shared, true).await {
         Ok(pair) => pair,
         Err((kind, message)) => {
             // Every request handed to a connection that could not open fails with it.
@@ -58,6 +62,7 @@ async fn drive<T: Transport>(lane: Lane<T, Http3>) {
     };
     let capacity = h3s.streams();
     let mut over = false;
+    let mut taken = 0;
     let mut rendered = Vec::new();
     let mut running: FuturesUnordered<Pin<Box<dyn Future<Output = Ended> + '_>>> =
         FuturesUnordered::new();
@@ -66,6 +71,12 @@ async fn drive<T: Transport>(lane: Lane<T, Http3>) {
             let Some(job) = lane.try_next() else {
                 break;
             };
+            taken += 1;
+            if !h3s.keep_alive() && taken == capacity {
+                // --no-keepalive: this connection's last request; the pool looks elsewhere.
+                over = true;
+                lane.gone();
+            }
             let now = Instant::now();
             let prepared: Rc<Prepared> = match h3s.pick(&shared, Some(job.k), &mut rendered) {
                 Ok(p) => p,
@@ -80,12 +91,15 @@ async fn drive<T: Transport>(lane: Lane<T, Http3>) {
             let in_flight = &shared.in_flight;
             let limits = (deadline, shared.timeout);
             let capture = wants_capture(&shared);
+            let live = &live;
             running.push(Box::pin(async move {
                 let flight = Flight::new(in_flight);
                 let due = Some(job.due);
                 let mut captured = Captured::default();
                 let keep = capture.then_some(&mut captured);
-                let ended = exchange_until(&mut sender, &prepared, due, limits, keep).await;
+                let ended = live
+                    .exchange(&mut sender, &prepared, due, limits, keep)
+                    .await;
                 flight.ended();
                 (job, ended, captured)
             }));
@@ -132,7 +146,12 @@ async fn drive<T: Transport>(lane: Lane<T, Http3>) {
                     ..job
                 };
                 if failed.unprocessed && !job.retried && lane.place_elsewhere(again) {
-                    settle::retry(&shared.recorder);
+                    if failed.connection_over {
+                        // Never processed (GOAWAY, 0-RTT rejected): moved, not retried.
+                        live.moved(&failed);
+                    } else {
+                        settle::retry(&shared.recorder);
+                    }
                 } else {
                     settle::failure(&shared.recorder, failed.kind, &failed.message);
                 }

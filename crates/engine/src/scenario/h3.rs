@@ -4,8 +4,9 @@
 //! ([`crate::http3`]), so failures are classified the same way; here:
 //! - a connection that ended (a close, a stateless reset, GOAWAY) is dropped and the next
 //!   step opens another;
-//! - a request the server did not process (not sent after GOAWAY, or H3_REQUEST_REJECTED) is
-//!   sent once more on a new connection and counted as a retry; a second refusal is an error.
+//! - a request the server did not process is sent once more on a new connection (a second
+//!   refusal is an error): refused with H3_REQUEST_REJECTED it counts as a retry (the server
+//!   saw it), never sent after GOAWAY it counts as moved, in the QUIC figures.
 //!
 //! Latency runs from the request's start (or from the iteration's intended start, for an
 //! open model's first step) to the response's end.
@@ -17,7 +18,7 @@ use loadmark_metrics::{ErrorKind, Sample};
 
 use super::{render, ScenarioShared, StepRun, User};
 use crate::connection::Shared;
-use crate::http3::{exchange_until, request, Captured, Flight, H3Run, H3Shared};
+use crate::http3::{request, Captured, Flight, H3Run, H3Shared};
 use crate::settle;
 use crate::transport::Transport;
 
@@ -68,7 +69,7 @@ pub(super) async fn perform<T: Transport>(
     let mut retried = false;
     loop {
         if link.open.is_none() {
-            link.open = Some(link.h3s.connect(shared).await?);
+            link.open = Some(link.h3s.connect(shared, true).await?);
         }
         let (live, sender) = link.open.as_mut().expect("opened above");
         let deadline = Instant::now() + shared.timeout;
@@ -76,7 +77,7 @@ pub(super) async fn perform<T: Transport>(
         let limits = (deadline, shared.timeout);
         // Counted in flight if the run's hard stop drops it half way.
         let flight = Flight::new(&shared.in_flight);
-        let ended = exchange_until(sender, &prepared, due, limits, keep).await;
+        let ended = live.exchange(sender, &prepared, due, limits, keep).await;
         flight.ended();
         match ended {
             Ok(sample) => {
@@ -84,13 +85,18 @@ pub(super) async fn perform<T: Transport>(
                 return Ok(sample);
             }
             Err(failed) => {
+                let again = failed.unprocessed && !retried;
+                match (again, failed.connection_over) {
+                    (true, true) => live.moved(&failed),
+                    (true, false) => settle::retry(&shared.recorder),
+                    _ => {}
+                }
                 if failed.connection_over || failed.unprocessed {
                     // Closed when dropped; its figures go to the run's.
                     link.open = None;
                 }
-                if failed.unprocessed && !retried {
+                if again {
                     retried = true;
-                    settle::retry(&shared.recorder);
                     continue;
                 }
                 return Err((failed.kind, failed.message));

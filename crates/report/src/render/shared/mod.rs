@@ -169,13 +169,15 @@ fn quic_lines(q: &loadmark_metrics::QuicFigures) -> Vec<String> {
     let plural = |n: u64| if n == 1 { "" } else { "s" };
     let ms = |v: f64| format!("{v:.2}ms");
     let kib = |b: u64| format!("{:.1} KiB", b as f64 / 1024.0);
-    vec![
+    let full = q.connections - q.zero_rtt.as_ref().map_or(0, |z| z.connections);
+    let mut lines = vec![
         format!(
-            "QUIC: {} handshake{} (min {}, mean {}, max {}); {} packets sent, {} lost \
+            "QUIC: {} {}handshake{} (min {}, mean {}, max {}); {} packets sent, {} lost \
              ({:.3}%, {}), {} congestion event{}, congestion window {} to {} at close, \
              rtt {} mean",
-            q.connections,
-            plural(q.connections),
+            full,
+            if q.zero_rtt.is_some() { "1-RTT " } else { "" },
+            plural(full),
             ms(q.handshake_ms.min),
             ms(q.handshake_ms.mean),
             ms(q.handshake_ms.max),
@@ -196,7 +198,36 @@ fn quic_lines(q: &loadmark_metrics::QuicFigures) -> Vec<String> {
             q.datagrams_received,
             q.datagram_mean_bytes_received,
         ),
-    ]
+    ];
+    if let Some(z) = &q.zero_rtt {
+        let handshake = z.handshake_ms.map_or(String::new(), |h| {
+            format!(
+                ", handshake min {}, mean {}, max {}",
+                ms(h.min),
+                ms(h.mean),
+                ms(h.max)
+            )
+        });
+        lines.push(format!(
+            "0-RTT: {} connection{} resumed ({} accepted, {} rejected{handshake}); {} \
+             request{} sent early and answered, {} rejected and sent again (early data is \
+             replayable: only safe methods go early)",
+            z.connections,
+            plural(z.connections),
+            z.accepted,
+            z.rejected,
+            z.requests_early,
+            plural(z.requests_early),
+            z.requests_rejected,
+        ));
+    }
+    if q.requests_moved_after_goaway > 0 {
+        lines.push(format!(
+            "moved to a new connection after GOAWAY: {} (never sent, so not retries)",
+            q.requests_moved_after_goaway
+        ));
+    }
+    lines
 }
 
 /// What carried a run's requests, as the text report says it under the load line and the
