@@ -543,11 +543,47 @@ impl quinn::ConnectionIdGenerator for CountedIds {
     }
 }
 
+/// Whether a client's datagram carries a 1-RTT (short header) packet, alone or after
+/// coalesced long-header ones (RFC 9000 §12.2, §17.2: each long packet says its length).
+fn carries_one_rtt(datagram: &[u8]) -> bool {
+    fn varint(b: &[u8]) -> Option<(usize, usize)> {
+        let len = 1usize << (b.first()? >> 6);
+        let mut v = (b[0] & 0x3f) as usize;
+        for byte in b.get(1..len)? {
+            v = (v << 8) | *byte as usize;
+        }
+        Some((v, len))
+    }
+    let mut at = 0;
+    while let Some(&first) = datagram.get(at) {
+        if first & 0x80 == 0 {
+            return true;
+        }
+        let packet_type = (first >> 4) & 0x03;
+        let next = || -> Option<usize> {
+            let mut p = at + 5;
+            p += 1 + *datagram.get(p)? as usize;
+            p += 1 + *datagram.get(p)? as usize;
+            if packet_type == 0 {
+                let (token, n) = varint(datagram.get(p..)?)?;
+                p += n + token;
+            }
+            let (length, n) = varint(datagram.get(p..)?)?;
+            Some(p + n + length)
+        };
+        match (packet_type, next()) {
+            (0..=2, Some(end)) => at = end,
+            _ => return false,
+        }
+    }
+    false
+}
+
 /// A server that loses its connections' state: two quinn endpoints sharing one reset key
 /// behind a UDP relay on one port. Each connection's handshake goes to the current
-/// endpoint; the relay sends the connection's first 1-RTT datagram on to the other, which
-/// does not know it and answers with a stateless reset (as a restarted server would), and
-/// stays current for the next connection.
+/// endpoint; the relay sends the connection's first datagram with a 1-RTT packet in it on to
+/// the other, which does not know it and answers with a stateless reset (as a restarted
+/// server would), and stays current for the next connection.
 fn resetting_server() -> (SocketAddr, Server) {
     let runtime = runtime();
     // One reset key (the default config's, shared by its clones) and connection IDs either
@@ -597,7 +633,10 @@ fn resetting_server() -> (SocketAddr, Server) {
             let first = buf[0];
             if first & 0x80 != 0 && first & 0x30 == 0 {
                 armed = true;
-            } else if first & 0x80 == 0 && armed {
+            }
+            // The client may coalesce its last Handshake packet and its first 1-RTT one
+            // (the request) in one datagram: that datagram already goes to the other side.
+            if armed && carries_one_rtt(&buf[..n]) {
                 armed = false;
                 cur.store(1 - cur.load(Ordering::Relaxed), Ordering::Relaxed);
             }
