@@ -44,6 +44,42 @@ fn dashboard_addr(run: &Daemon) -> String {
 /// Runs `live_support/dashboard.js` (playwright-core driving Debian's chromium): `pages`
 /// pages watch `url` until each has the final report; what each saw.
 fn watch_dashboard(url: &str, pages: usize, shot: &Path) -> Vec<serde_json::Value> {
+    watch_dashboard_ready(url, pages, shot, None)
+}
+
+/// Starts `live_support/dashboard.js` before the run it is to watch and returns once
+/// Chromium is up; its pages then load `url` within 100 ms of loadmark listening (they
+/// retry). A bench's steps end whether or not a page watches, and Chromium took over 4 s to
+/// start on a busy machine: started after loadmark, it missed the first step.
+fn watch_dashboard_ahead(
+    url: String,
+    shot: std::path::PathBuf,
+    dir: &Path,
+) -> std::thread::JoinHandle<Vec<serde_json::Value>> {
+    let ready = dir.join("browser-ready");
+    let told = ready.clone();
+    let watcher = std::thread::spawn(move || watch_dashboard_ready(&url, 1, &shot, Some(&told)));
+    let deadline = std::time::Instant::now() + Duration::from_secs(120);
+    while !ready.exists() {
+        if watcher.is_finished() {
+            let pages = watcher.join().expect("dashboard.js");
+            panic!("dashboard.js ended before its browser was up: {pages:?}");
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "Chromium did not start in 120 s"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    watcher
+}
+
+fn watch_dashboard_ready(
+    url: &str,
+    pages: usize,
+    shot: &Path,
+    ready: Option<&Path>,
+) -> Vec<serde_json::Value> {
     let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let node_modules = workspace.join("target/ci-node/node_modules");
     assert!(
@@ -57,6 +93,7 @@ fn watch_dashboard(url: &str, pages: usize, shot: &Path) -> Vec<serde_json::Valu
         .arg(script)
         .args([url, &pages.to_string()])
         .arg(shot)
+        .args(ready)
         .env("NODE_PATH", &node_modules)
         .output()
         .expect("node runs");
@@ -202,8 +239,9 @@ fn a_stuck_dashboard_viewer_neither_slows_the_run_nor_keeps_loadmark_alive() {
 
 /// `bench --dashboard`: the page follows the plan's steps (step i of n) and fills its step
 /// table with each step's totals as the bundle has them; at the end it offers the bundle's
-/// report. (Steps of 4 s: a bench with no page watching ends without waiting for one, and
-/// Chromium on a busy machine took more than the 4 s of two 2 s steps to connect.)
+/// report. (A bench with no page watching ends without waiting for one, and Chromium on a
+/// busy machine took more than the 4 s of two 2 s steps to connect: the page starts first,
+/// and the steps last 4 s.)
 #[test]
 fn the_live_dashboard_follows_a_bench_step_by_step() {
     let _one_browser = BROWSER.lock().unwrap_or_else(|e| e.into_inner());
@@ -219,6 +257,12 @@ fn the_live_dashboard_follows_a_bench_step_by_step() {
     .unwrap();
     let plan = dir.join("plan.yaml");
     let out = dir.join("out");
+    let artifacts = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/test-artifacts");
+    std::fs::create_dir_all(&artifacts).unwrap();
+    let shot = artifacts.join("live-dashboard-bench.png");
+    // The page first, on a port reserved for this test, then the bench it watches.
+    let addr = format!("127.0.0.1:{}", loadmark_test_support::port());
+    let watcher = watch_dashboard_ahead(format!("http://{addr}/"), shot, &dir);
     let run = spawn(
         "loadmark bench --dashboard",
         &[
@@ -228,14 +272,10 @@ fn the_live_dashboard_follows_a_bench_step_by_step() {
             out.to_str().unwrap(),
             "-q",
             "--dashboard",
-            "127.0.0.1:0",
+            &addr,
         ],
     );
-    let addr = dashboard_addr(&run);
-    let artifacts = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/test-artifacts");
-    std::fs::create_dir_all(&artifacts).unwrap();
-    let shot = artifacts.join("live-dashboard-bench.png");
-    let pages = watch_dashboard(&format!("http://{addr}/"), 1, &shot);
+    let pages = watcher.join().expect("dashboard.js");
     assert!(run.wait(STOP_PATIENCE).unwrap().success());
     let bundle: loadmark_report::Bundle =
         common::bundle_json(&std::fs::read_to_string(out.join("bundle.json")).unwrap()).unwrap();

@@ -319,3 +319,102 @@ fn the_pool_grows_only_once_it_knows_the_warm_service_time_or_a_request_waited_t
     assert_eq!(pool.enough(), 3);
     assert!(pool.may_grow(at + us(60), at + us(60)));
 }
+
+/// The pool before a backlog: one connection, busy, no credit spent, no service time known.
+fn backlogged(now: Instant) -> Pool {
+    let pool = Pool::new(100, 1, 1, now);
+    assert!(pool.open_one(true));
+    pool
+}
+
+/// `n` answers at `at`, each taking the oldest waiting request, as a connection coming free
+/// does.
+fn answers(pool: &Pool, n: usize, at: Instant) {
+    let slot = Slot::new(at);
+    for _ in 0..n {
+        slot.give(job(0, at), at);
+        slot.try_job();
+        pool.done(&slot, at, TIMEOUT, |_| {});
+        slot.try_job();
+    }
+}
+
+#[test]
+fn a_backlog_that_drains_fast_holds_the_pool_back_after_patience_too() {
+    let t0 = Instant::now();
+    let pool = backlogged(t0);
+    // A stall: 1,000 requests due over 20 ms (50,000 a second) wait for the busy connection.
+    for k in 0..1_000 {
+        let at = t0 + Duration::from_micros(20 * k);
+        pool.wait(job(k, at), at);
+    }
+    // The stall ends: 100 answers in the next millisecond take 100 of them. At that pace
+    // (100 a ms) the other 900 are gone in 9 ms, within the horizon.
+    let now = t0 + Duration::from_micros(20 * 999) + Duration::from_millis(1);
+    answers(&pool, 100, now);
+    pool.placed(now);
+    assert!(
+        now.duration_since(t0) >= PATIENCE,
+        "the oldest waited past patience"
+    );
+    let held = pool.stats.get().held_back;
+    assert!(
+        !pool.may_grow(now, now),
+        "a stall's backlog drains on what is open"
+    );
+    assert_eq!(pool.stats.get().held_back, held + 1, "and it is counted");
+}
+
+#[test]
+fn a_backlog_that_drains_too_slowly_or_grows_grows_the_pool() {
+    let t0 = Instant::now();
+    let pool = backlogged(t0);
+    for k in 0..1_000 {
+        pool.wait(job(k, t0), t0);
+    }
+    // 100 answers in a second: 900 left at 0.1 a ms is nine seconds, past the horizon.
+    let later = t0 + Duration::from_secs(1);
+    answers(&pool, 100, later);
+    pool.placed(later);
+    assert!(pool.may_grow(later, later), "too slow to wait for");
+    // A backlog at its peak (still growing) grows the pool once the oldest waited.
+    let pool = backlogged(t0);
+    for k in 0..10 {
+        let at = t0 + Duration::from_millis(k);
+        pool.wait(job(k, at), at);
+    }
+    let now = t0 + Duration::from_millis(10);
+    assert!(pool.may_grow(now, now));
+}
+
+#[test]
+fn a_backlog_that_wanders_near_its_peak_is_not_taken_for_a_drain() {
+    let t0 = Instant::now();
+    let pool = backlogged(t0);
+    for k in 0..100 {
+        pool.wait(job(k, t0), t0);
+    }
+    // 15 off a peak of 100 within a millisecond: fast, but within the wander of a backlog
+    // whose answers and arrivals nearly balance (twice its square root is 20).
+    let now = t0 + Duration::from_millis(1);
+    answers(&pool, 15, now);
+    pool.placed(now);
+    let now = now + PATIENCE;
+    assert!(
+        pool.may_grow(now, now),
+        "a rate just above the server's grows"
+    );
+}
+
+#[test]
+fn a_backlog_that_emptied_starts_its_peak_anew() {
+    let t0 = Instant::now();
+    let pool = backlogged(t0);
+    for k in 0..100 {
+        pool.wait(job(k, t0), t0);
+    }
+    assert_eq!(pool.take_waiting().len(), 100);
+    let later = t0 + Duration::from_secs(1);
+    pool.wait(job(100, later), later);
+    assert_eq!(pool.backlog_peak.get(), Some((later, 1)));
+}

@@ -1,6 +1,8 @@
 // Watches loadmark's live dashboard in Debian's Chromium (playwright-core, no browser
-// download) for crates/cli/tests/live.rs and prints what each page saw as JSON; the Rust test
-// holds the expectations. Usage: node dashboard.js URL PAGES SHOT.png
+// download) for crates/cli/tests/dashboard.rs and prints what each page saw as JSON; the Rust
+// test holds the expectations. Usage: node dashboard.js URL PAGES SHOT.png [READY_FILE]
+// With READY_FILE, that file is written once the browser is up, before the pages load URL: a
+// test starts loadmark only then, so Chromium's start-up is not taken from the run's.
 // Opens PAGES pages on URL at once, waits (at most 90 s) until each has the final report,
 // and reports per page: console messages, page errors, every request, window.lmLive, the
 // tiles' text and each chart's points. NODE_PATH must find playwright-core; CHROMIUM names
@@ -44,13 +46,14 @@ async function watch(context, url, shot) {
 }
 
 (async () => {
-  const [url, pages, shot] = process.argv.slice(2);
+  const [url, pages, shot, ready] = process.argv.slice(2);
   const browser = await chromium.launch({
     executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
     args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'],
   });
   try {
     const context = await browser.newContext({ viewport: { width: 1200, height: 900 } });
+    if (ready) require('fs').writeFileSync(ready, 'up');
     const n = Number(pages);
     const all = await Promise.all(Array.from({ length: n }, (_, i) =>
       watch(context, url, i === 0 ? shot : null)));

@@ -19,6 +19,12 @@ const SLACK: Duration = Duration::from_secs(3);
 /// of three attempts starved while other sessions linked, hence five.
 const TIMING_ATTEMPTS: usize = 5;
 
+/// A run whose load thread waited longer than this for a CPU (the kernel's run-queue
+/// wait, `RunResult::cpu_wait`) was starved by the machine: it is run again, up to
+/// [`STARVED_RUNS`] times in all, before its figures are judged.
+const STARVED: Duration = Duration::from_millis(100);
+const STARVED_RUNS: usize = 4;
+
 /// The timing tests of this file run one at a time: each needs a core on time, and three of
 /// them at once (each with its servers and client threads) starve each other on two cores.
 static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
@@ -278,11 +284,30 @@ fn twenty_thousand_a_second_keep_their_schedule_on_a_small_pool() {
         1,
     );
     timing_attempts("20,000/s on a small pool", TIMING_ATTEMPTS, || {
-        let t0 = Instant::now();
-        let r = run(&p, &StopHandle::new(), |_| {}).unwrap();
+        // A run whose load thread waited for a CPU (CI saw 2-2.8 s of a 3 s run with other
+        // tests beside it) measures the machine, not the pool: run again, a few times,
+        // before the attempt counts.
+        let (mut r, mut took, mut starved) = (None, Duration::ZERO, Vec::new());
+        for _ in 0..STARVED_RUNS {
+            let t0 = Instant::now();
+            let run = run(&p, &StopHandle::new(), |_| {}).unwrap();
+            took = t0.elapsed();
+            let waited = run.cpu_wait;
+            r = Some(run);
+            if waited <= STARVED {
+                break;
+            }
+            starved.push(waited);
+            std::thread::sleep(Duration::from_secs(2));
+        }
+        if !starved.is_empty() {
+            eprintln!(
+                "20,000/s on a small pool: runs whose load thread waited for a CPU: {starved:?}"
+            );
+        }
+        let r = r.expect("one run at least");
         // Connections freed after the schedule ended close at once: the run does not wait
         // for its hard stop (the request timeout past the end).
-        let took = t0.elapsed();
         if took >= Duration::from_secs(3) + SLACK {
             // A machine too busy to send 20,000 a second ends late too: another attempt.
             return Err(format!("took {took:?}"));
@@ -296,13 +321,15 @@ fn twenty_thousand_a_second_keep_their_schedule_on_a_small_pool() {
             pool.peak <= pool.preopened + pool.grown,
             "the peak is among what opened: {pool:?}"
         );
+        // Said with every miss: a client that waited for a CPU was late by that much.
+        let starved = format!("the load thread waited {:?} for a CPU", r.cpu_wait);
         let lag_p99 = s.lag.value_at_quantile(0.99);
         if lag_p99 > 1_000 {
-            return Err(format!("lag p99 {lag_p99} µs, pool {pool:?}"));
+            return Err(format!("lag p99 {lag_p99} µs, pool {pool:?}; {starved}"));
         }
         if pool.peak > 100 || s.connections_opened > 100 {
             return Err(format!(
-                "{} connections opened, pool {pool:?}",
+                "{} connections opened, pool {pool:?}; {starved}",
                 s.connections_opened
             ));
         }
