@@ -347,6 +347,7 @@ def run_limits(args):
     print("| offered /s | sent /s | received /s | carried | lost in the TUN queue | "
           "late p50 µs | late p99 µs | late max µs | link CPU share | CPU µs/packet |")
     print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    link = None
     try:
         for rate in [int(r) for r in args.rates.split(",")]:
             stats_file = f"/tmp/linkemu-limits-{os.getpid()}.json"
@@ -365,6 +366,7 @@ def run_limits(args):
             sent = json.loads(blast.stdout)
             got = json.loads(sink.communicate(timeout=30)[0])
             st = stop_link(link, stats_file)
+            link = None
             carried = sum(st["carried"].values())
             qdrops = sum(v or 0 for v in st["tun_queue_drops"].values())
             # Each rate over its own span: a sender that falls behind runs past SECONDS.
@@ -374,6 +376,9 @@ def run_limits(args):
                   f"{st['late_us']['max']:,} | {st['cpu_share']:.2f} | "
                   f"{st['cpu_us_per_packet']} |", flush=True)
     finally:
+        if link is not None:
+            link.kill()
+            link.wait(timeout=10)
         for ns in (ns_a, ns_b):
             subprocess.run(["ip", "netns", "del", ns], capture_output=True)
 
