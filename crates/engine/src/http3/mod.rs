@@ -228,7 +228,7 @@ impl H3Shared {
         let built = tokio::time::timeout(run.connect_timeout, h3::client::new(quic)).await;
         let (mut driver, sender) = match built {
             Ok(Ok(pair)) => pair,
-            Ok(Err(e)) => return Err((ErrorKind::Protocol, format!("HTTP/3 setup: {e}"))),
+            Ok(Err(e)) => return Err(classify_h3_setup(&e)),
             Err(_) => {
                 return Err((
                     ErrorKind::Timeout,
@@ -642,6 +642,25 @@ fn classify_h3_connection(e: &h3::error::ConnectionError) -> (ErrorKind, String)
             ErrorKind::Protocol,
             format!("the HTTP/3 connection ended: {other}"),
         ),
+    }
+}
+
+/// A failure while h3 opened its control streams: a QUIC end there (a stateless reset from a
+/// server that lost the connection's state right after the handshake, a close, a silent
+/// peer) is classified as it is once requests are under way; anything else is h3's own
+/// (`protocol`).
+fn classify_h3_setup(e: &h3::error::ConnectionError) -> (ErrorKind, String) {
+    use h3::error::ConnectionError;
+    use h3::quic::ConnectionErrorIncoming as Incoming;
+    match e {
+        ConnectionError::Remote {
+            0: Incoming::Undefined(inner),
+            ..
+        } => match inner.downcast_ref::<quinn::ConnectionError>() {
+            Some(quic) => classify_connection(quic, "while HTTP/3 was being set up"),
+            None => (ErrorKind::Protocol, format!("HTTP/3 setup: {e}")),
+        },
+        _ => (ErrorKind::Protocol, format!("HTTP/3 setup: {e}")),
     }
 }
 
