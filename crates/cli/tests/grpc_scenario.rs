@@ -13,17 +13,6 @@ use std::path::Path;
 use std::process::Output;
 
 use loadmark_report::{Bundle, StepSummary};
-use loadmark_target::{start, RunningServer, ServerConfig};
-
-fn target() -> RunningServer {
-    start(ServerConfig {
-        addr: ([127, 0, 0, 1], 0).into(),
-        threads: 1,
-        http2: true,
-        ..Default::default()
-    })
-    .unwrap()
-}
 
 fn bench(dir: &Path, plan: &str) -> (Output, Option<Bundle>) {
     std::fs::write(dir.join("plan.yaml"), plan).unwrap();
@@ -76,7 +65,7 @@ load:
 
 #[test]
 fn a_journey_of_grpc_and_http_steps_extracts_checks_and_counts_as_the_target_served() {
-    let server = target();
+    let server = target_h2();
     let dir = temp_dir("grpc_scenario", "journey");
     let plan = format!(
         "targets:\n  t: {{url: 'http://{}'}}\n{JOURNEY}",
@@ -137,7 +126,7 @@ fn a_journey_of_grpc_and_http_steps_extracts_checks_and_counts_as_the_target_ser
 
 #[test]
 fn a_step_naming_no_method_or_with_a_message_the_method_cannot_take_is_refused_before_any_call() {
-    let server = target();
+    let server = target_h2();
     let dir = temp_dir("grpc_scenario", "refused");
     let head = format!("targets:\n  t: {{url: 'http://{}'}}\n", server.local_addr());
     for (from, to, line, says) in [
