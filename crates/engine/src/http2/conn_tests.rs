@@ -380,7 +380,7 @@ fn the_ack_a_response_calls_for_goes_out_with_the_next_request_in_one_write() {
         .await;
         let mut buf = vec![0u8; 1 << 16];
         let _ = server.read(&mut buf).await.unwrap(); // preface, SETTINGS, ACK, HEADERS
-        // The answer: a PING and the response, read in one read.
+                                                      // The answer: a PING and the response, read in one read.
         let mut answer = Vec::new();
         frame::head(&mut answer, 8, frame::PING, 0, 0);
         answer.extend_from_slice(b"bdp-ping");
@@ -394,7 +394,11 @@ fn the_ack_a_response_calls_for_goes_out_with_the_next_request_in_one_write() {
         .await
         .expect("the response ends the stream");
         assert_eq!(events.len(), 1, "one response");
-        assert_eq!(writes.get(), before, "nothing written before the next request");
+        assert_eq!(
+            writes.get(),
+            before,
+            "nothing written before the next request"
+        );
         // The next request, then a poll: the PING ACK and its HEADERS in one write.
         events.clear();
         conn.open(&block, &body, 3, deadline);
@@ -403,7 +407,11 @@ fn the_ack_a_response_calls_for_goes_out_with_the_next_request_in_one_write() {
             std::task::Poll::Ready(())
         })
         .await;
-        assert_eq!(writes.get(), before + 1, "one write for the ACK and the request");
+        assert_eq!(
+            writes.get(),
+            before + 1,
+            "one write for the ACK and the request"
+        );
         let n = server.read(&mut buf).await.unwrap();
         let mut expected = Vec::new();
         frame::ping_ack(&mut expected, b"bdp-ping");
