@@ -282,6 +282,13 @@ where
 
     /// Writes what is queued, reads and handles what arrived, and appends the requests that
     /// ended to `events`. Ready when there are events or the connection ended.
+    ///
+    /// A poll that returns events leaves the frames it queued (PING and SETTINGS ACKs,
+    /// WINDOW_UPDATEs, RST_STREAMs) for the next poll, which writes them first, together
+    /// with the streams opened meanwhile: one write per turn instead of two. A caller that
+    /// will not poll again soon (a user thinking between requests) calls
+    /// [`H2Conn::poll_flush`] first. Pending means everything queued was handed to the
+    /// socket (or it is full and will wake the task).
     pub(crate) fn poll(&mut self, cx: &mut Context<'_>, events: &mut Vec<Event<T>>) -> Poll<()> {
         if self.state.ended.is_none() {
             if let Err(e) = self.flush(cx) {
@@ -319,19 +326,27 @@ where
                         let _ = self.flush(cx);
                         break;
                     }
+                    if !events.is_empty() {
+                        // Requests ended: the ACKs and window updates this read called for
+                        // wait for the caller's next poll, which writes them in one write
+                        // with the streams it opens in the ended ones' place (grpc-go sends
+                        // a BDP PING with each answer: its ACK was a write of its own).
+                        break;
+                    }
                     // ACKs, window updates and body frames the read called for.
                     if let Err(e) = self.flush(cx) {
                         end_io(&mut self.state, &e, "write", events);
-                    }
-                    if !events.is_empty() {
-                        break;
                     }
                 }
             }
         }
         self.poll_timer(cx, events);
-        if self.state.ended.is_none() && self.state.out.len() > self.state.out_pos {
-            // What the timer queued (paced gRPC messages, RST_STREAMs).
+        if self.state.ended.is_none()
+            && self.state.out.len() > self.state.out_pos
+            && events.is_empty()
+        {
+            // What the timer queued (paced gRPC messages, RST_STREAMs). With events, it
+            // waits for the caller's next poll, as the answers to a read do.
             if let Err(e) = self.flush(cx) {
                 end_io(&mut self.state, &e, "write", events);
             }
@@ -340,6 +355,16 @@ where
             Poll::Ready(())
         } else {
             Poll::Pending
+        }
+    }
+
+    /// Writes what a poll that returned events left queued (see [`H2Conn::poll`]). Ready
+    /// at once: what the socket does not take now, the next poll writes.
+    pub(crate) fn poll_flush(&mut self, cx: &mut Context<'_>, events: &mut Vec<Event<T>>) {
+        if self.state.ended.is_none() && self.state.out.len() > self.state.out_pos {
+            if let Err(e) = self.flush(cx) {
+                end_io(&mut self.state, &e, "write", events);
+            }
         }
     }
 

@@ -307,6 +307,119 @@ fn an_upload_waits_for_window_and_goes_out_in_frames_the_server_allows() {
     });
 }
 
+/// A stream that counts the client's writes that moved bytes (each is a `sendto` on TCP).
+struct CountingWrites {
+    inner: DuplexStream,
+    writes: std::rc::Rc<std::cell::Cell<usize>>,
+}
+
+impl Inbound for CountingWrites {}
+
+impl tokio::io::AsyncRead for CountingWrites {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.inner).poll_read(cx, buf)
+    }
+}
+
+impl tokio::io::AsyncWrite for CountingWrites {
+    fn poll_write(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &[u8],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        let done = std::pin::Pin::new(&mut self.inner).poll_write(cx, buf);
+        if matches!(done, std::task::Poll::Ready(Ok(1..))) {
+            self.writes.set(self.writes.get() + 1);
+        }
+        done
+    }
+    fn poll_flush(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.inner).poll_flush(cx)
+    }
+    fn poll_shutdown(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
+}
+
+/// grpc-go sends a PING (and a WINDOW_UPDATE) with each answer: the ACK goes out in the same
+/// write as the next request, not in one of its own (a `sendto` per call, issue 36).
+#[test]
+fn the_ack_a_response_calls_for_goes_out_with_the_next_request_in_one_write() {
+    runtime().block_on(async {
+        let (client, mut server) = tokio::io::duplex(1 << 22);
+        let writes = std::rc::Rc::new(std::cell::Cell::new(0));
+        let client = CountingWrites {
+            inner: client,
+            writes: writes.clone(),
+        };
+        let mut bytes = Vec::new();
+        frame::settings(&mut bytes, &[]);
+        server.write_all(&bytes).await.unwrap();
+        let mut conn: H2Conn<CountingWrites, u32> =
+            H2Conn::handshake(client, Duration::from_secs(5))
+                .await
+                .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let (block, body) = (request_block(), Bytes::new());
+        conn.open(&block, &body, 1, deadline);
+        let mut events = Vec::new();
+        poll_fn(|cx| {
+            let _ = conn.poll(cx, &mut events);
+            std::task::Poll::Ready(())
+        })
+        .await;
+        let mut buf = vec![0u8; 1 << 16];
+        let _ = server.read(&mut buf).await.unwrap(); // preface, SETTINGS, ACK, HEADERS
+                                                      // The answer: a PING and the response, read in one read.
+        let mut answer = Vec::new();
+        frame::head(&mut answer, 8, frame::PING, 0, 0);
+        answer.extend_from_slice(b"bdp-ping");
+        answer.extend(status_200(1, true));
+        server.write_all(&answer).await.unwrap();
+        let before = writes.get();
+        tokio::time::timeout(
+            Duration::from_secs(5),
+            poll_fn(|cx| conn.poll(cx, &mut events)),
+        )
+        .await
+        .expect("the response ends the stream");
+        assert_eq!(events.len(), 1, "one response");
+        assert_eq!(
+            writes.get(),
+            before,
+            "nothing written before the next request"
+        );
+        // The next request, then a poll: the PING ACK and its HEADERS in one write.
+        events.clear();
+        conn.open(&block, &body, 3, deadline);
+        poll_fn(|cx| {
+            let _ = conn.poll(cx, &mut events);
+            std::task::Poll::Ready(())
+        })
+        .await;
+        assert_eq!(
+            writes.get(),
+            before + 1,
+            "one write for the ACK and the request"
+        );
+        let n = server.read(&mut buf).await.unwrap();
+        let mut expected = Vec::new();
+        frame::ping_ack(&mut expected, b"bdp-ping");
+        frame::headers(&mut expected, 3, &block, true, 16_384);
+        assert_eq!(&buf[..n], &expected[..]);
+    });
+}
+
 /// The DATA payload bytes the client has written so far (frames read whole from `server`).
 async fn data_bytes(server: &mut DuplexStream) -> usize {
     let mut all = Vec::new();

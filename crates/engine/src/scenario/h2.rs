@@ -197,11 +197,21 @@ where
     let mut events = Vec::with_capacity(1);
     loop {
         poll_fn(|cx| turn.conn.poll(cx, &mut events)).await;
-        count_bytes(turn.conn, turn.recorder, false);
         if let Some(event) = events.pop() {
+            // The ACKs and window updates the answer's read called for go out now: the
+            // user may think before its next request (a write failing here fails no
+            // stream, the one open just ended; the next request sees the connection over).
+            let mut none = Vec::new();
+            poll_fn(|cx| {
+                turn.conn.poll_flush(cx, &mut none);
+                std::task::Poll::Ready(())
+            })
+            .await;
+            count_bytes(turn.conn, turn.recorder, false);
             turn.done = true;
             return event;
         }
+        count_bytes(turn.conn, turn.recorder, false);
         if turn.conn.is_over() {
             // Ended without a word for the stream: cannot happen while one is open, but a
             // loop that waits on a dead connection must not spin.

@@ -16,10 +16,11 @@ use loadmark_plan::GrpcStreaming;
 /// Whether a request's headers ask for gRPC: `content-type: application/grpc` (or
 /// `application/grpc+proto`, ...). Such requests over HTTP/2 are counted by `grpc-status`.
 pub fn is_grpc_content_type(value: &[u8]) -> bool {
-    let v = value.to_ascii_lowercase();
-    v == b"application/grpc"
-        || v.starts_with(b"application/grpc+")
-        || v.starts_with(b"application/grpc;")
+    // Read from every response's headers: compared in place, no lowercase copy.
+    const GRPC: &[u8] = b"application/grpc";
+    value.len() >= GRPC.len()
+        && value[..GRPC.len()].eq_ignore_ascii_case(GRPC)
+        && matches!(value.get(GRPC.len()), None | Some(b'+' | b';'))
 }
 
 /// The 5-byte prefix of an uncompressed message of `len` bytes, then the message.
@@ -248,6 +249,27 @@ pub fn decode_message(value: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn grpc_content_types_are_told_apart_in_any_case() {
+        for yes in [
+            &b"application/grpc"[..],
+            b"Application/GRPC",
+            b"application/grpc+proto",
+            b"application/grpc;charset=utf-8",
+        ] {
+            assert!(is_grpc_content_type(yes), "{}", yes.escape_ascii());
+        }
+        for no in [
+            &b"application/grpcx"[..],
+            b"application/grp",
+            b"application/json",
+            b"",
+            b"text/application/grpc",
+        ] {
+            assert!(!is_grpc_content_type(no), "{}", no.escape_ascii());
+        }
+    }
 
     #[test]
     fn prefixes_are_followed_across_any_split() {
