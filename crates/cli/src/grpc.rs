@@ -42,6 +42,14 @@ pub fn grpc(mut args: GrpcArgs) -> Result<ExitCode> {
     };
     let json = request_json(&args)?;
     let per_call = per_call(&json, args.csv.as_deref())?;
+    if let (Some(_), Some(tasks)) = (&per_call, args.report.split.slurm) {
+        // Each call's message is encoded with the schema this process loaded; srun's tasks
+        // receive the plan without it and would send the template's text as the message.
+        return Err(UsageError(format!(
+            "--slurm {tasks} with a message templated per call ({{{{...}}}} or --csv): a              templated gRPC message is encoded with this process's schema, which srun's              tasks do not get; give a fixed --data under --slurm, or run `loadmark grpc              ... --segment K/{tasks}` on each machine"
+        ))
+        .into());
+    }
     let schema = if let Some(set) = &args.protoset {
         Schema::load(&Source::Protoset(set.clone()))
     } else if !args.proto.is_empty() {

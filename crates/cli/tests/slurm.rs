@@ -418,9 +418,10 @@ fn a_run_split_over_three_slurm_tasks_is_exactly_the_single_machine_run() {
     );
 
     find_drives_every_task(&cluster);
+    grpc_splits_like_http(&cluster, &dir);
 
     drop(cluster);
-    // Generous: 6 srun runs of 1-6 s each, a capacity search of about 7 runs over srun, and
+    // Generous: 7 srun runs of 1-6 s each, a capacity search of about 7 runs over srun, and
     // a cluster start, on a shared 2-core machine.
     assert!(
         t0.elapsed() < Duration::from_secs(180),
@@ -547,4 +548,69 @@ fn wait_for_worker(run_id: &str, task: u32, limit: Duration) -> libc::pid_t {
         std::thread::sleep(Duration::from_millis(50));
     }
     panic!("no worker of segment {task} of {run_id} appeared");
+}
+
+/// `loadmark grpc --slurm 3` (issue 36): the built-in target's unary echo, 150 calls a second
+/// for 2 s over three srun tasks. The target served each of the 300 calls once and the merged
+/// report counts 300 OK, three parts. A message templated per call is refused under --slurm
+/// before any load (the tasks would get the plan without the schema that encodes it).
+fn grpc_splits_like_http(cluster: &SlurmCluster, dir: &Path) {
+    let server = common::target_h2();
+    let addr = server.local_addr().to_string();
+    let templated = run_in(
+        cluster,
+        &[
+            "grpc",
+            &addr,
+            "--call",
+            "loadmark.target.Target/Echo",
+            "--data",
+            r#"{"text":"call {{seq}}"}"#,
+            "-n",
+            "10",
+            "--slurm",
+            "3",
+        ],
+    );
+    assert_eq!(templated.status.code(), Some(2), "{}", text(&templated));
+    assert!(
+        text(&templated).contains("--slurm 3 with a message templated per call"),
+        "{}",
+        text(&templated)
+    );
+    assert_eq!(server.grpc_calls(), 0, "refused before any call");
+    let out = dir.join("grpc-merged.json");
+    let o = run_in(
+        cluster,
+        &[
+            "grpc",
+            &addr,
+            "--call",
+            "loadmark.target.Target/Echo",
+            "--data",
+            r#"{"text":"the same each call"}"#,
+            "-R",
+            "150",
+            "-d",
+            "2s",
+            "--slurm",
+            "3",
+            "-q",
+            "--start-at",
+            "+2s",
+            "-o",
+            out.to_str().unwrap(),
+        ],
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(server.grpc_calls(), 300, "calls the target served");
+    let merged = report_json(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    assert_eq!(merged.summary.requests.responses, 300, "{}", text(&o));
+    assert_eq!(merged.summary.requests.errors, 0, "{}", text(&o));
+    assert_eq!(merged.split.as_ref().unwrap().parts.len(), 3);
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    let codes = &json["totals"]["grpc"]["codes"];
+    assert_eq!(codes[0]["name"], "OK", "{codes}");
+    assert_eq!(codes[0]["count"], 300, "{codes}");
 }
