@@ -46,7 +46,10 @@ pub fn grpc(mut args: GrpcArgs) -> Result<ExitCode> {
         // Each call's message is encoded with the schema this process loaded; srun's tasks
         // receive the plan without it and would send the template's text as the message.
         return Err(UsageError(format!(
-            "--slurm {tasks} with a message templated per call ({{{{...}}}} or --csv): a              templated gRPC message is encoded with this process's schema, which srun's              tasks do not get; give a fixed --data under --slurm, or run `loadmark grpc              ... --segment K/{tasks}` on each machine"
+            "--slurm {tasks} with a message templated per call ({{{{...}}}} or --csv): a \
+             templated gRPC message is encoded with this process's schema, which srun's \
+             tasks do not get; give a fixed --data under --slurm, or run `loadmark grpc \
+             ... --segment K/{tasks}` on each machine"
         ))
         .into());
     }

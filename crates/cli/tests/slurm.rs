@@ -574,7 +574,10 @@ fn grpc_splits_like_http(cluster: &SlurmCluster, dir: &Path) {
     );
     assert_eq!(templated.status.code(), Some(2), "{}", text(&templated));
     assert!(
-        text(&templated).contains("--slurm 3 with a message templated per call"),
+        text(&templated).contains(
+            "--slurm 3 with a message templated per call ({{...}} or --csv): a templated gRPC \
+             message is encoded with this process's schema"
+        ),
         "{}",
         text(&templated)
     );
