@@ -14,7 +14,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use loadmark_grpc::{Method, Schema, Source};
-use loadmark_plan::{parse_csv, BodyEncoder, GrpcStreaming, RenderContext, Template};
+use loadmark_plan::{
+    parse_csv, BodyEncoder, GrpcMessageSchema, GrpcStreaming, RenderContext, Template,
+};
 
 use crate::args::{Cli, Command, GrpcArgs};
 use crate::UsageError;
@@ -42,17 +44,6 @@ pub fn grpc(mut args: GrpcArgs) -> Result<ExitCode> {
     };
     let json = request_json(&args)?;
     let per_call = per_call(&json, args.csv.as_deref())?;
-    if let (Some(_), Some(tasks)) = (&per_call, args.report.split.slurm) {
-        // Each call's message is encoded with the schema this process loaded; srun's tasks
-        // receive the plan without it and would send the template's text as the message.
-        return Err(UsageError(format!(
-            "--slurm {tasks} with a message templated per call ({{{{...}}}} or --csv): a \
-             templated gRPC message is encoded with this process's schema, which srun's \
-             tasks do not get; give a fixed --data under --slurm, or run `loadmark grpc \
-             ... --segment K/{tasks}` on each machine"
-        ))
-        .into());
-    }
     let schema = if let Some(set) = &args.protoset {
         Schema::load(&Source::Protoset(set.clone()))
     } else if !args.proto.is_empty() {
@@ -162,12 +153,12 @@ pub fn grpc(mut args: GrpcArgs) -> Result<ExitCode> {
             let mut plan = run.to_plan(Some(json.into_bytes()))?;
             plan.mix.templated = true;
             plan.mix.data = t.csv.clone();
-            let spec = streaming;
-            plan.mix.encode_body = Some(BodyEncoder(Arc::new(move |json, out| {
-                let json = std::str::from_utf8(json).map_err(|e| e.to_string())?;
-                out.extend(encoded(&method, spec.as_ref(), json)?);
-                Ok(())
-            })));
+            plan.mix.encode_body = Some(body_encoder(method, streaming));
+            // srun's tasks get the plan as JSON: the schema goes with it (`restore_encoder`).
+            plan.mix.grpc_message = Some(GrpcMessageSchema {
+                call: args.call.clone(),
+                descriptor_set: schema.encode(),
+            });
             plan
         }
         None => run.to_plan(Some(body))?,
@@ -233,6 +224,34 @@ fn streaming_of(args: &GrpcArgs, method: &Method) -> Result<Option<GrpcStreaming
 
 /// The request body of one call from its JSON: one length-prefixed message, or for a client
 /// or bidi stream its messages (below); `Err` says why the JSON is no message of the method.
+/// Each call's rendered JSON into its length-prefixed protobuf (a stream's messages for a
+/// client-streaming method).
+fn body_encoder(method: Method, streaming: Option<GrpcStreaming>) -> BodyEncoder {
+    BodyEncoder(Arc::new(move |json, out| {
+        let json = std::str::from_utf8(json).map_err(|e| e.to_string())?;
+        out.extend(encoded(&method, streaming.as_ref(), json)?);
+        Ok(())
+    }))
+}
+
+/// A plan that came as JSON (`loadmark worker`, one srun task of `loadmark grpc --slurm`):
+/// its templated gRPC message's encoder, made again from the schema the plan carries.
+pub(crate) fn restore_encoder(plan: &mut loadmark_plan::Plan) -> Result<()> {
+    let Some(carried) = &plan.mix.grpc_message else {
+        return Ok(());
+    };
+    if plan.mix.encode_body.is_some() {
+        return Ok(());
+    }
+    let schema = Schema::decode(&carried.descriptor_set)
+        .map_err(|e| UsageError(format!("worker: the plan's gRPC schema: {e}")))?;
+    let method = schema
+        .method(&carried.call)
+        .map_err(|e| UsageError(format!("worker: {e}")))?;
+    plan.mix.encode_body = Some(body_encoder(method, plan.protocol.grpc));
+    Ok(())
+}
+
 fn encoded(
     method: &Method,
     streaming: Option<&GrpcStreaming>,

@@ -119,9 +119,10 @@ pub fn worker(args: &WorkerArgs) -> Result<ExitCode> {
             .map_err(|e| UsageError(format!("--plan-file {}: cannot read it: {e}", f.display())))?,
         _ => return Err(UsageError("worker: give --plan-json or --plan-file".into()).into()),
     };
-    let plan: Plan = serde_json::from_str(&json)
+    let mut plan: Plan = serde_json::from_str(&json)
         .map_err(|e| UsageError(format!("worker: the plan JSON is not a loadmark plan: {e}")))?;
     plan.validate()?;
+    crate::grpc::restore_encoder(&mut plan)?;
     let resolved = Resolved::new(
         &args.segment,
         args.start_at.as_deref(),

@@ -78,6 +78,20 @@ impl Schema {
         }
     }
 
+    /// The schema as a `FileDescriptorSet`'s bytes (as a protoset file holds it).
+    pub fn encode(&self) -> Vec<u8> {
+        let set = prost_types::FileDescriptorSet {
+            file: self.pool.file_descriptor_protos().cloned().collect(),
+        };
+        set.encode_to_vec()
+    }
+
+    /// A schema from a `FileDescriptorSet`'s bytes ([`Schema::encode`]).
+    pub fn decode(bytes: &[u8]) -> Result<Schema, String> {
+        let pool = DescriptorPool::decode(bytes).map_err(|e| e.to_string())?;
+        Ok(Schema { pool })
+    }
+
     /// A schema from file descriptors (reflection's answers), in any order.
     pub fn from_files(files: Vec<prost_types::FileDescriptorProto>) -> Result<Schema, String> {
         let set = prost_types::FileDescriptorSet { file: files };

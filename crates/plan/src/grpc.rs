@@ -93,6 +93,35 @@ impl PartialEq for BodyEncoder {
     }
 }
 
+/// The method a templated gRPC message is encoded for and its schema (a `FileDescriptorSet`'s
+/// bytes), carried in the plan so that a process given the plan as JSON (`loadmark worker`,
+/// one srun task) can make the same [`BodyEncoder`].
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct GrpcMessageSchema {
+    /// `package.Service/Method`.
+    pub call: String,
+    /// Base64 in JSON: a JSON array of numbers would take about four times the bytes, and the
+    /// plan travels as one argument of srun's command line (at most 128 KiB on Linux).
+    #[serde(with = "base64_bytes")]
+    pub descriptor_set: Vec<u8>,
+}
+
+mod base64_bytes {
+    use base64::Engine;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(bytes: &[u8], s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&base64::engine::general_purpose::STANDARD.encode(bytes))
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<u8>, D::Error> {
+        let text = String::deserialize(d)?;
+        base64::engine::general_purpose::STANDARD
+            .decode(text)
+            .map_err(serde::de::Error::custom)
+    }
+}
+
 /// A scenario's `grpc:` step, made ready by the CLI from the plan's schema (loaded once per
 /// plan): how the step's rendered message becomes the call's body, and how the first
 /// response message reads as JSON for the step's checks and extractions. Never in a plan

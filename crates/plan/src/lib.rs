@@ -59,7 +59,9 @@ pub use file_steps::{
     load_plan_file, load_plan_file_with, load_plan_text, Launch, LoadedPlan, PlanFileError, Ready,
     Step,
 };
-pub use grpc::{BodyEncoder, DecodeFn, GrpcCodec, GrpcSchemaFile, GrpcStreaming};
+pub use grpc::{
+    BodyEncoder, DecodeFn, GrpcCodec, GrpcMessageSchema, GrpcSchemaFile, GrpcStreaming,
+};
 pub use plan::{
     DataPer, Http2, Http3, Load, Mix, Plan, Protocol, RequestSpec, ScriptRef, Stop, Timeouts,
     TlsFiles, TlsPolicy, DEFAULT_TIMEOUT, MAX_STREAMS,

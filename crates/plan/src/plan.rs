@@ -379,6 +379,12 @@ pub struct Mix {
     #[serde(skip)]
     #[schemars(skip)]
     pub encode_body: Option<crate::grpc::BodyEncoder>,
+    /// What `encode_body` is made from, for a process that gets the plan without it (srun's
+    /// tasks under `--slurm`): the method and the schema as a `FileDescriptorSet`. Set by
+    /// `loadmark grpc`, never by a plan file; left out of reports.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(skip)]
+    pub grpc_message: Option<crate::grpc::GrpcMessageSchema>,
 }
 
 /// How data-file rows are assigned (plans' `data: {file, per}`).
@@ -414,6 +420,9 @@ impl Plan {
         for (name, value) in &mut plan.request.headers {
             *value = redact_header_value(name, value);
         }
+        // A schema carried for srun's tasks is no part of what the run was: kilobytes of
+        // descriptors in every report.
+        plan.mix.grpc_message = None;
         plan
     }
 }

@@ -36,6 +36,14 @@ pub enum SlurmError {
     /// `--slurm 0`: give at least one task.
     #[error("--slurm: expected a number of tasks, at least 1")]
     NoTasks,
+    /// Linux takes at most `MAX_ARG_STRLEN` bytes in one argument of a command; past it srun
+    /// would not start, with a bare "Argument list too long".
+    #[error(
+        "--slurm: the plan is {bytes} bytes as JSON, over the {limit} bytes Linux allows in \
+         one argument of srun's command line; a smaller body or data file would fit, or run \
+         the same command with --segment K/N on each machine instead of --slurm"
+    )]
+    PlanTooLong { bytes: usize, limit: usize },
     /// `--start-at` is malformed.
     #[error(transparent)]
     Start(#[from] SegmentError),
@@ -64,9 +72,15 @@ pub enum SlurmError {
 impl SlurmError {
     /// The task count and the start time are the user's to fix; the rest is the run's.
     pub fn is_usage(&self) -> bool {
-        matches!(self, SlurmError::NoTasks | SlurmError::Start(_))
+        matches!(
+            self,
+            SlurmError::NoTasks | SlurmError::Start(_) | SlurmError::PlanTooLong { .. }
+        )
     }
 }
+
+/// Linux's limit on one argument of a command, its terminating NUL included (32 pages).
+const MAX_ARG_STRLEN: usize = 32 * 4096;
 
 /// The command line every task runs: the worker on its share (`env/N`: its index from
 /// SLURM_PROCID), all starting at `start`, all naming the run `run_id`.
@@ -109,16 +123,17 @@ pub fn run(
         .run_id
         .clone()
         .unwrap_or_else(|| format!("slurm-{start}"));
+    let plan_json = serde_json::to_string(plan)?;
+    if plan_json.len() >= MAX_ARG_STRLEN {
+        return Err(SlurmError::PlanTooLong {
+            bytes: plan_json.len(),
+            limit: MAX_ARG_STRLEN - 1,
+        });
+    }
     let srun = Srun {
         program: how.program.clone(),
         tasks,
-        worker: worker_command(
-            &how.exe,
-            serde_json::to_string(plan)?,
-            tasks,
-            &start,
-            &run_id,
-        ),
+        worker: worker_command(&how.exe, plan_json, tasks, &start, &run_id),
         extra: how.srun_args.clone(),
     };
     observer.event(&Event::SrunStarting {
@@ -221,6 +236,28 @@ mod tests {
                 "r1"
             ]
         );
+    }
+
+    #[test]
+    fn a_plan_too_long_for_one_argument_is_refused_before_srun() {
+        let how = SlurmRun {
+            tasks: 2,
+            start_at: None,
+            run_id: None,
+            program: "/nonexistent/srun".into(),
+            exe: "/nonexistent/loadmark".into(),
+            srun_args: Vec::new(),
+        };
+        let mut plan = test_plan();
+        plan.request.body = vec![b'x'; 200_000];
+        let mut heard = Heard(Vec::new());
+        let e = run(&plan, &how, &StopHandle::new(), &mut heard).unwrap_err();
+        assert!(e.is_usage(), "{e}");
+        let SlurmError::PlanTooLong { bytes, limit } = e else {
+            panic!("{e}")
+        };
+        assert!(bytes > 200_000 && limit == 131_071, "{bytes} {limit}");
+        assert!(heard.0.is_empty(), "nothing started: {:?}", heard.0);
     }
 
     #[test]
