@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 use loadmark_grpc::{Method, Schema, Source};
 use loadmark_plan::{
-    parse_csv, BodyEncoder, GrpcMessageSchema, GrpcStreaming, RenderContext, Template,
+    parse_csv, BodyEncoder, CarriedGrpcSchema, GrpcStreaming, RenderContext, Template,
 };
 
 use crate::args::{Cli, Command, GrpcArgs};
@@ -155,8 +155,8 @@ pub fn grpc(mut args: GrpcArgs) -> Result<ExitCode> {
             plan.mix.data = t.csv.clone();
             plan.mix.encode_body = Some(body_encoder(method, streaming));
             // srun's tasks get the plan as JSON: the schema goes with it (`restore_encoder`).
-            plan.mix.grpc_message = Some(GrpcMessageSchema {
-                call: args.call.clone(),
+            plan.mix.grpc_schema = Some(CarriedGrpcSchema {
+                call: Some(args.call.clone()),
                 descriptor_set: schema.encode(),
             });
             plan
@@ -222,8 +222,6 @@ fn streaming_of(args: &GrpcArgs, method: &Method) -> Result<Option<GrpcStreaming
     }))
 }
 
-/// The request body of one call from its JSON: one length-prefixed message, or for a client
-/// or bidi stream its messages (below); `Err` says why the JSON is no message of the method.
 /// Each call's rendered JSON into its length-prefixed protobuf (a stream's messages for a
 /// client-streaming method).
 fn body_encoder(method: Method, streaming: Option<GrpcStreaming>) -> BodyEncoder {
@@ -234,24 +232,27 @@ fn body_encoder(method: Method, streaming: Option<GrpcStreaming>) -> BodyEncoder
     }))
 }
 
-/// A plan that came as JSON (`loadmark worker`, one srun task of `loadmark grpc --slurm`):
-/// its templated gRPC message's encoder, made again from the schema the plan carries.
-pub(crate) fn restore_encoder(plan: &mut loadmark_plan::Plan) -> Result<()> {
-    let Some(carried) = &plan.mix.grpc_message else {
+/// A plan that came as JSON (`loadmark worker`: one srun task or Kubernetes pod): its
+/// templated gRPC message's encoder and its scenario steps' codecs, made again from the
+/// schema the plan carries.
+pub(crate) fn restore_codecs(plan: &mut loadmark_plan::Plan) -> Result<()> {
+    let Some(carried) = plan.mix.grpc_schema.clone() else {
         return Ok(());
     };
-    if plan.mix.encode_body.is_some() {
-        return Ok(());
-    }
     let schema = Schema::decode(&carried.descriptor_set)
         .map_err(|e| UsageError(format!("worker: the plan's gRPC schema: {e}")))?;
-    let method = schema
-        .method(&carried.call)
-        .map_err(|e| UsageError(format!("worker: {e}")))?;
-    plan.mix.encode_body = Some(body_encoder(method, plan.protocol.grpc));
+    if let (Some(call), None) = (&carried.call, &plan.mix.encode_body) {
+        let method = schema
+            .method(call)
+            .map_err(|e| UsageError(format!("worker: {e}")))?;
+        plan.mix.encode_body = Some(body_encoder(method, plan.protocol.grpc));
+    }
+    crate::grpc_steps::restore(plan, &schema).map_err(|e| UsageError(format!("worker: {e}")))?;
     Ok(())
 }
 
+/// The request body of one call from its JSON: one length-prefixed message, or for a client
+/// or bidi stream its messages (below); `Err` says why the JSON is no message of the method.
 fn encoded(
     method: &Method,
     streaming: Option<&GrpcStreaming>,

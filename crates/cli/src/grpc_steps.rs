@@ -14,7 +14,8 @@ use std::time::Duration;
 use anyhow::Result;
 use loadmark_grpc::{Method, Schema, Source};
 use loadmark_plan::{
-    locate_step, BodyEncoder, GrpcCodec, LoadedPlan, Plan, ScenarioStepFile, StepGrpcFile,
+    locate_step, BodyEncoder, CarriedGrpcSchema, GrpcCodec, LoadedPlan, Plan, ScenarioStepFile,
+    StepGrpcFile,
 };
 
 use crate::UsageError;
@@ -77,8 +78,36 @@ pub fn attach(plan: &mut LoadedPlan) -> Result<()> {
             }
         }
     }
-    for (step, run) in plan.steps.iter_mut().zip(plans) {
+    // `loadmark worker` (srun's tasks, Kubernetes pods) gets each run as JSON, without the
+    // codecs: the schema goes with it and the worker makes them again (`restore`).
+    let carried = match &schemas.given {
+        Some(given) => given.encode(),
+        None => Schema::encode_all(schemas.reflected.values()),
+    };
+    for (step, mut run) in plan.steps.iter_mut().zip(plans) {
+        if journeys(&run).any(|(_, steps)| steps.iter().any(|f| f.grpc.is_some())) {
+            run.mix.grpc_schema = Some(CarriedGrpcSchema {
+                call: None,
+                descriptor_set: carried.clone(),
+            });
+        }
         step.plan = run;
+    }
+    Ok(())
+}
+
+/// The codec of every `grpc:` step of a plan that came as JSON, from the schema it carries
+/// (checked by [`attach`] in the process that read the plan file).
+pub(crate) fn restore(plan: &mut Plan, schema: &Schema) -> Result<(), String> {
+    for (_, steps) in journeys_mut(plan) {
+        for g in steps.iter_mut().filter_map(|s| s.grpc.as_mut()) {
+            if g.codec.is_none() {
+                let method = schema
+                    .method(&g.call)
+                    .map_err(|e| format!("grpc.call {}: {e}", g.call))?;
+                g.codec = Some(codec(method));
+            }
+        }
     }
     Ok(())
 }

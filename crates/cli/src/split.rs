@@ -122,7 +122,7 @@ pub fn worker(args: &WorkerArgs) -> Result<ExitCode> {
     let mut plan: Plan = serde_json::from_str(&json)
         .map_err(|e| UsageError(format!("worker: the plan JSON is not a loadmark plan: {e}")))?;
     plan.validate()?;
-    crate::grpc::restore_encoder(&mut plan)?;
+    crate::grpc::restore_codecs(&mut plan)?;
     let resolved = Resolved::new(
         &args.segment,
         args.start_at.as_deref(),

@@ -591,4 +591,48 @@ fn grpc_splits_like_http(cluster: &SlurmCluster, dir: &Path) {
     let codes = &json["totals"]["grpc"]["codes"];
     assert_eq!(codes[0]["name"], "OK", "{codes}");
     assert_eq!(codes[0]["count"], 300, "{codes}");
+
+    // A plan's gRPC scenario step under `bench --slurm 3`: the schema comes from the target's
+    // reflection in this process and goes to the tasks in the plan; each encodes its calls.
+    let before = server.grpc_calls();
+    let plan = dir.join("grpc-plan.yaml");
+    let yaml = r#"
+targets:
+  t: {url: 'http://ADDR'}
+scenario:
+  - name: hello
+    grpc:
+      call: loadmark.target.Target/Echo
+      message: '{"text":"u{{seq}}"}'
+    check: [grpc-status == OK, 'body matches "^\{\"text\":\"u[0-9]+\"\}$"']
+load: {users: 3, iterations: 30}
+"#;
+    std::fs::write(&plan, yaml.replace("ADDR", &addr)).unwrap();
+    let out_dir = dir.join("grpc-bench-out");
+    let o = run_in(
+        cluster,
+        &[
+            "bench",
+            plan.to_str().unwrap(),
+            "--slurm",
+            "3",
+            "-q",
+            "--out",
+            out_dir.to_str().unwrap(),
+        ],
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(server.grpc_calls() - before, 30, "{}", text(&o));
+    let bundle =
+        common::bundle_json(&std::fs::read_to_string(out_dir.join("bundle.json")).unwrap())
+            .unwrap();
+    let report = &bundle.steps[0].report;
+    let scenario = report.summary.scenario.as_ref().unwrap();
+    assert_eq!((scenario.iterations, scenario.aborted), (30, 0));
+    let hello = &scenario.steps[0];
+    assert_eq!(
+        (hello.responses, hello.checks_passed, hello.checks_failed),
+        (30, 60, 0)
+    );
+    assert_eq!(report.split.as_ref().unwrap().parts.len(), 3);
 }

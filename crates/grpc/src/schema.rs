@@ -86,6 +86,19 @@ impl Schema {
         set.encode_to_vec()
     }
 
+    /// Several schemas as one `FileDescriptorSet`'s bytes, each file once (reflection's
+    /// schemas of several services share their imports).
+    pub fn encode_all<'a>(schemas: impl IntoIterator<Item = &'a Schema>) -> Vec<u8> {
+        let mut seen = std::collections::HashSet::new();
+        let file = schemas
+            .into_iter()
+            .flat_map(|s| s.pool.file_descriptor_protos())
+            .filter(|f| seen.insert(f.name().to_owned()))
+            .cloned()
+            .collect();
+        prost_types::FileDescriptorSet { file }.encode_to_vec()
+    }
+
     /// A schema from a `FileDescriptorSet`'s bytes ([`Schema::encode`]).
     pub fn decode(bytes: &[u8]) -> Result<Schema, String> {
         let pool = DescriptorPool::decode(bytes).map_err(|e| e.to_string())?;

@@ -542,7 +542,7 @@ fn expand(
                     data: data.clone(),
                     per,
                     encode_body: None,
-                    grpc_message: None,
+                    grpc_schema: None,
                 }
             };
             plan.cookies = (scenario.is_some() || !named.is_empty()) && load.cookies == Some(true);

@@ -93,13 +93,15 @@ impl PartialEq for BodyEncoder {
     }
 }
 
-/// The method a templated gRPC message is encoded for and its schema (a `FileDescriptorSet`'s
-/// bytes), carried in the plan so that a process given the plan as JSON (`loadmark worker`,
-/// one srun task) can make the same [`BodyEncoder`].
+/// The schema a plan's gRPC calls are encoded with (a `FileDescriptorSet`'s bytes), carried
+/// in the plan so that a process given the plan as JSON (`loadmark worker`: one srun task or
+/// Kubernetes pod) can make the same [`BodyEncoder`] and [`GrpcCodec`]s again.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct GrpcMessageSchema {
-    /// `package.Service/Method`.
-    pub call: String,
+pub struct CarriedGrpcSchema {
+    /// The method (`package.Service/Method`) of the mix's templated message (`loadmark grpc`);
+    /// none when only scenario steps call, each naming its own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub call: Option<String>,
     /// Base64 in JSON: a JSON array of numbers would take about four times the bytes, and the
     /// plan travels as one argument of srun's command line (at most 128 KiB on Linux).
     #[serde(with = "base64_bytes")]

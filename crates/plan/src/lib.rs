@@ -60,7 +60,7 @@ pub use file_steps::{
     Step,
 };
 pub use grpc::{
-    BodyEncoder, DecodeFn, GrpcCodec, GrpcMessageSchema, GrpcSchemaFile, GrpcStreaming,
+    BodyEncoder, CarriedGrpcSchema, DecodeFn, GrpcCodec, GrpcSchemaFile, GrpcStreaming,
 };
 pub use plan::{
     DataPer, Http2, Http3, Load, Mix, Plan, Protocol, RequestSpec, ScriptRef, Stop, Timeouts,

@@ -218,7 +218,7 @@ pub struct Plan {
     #[serde(default)]
     pub tls: TlsPolicy,
     /// More requests mixed with `request` by weight, and per-request templates (plan files).
-    #[serde(default, skip_serializing_if = "Mix::is_single")]
+    #[serde(default, skip_serializing_if = "Mix::says_nothing")]
     pub mix: Mix,
     /// A WebSocket run (`loadmark ws`): `request.url` is a ws:// or wss:// URL, connections
     /// are sessions, and this says what each session does.
@@ -379,12 +379,12 @@ pub struct Mix {
     #[serde(skip)]
     #[schemars(skip)]
     pub encode_body: Option<crate::grpc::BodyEncoder>,
-    /// What `encode_body` is made from, for a process that gets the plan without it (srun's
-    /// tasks under `--slurm`): the method and the schema as a `FileDescriptorSet`. Set by
-    /// `loadmark grpc`, never by a plan file; left out of reports.
+    /// What `encode_body` and the scenario steps' gRPC codecs are made from, for a process
+    /// that gets the plan without them (`loadmark worker` under `--slurm` or Kubernetes).
+    /// Set by `loadmark grpc` and `loadmark bench`, never by a plan file; left out of reports.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(skip)]
-    pub grpc_message: Option<crate::grpc::GrpcMessageSchema>,
+    pub grpc_schema: Option<crate::grpc::CarriedGrpcSchema>,
 }
 
 /// How data-file rows are assigned (plans' `data: {file, per}`).
@@ -407,9 +407,10 @@ impl DataPer {
 }
 
 impl Mix {
-    /// One plain request: nothing to mix, nothing to expand.
-    pub fn is_single(&self) -> bool {
-        self.others.is_empty() && !self.templated
+    /// One plain request, nothing to mix or expand, and no gRPC schema to carry: nothing a
+    /// plan's JSON needs to say.
+    pub fn says_nothing(&self) -> bool {
+        self.others.is_empty() && !self.templated && self.grpc_schema.is_none()
     }
 }
 
@@ -422,7 +423,7 @@ impl Plan {
         }
         // A schema carried for srun's tasks is no part of what the run was: kilobytes of
         // descriptors in every report.
-        plan.mix.grpc_message = None;
+        plan.mix.grpc_schema = None;
         plan
     }
 }
