@@ -25,6 +25,14 @@ fn run_in(cluster: &SlurmCluster, args: &[&str]) -> Output {
         .unwrap()
 }
 
+/// `loadmark ARGS --slurm 3 -q --start-at +2s` on the cluster: a run split over three srun
+/// tasks that start together two seconds on (time for srun to start them all).
+fn split3(cluster: &SlurmCluster, args: &[&str]) -> Output {
+    let mut all = args.to_vec();
+    all.extend(["--slurm", "3", "-q", "--start-at", "+2s"]);
+    run_in(cluster, &all)
+}
+
 fn text(o: &Output) -> String {
     format!(
         "status {}\nstdout:\n{}\nstderr:\n{}",
@@ -70,7 +78,7 @@ fn a_run_split_over_three_slurm_tasks_is_exactly_the_single_machine_run() {
     // Open loop, 300 req/s for 2 s, split 3 ways by srun: 600 requests, each once.
     let merged_path = dir.join("merged.json");
     let store = dir.join("history.sqlite");
-    let o = run_in(
+    let o = split3(
         &cluster,
         &[
             "run",
@@ -79,12 +87,7 @@ fn a_run_split_over_three_slurm_tasks_is_exactly_the_single_machine_run() {
             "300",
             "-d",
             "2s",
-            "--slurm",
-            "3",
             "--tag-requests",
-            "-q",
-            "--start-at",
-            "+2s",
             "-o",
             merged_path.to_str().unwrap(),
             // The results history (issue 38): the merged run is recorded once, by the
@@ -194,7 +197,7 @@ fn a_run_split_over_three_slurm_tasks_is_exactly_the_single_machine_run() {
     assert!(text(&o).contains("missing segment 1"), "{}", text(&o));
 
     // An impossible threshold is checked on the merged result: exit 3.
-    let o = run_in(
+    let o = split3(
         &cluster,
         &[
             "run",
@@ -203,11 +206,6 @@ fn a_run_split_over_three_slurm_tasks_is_exactly_the_single_machine_run() {
             "60",
             "-d",
             "1s",
-            "--slurm",
-            "3",
-            "-q",
-            "--start-at",
-            "+2s",
             "--threshold",
             "p99<1us",
         ],
@@ -218,7 +216,7 @@ fn a_run_split_over_three_slurm_tasks_is_exactly_the_single_machine_run() {
     let server2 = common::target();
     server2.record_tags();
     let url2 = format!("http://127.0.0.1:{}/status", server2.local_addr().port());
-    let o = run_in(
+    let o = split3(
         &cluster,
         &[
             "run",
@@ -227,12 +225,7 @@ fn a_run_split_over_three_slurm_tasks_is_exactly_the_single_machine_run() {
             "6",
             "-n",
             "600",
-            "--slurm",
-            "3",
             "--tag-requests",
-            "-q",
-            "--start-at",
-            "+2s",
             "--format",
             "json",
         ],
@@ -291,24 +284,10 @@ fn a_run_split_over_three_slurm_tasks_is_exactly_the_single_machine_run() {
     // WebSocket: 3 sessions, 90 messages, split 3 ways.
     let ws_url = format!("ws://127.0.0.1:{}/ws/echo", server2.local_addr().port());
     let sessions_before = server2.ws_sessions();
-    let o = run_in(
+    let o = split3(
         &cluster,
         &[
-            "ws",
-            &ws_url,
-            "-c",
-            "3",
-            "-n",
-            "90",
-            "-i",
-            "10ms",
-            "--slurm",
-            "3",
-            "-q",
-            "--start-at",
-            "+2s",
-            "--format",
-            "json",
+            "ws", &ws_url, "-c", "3", "-n", "90", "-i", "10ms", "--format", "json",
         ],
     );
     assert!(o.status.success(), "{}", text(&o));
@@ -558,7 +537,7 @@ fn grpc_splits_like_http(cluster: &SlurmCluster, dir: &Path) {
     let server = common::target_h2();
     let addr = server.local_addr().to_string();
     let out = dir.join("grpc-merged.json");
-    let o = run_in(
+    let o = split3(
         cluster,
         &[
             "grpc",
@@ -571,11 +550,6 @@ fn grpc_splits_like_http(cluster: &SlurmCluster, dir: &Path) {
             "150",
             "-d",
             "2s",
-            "--slurm",
-            "3",
-            "-q",
-            "--start-at",
-            "+2s",
             "-o",
             out.to_str().unwrap(),
         ],

@@ -327,6 +327,14 @@ fn backlogged(now: Instant) -> Pool {
     pool
 }
 
+/// `n` requests waiting for a connection, the k-th due (and arriving) at `due(k)`.
+fn arrivals(pool: &Pool, n: u64, due: impl Fn(u64) -> Instant) {
+    for k in 0..n {
+        let at = due(k);
+        pool.wait(job(k, at), at);
+    }
+}
+
 /// `n` answers at `at`, each taking the oldest waiting request, as a connection coming free
 /// does.
 fn answers(pool: &Pool, n: usize, at: Instant) {
@@ -344,10 +352,7 @@ fn a_backlog_that_drains_fast_holds_the_pool_back_after_patience_too() {
     let t0 = Instant::now();
     let pool = backlogged(t0);
     // A stall: 1,000 requests due over 20 ms (50,000 a second) wait for the busy connection.
-    for k in 0..1_000 {
-        let at = t0 + Duration::from_micros(20 * k);
-        pool.wait(job(k, at), at);
-    }
+    arrivals(&pool, 1_000, |k| t0 + Duration::from_micros(20 * k));
     // The stall ends: 100 answers in the next millisecond take 100 of them. At that pace
     // (100 a ms) the other 900 are gone in 9 ms, within the horizon.
     let now = t0 + Duration::from_micros(20 * 999) + Duration::from_millis(1);
@@ -369,9 +374,7 @@ fn a_backlog_that_drains_fast_holds_the_pool_back_after_patience_too() {
 fn a_backlog_that_drains_too_slowly_or_grows_grows_the_pool() {
     let t0 = Instant::now();
     let pool = backlogged(t0);
-    for k in 0..1_000 {
-        pool.wait(job(k, t0), t0);
-    }
+    arrivals(&pool, 1_000, |_| t0);
     // 100 answers in a second: 900 left at 0.1 a ms is nine seconds, past the horizon.
     let later = t0 + Duration::from_secs(1);
     answers(&pool, 100, later);
@@ -379,10 +382,7 @@ fn a_backlog_that_drains_too_slowly_or_grows_grows_the_pool() {
     assert!(pool.may_grow(later, later), "too slow to wait for");
     // A backlog at its peak (still growing) grows the pool once the oldest waited.
     let pool = backlogged(t0);
-    for k in 0..10 {
-        let at = t0 + Duration::from_millis(k);
-        pool.wait(job(k, at), at);
-    }
+    arrivals(&pool, 10, |k| t0 + Duration::from_millis(k));
     let now = t0 + Duration::from_millis(10);
     assert!(pool.may_grow(now, now));
 }
@@ -391,9 +391,7 @@ fn a_backlog_that_drains_too_slowly_or_grows_grows_the_pool() {
 fn a_backlog_that_wanders_near_its_peak_is_not_taken_for_a_drain() {
     let t0 = Instant::now();
     let pool = backlogged(t0);
-    for k in 0..100 {
-        pool.wait(job(k, t0), t0);
-    }
+    arrivals(&pool, 100, |_| t0);
     // 15 off a peak of 100 within a millisecond: fast, but within the wander of a backlog
     // whose answers and arrivals nearly balance (twice its square root is 20).
     let now = t0 + Duration::from_millis(1);
@@ -410,9 +408,7 @@ fn a_backlog_that_wanders_near_its_peak_is_not_taken_for_a_drain() {
 fn a_backlog_that_emptied_starts_its_peak_anew() {
     let t0 = Instant::now();
     let pool = backlogged(t0);
-    for k in 0..100 {
-        pool.wait(job(k, t0), t0);
-    }
+    arrivals(&pool, 100, |_| t0);
     assert_eq!(pool.take_waiting().len(), 100);
     let later = t0 + Duration::from_secs(1);
     pool.wait(job(100, later), later);
