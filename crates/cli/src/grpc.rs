@@ -134,6 +134,7 @@ pub fn grpc(mut args: GrpcArgs) -> Result<ExitCode> {
     flag("-R", args.rate.map(|r| r.to_string()));
     flag("-d", duration);
     flag("-n", args.requests.map(|n| n.to_string()));
+    flag("--stages", args.stages.clone());
     flag("-t", args.threads.map(|t| t.to_string()));
     let mut run = match Cli::try_parse_from(&argv) {
         Ok(Cli {

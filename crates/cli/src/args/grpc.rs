@@ -139,6 +139,12 @@ pub struct GrpcArgs {
     #[arg(short = 'R', long = "rate", visible_alias = "rps", value_name = "RATE", help_heading = "Load", value_parser = rate_arg)]
     pub rate: Option<f64>,
 
+    /// A schedule, as `loadmark run` takes it: call rates (open loop), e.g.
+    /// '10s:0->500,30s:500', or, with -c, connection counts (closed loop), e.g. -c 1 --stages
+    /// '30s:50'. DURATION:TO ramps from the previous value (the first from -R, -c, or 0)
+    #[arg(long = "stages", help_heading = "Load", value_name = "STAGES", conflicts_with_all = ["duration", "requests"])]
+    pub stages: Option<String>,
+
     /// Stop after this long, e.g. 30s (ghz's -z). Not the request: that is --data
     #[arg(
         short = 'd',
