@@ -155,7 +155,7 @@ pub fn grpc(mut args: GrpcArgs) -> Result<ExitCode> {
             plan.mix.templated = true;
             plan.mix.data = t.csv.clone();
             plan.mix.encode_body = Some(body_encoder(method, streaming));
-            // srun's tasks get the plan as JSON: the schema goes with it (`restore_encoder`).
+            // srun's tasks get the plan as JSON: the schema goes with it (`restore_codecs`).
             plan.mix.grpc_schema = Some(CarriedGrpcSchema {
                 call: Some(args.call.clone()),
                 descriptor_set: schema.encode(),
