@@ -33,6 +33,32 @@ fn split3(cluster: &SlurmCluster, args: &[&str]) -> Output {
     run_in(cluster, &all)
 }
 
+/// `loadmark bench PLAN --slurm 3 -q --out OUT_DIR` on the cluster, which must succeed: its
+/// output and the bundle it wrote.
+fn bench_split3(
+    cluster: &SlurmCluster,
+    plan: &Path,
+    out_dir: &Path,
+) -> (Output, loadmark_report::Bundle) {
+    let o = run_in(
+        cluster,
+        &[
+            "bench",
+            plan.to_str().unwrap(),
+            "--slurm",
+            "3",
+            "-q",
+            "--out",
+            out_dir.to_str().unwrap(),
+        ],
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let bundle =
+        common::bundle_json(&std::fs::read_to_string(out_dir.join("bundle.json")).unwrap())
+            .unwrap();
+    (o, bundle)
+}
+
 fn text(o: &Output) -> String {
     format!(
         "status {}\nstdout:\n{}\nstderr:\n{}",
@@ -252,23 +278,8 @@ fn a_run_split_over_three_slurm_tasks_is_exactly_the_single_machine_run() {
     )
     .unwrap();
     let out_dir = dir.join("bench-out");
-    let o = run_in(
-        &cluster,
-        &[
-            "bench",
-            plan.to_str().unwrap(),
-            "--slurm",
-            "3",
-            "-q",
-            "--out",
-            out_dir.to_str().unwrap(),
-        ],
-    );
-    assert!(o.status.success(), "{}", text(&o));
+    let (o, bundle) = bench_split3(&cluster, &plan, &out_dir);
     assert_eq!(server3.requests_served(), 600, "{}", text(&o));
-    let bundle =
-        common::bundle_json(&std::fs::read_to_string(out_dir.join("bundle.json")).unwrap())
-            .unwrap();
     assert_eq!(bundle.steps.len(), 2);
     for step in &bundle.steps {
         assert_eq!(step.report.summary.requests.responses, 300);
@@ -583,23 +594,8 @@ load: {users: 3, iterations: 30}
 "#;
     std::fs::write(&plan, yaml.replace("ADDR", &addr)).unwrap();
     let out_dir = dir.join("grpc-bench-out");
-    let o = run_in(
-        cluster,
-        &[
-            "bench",
-            plan.to_str().unwrap(),
-            "--slurm",
-            "3",
-            "-q",
-            "--out",
-            out_dir.to_str().unwrap(),
-        ],
-    );
-    assert!(o.status.success(), "{}", text(&o));
+    let (o, bundle) = bench_split3(cluster, &plan, &out_dir);
     assert_eq!(server.grpc_calls() - before, 30, "{}", text(&o));
-    let bundle =
-        common::bundle_json(&std::fs::read_to_string(out_dir.join("bundle.json")).unwrap())
-            .unwrap();
     let report = &bundle.steps[0].report;
     let scenario = report.summary.scenario.as_ref().unwrap();
     assert_eq!((scenario.iterations, scenario.aborted), (30, 0));
