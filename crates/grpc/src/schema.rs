@@ -80,10 +80,7 @@ impl Schema {
 
     /// The schema as a `FileDescriptorSet`'s bytes (as a protoset file holds it).
     pub fn encode(&self) -> Vec<u8> {
-        let set = prost_types::FileDescriptorSet {
-            file: self.pool.file_descriptor_protos().cloned().collect(),
-        };
-        set.encode_to_vec()
+        Schema::encode_all([self])
     }
 
     /// Several schemas as one `FileDescriptorSet`'s bytes, each file once (reflection's
