@@ -7,6 +7,10 @@
 //! - [`http2`]: frames (RFC 9113), HPACK with its Huffman code (RFC 7541), a request's HTTP/1.1
 //!   bytes turned into a header block, and the client connection's state machine: what every
 //!   frame a server sends does to the streams, and the frames it calls for in answer.
+//! - [`http3`]: HTTP/3 frames (RFC 9114), QPACK with the static table only (RFC 9204), a
+//!   request's HTTP/1.1 bytes turned into a request stream's, a response stream parsed as it
+//!   comes, and the server's control stream (SETTINGS, GOAWAY). QUIC itself is quinn-proto's,
+//!   driven by the engine.
 //! - [`grpc`]: gRPC's length-prefixed messages and how a call ends (`grpc-status`).
 //! - [`ws`]: WebSocket framing and the opening handshake's key, upgrade request and answer
 //!   check (RFC 6455).
@@ -25,4 +29,5 @@
 pub mod grpc;
 pub mod http1;
 pub mod http2;
+pub mod http3;
 pub mod ws;

@@ -255,7 +255,7 @@ const MAX_CONTINUATIONS: u32 = 5;
 
 /// §5.1: an integer with an `n`-bit prefix, starting at `block[*pos]` (which exists).
 #[inline]
-fn read_int(block: &[u8], pos: &mut usize, n: u32) -> Result<usize, HpackError> {
+pub(crate) fn read_int(block: &[u8], pos: &mut usize, n: u32) -> Result<usize, HpackError> {
     let max = (1u32 << n) - 1;
     let prefix = u32::from(block[*pos]) & max;
     *pos += 1;
@@ -296,7 +296,7 @@ fn read_string<'a>(
 }
 
 /// §5.1: `flags` are the first byte's bits above the `n`-bit prefix.
-fn write_int(out: &mut Vec<u8>, flags: u8, n: u32, value: usize) {
+pub(crate) fn write_int(out: &mut Vec<u8>, flags: u8, n: u32, value: usize) {
     let max = (1usize << n) - 1;
     if value < max {
         out.push(flags | value as u8);

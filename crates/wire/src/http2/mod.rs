@@ -11,7 +11,7 @@ mod event;
 pub mod frame;
 mod fuzz;
 pub mod hpack;
-mod huffman;
+pub(crate) mod huffman;
 pub mod request;
 pub mod state;
 
