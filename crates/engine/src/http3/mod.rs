@@ -1,9 +1,9 @@
 //! HTTP/3 over QUIC (RFC 9114, issue 37): one connection carries `--streams` requests at
-//! once, each on its own bidirectional QUIC stream. quinn is the QUIC stack (its endpoint
-//! and connections are polled by tasks of their own on the worker's event loop), the `h3`
-//! crate frames requests and encodes headers with QPACK; this folder is the driver: the
-//! closed loop in [`closed`], the open loop in [`open`], and here what both share (the
-//! connection's handshake and life, one request on a stream, how failures are classified).
+//! once, each on its own bidirectional QUIC stream. QUIC is quinn-proto's state machines,
+//! driven by the worker's own endpoint loop ([`quic`]); HTTP/3's frames and QPACK are
+//! `loadmark_wire::http3`'s. This folder is the driver: the closed loop in [`closed`], the
+//! open loop in [`open`], and here what both share (the connection's handshake and life,
+//! one request on a stream, how failures are classified).
 //!
 //! The dependency stays behind this driver: a run without `--http3` builds no QUIC endpoint
 //! and binds no UDP socket. Each worker has one endpoint (one UDP socket) for all its
@@ -14,44 +14,44 @@
 //!   hang. A server that does not offer `h3` with ALPN fails the TLS handshake (`tls`).
 //! - **Streams**: a request waits for stream credit when the server's limit (its
 //!   initial_max_streams_bidi) is below `--streams`; the wait is in the request's latency,
-//!   and the limit is never exceeded. (quinn sends no STREAMS_BLOCKED frames, so the waits
-//!   are not counted apart yet.)
+//!   and the limit is never exceeded.
 //! - **Failures**: a stream reset names its HTTP/3 error code (`read`, or `write` before the
 //!   request was sent); a connection closed by the server (GOAWAY, an application close, a
 //!   stateless reset, an idle timeout) fails the requests it carried with the close's code,
-//!   and the slot opens a new connection.
+//!   and the slot opens a new connection. A server that breaks HTTP/3's rules on a stream
+//!   fails that request (`protocol`, naming the rule); where the rule is the connection's
+//!   (its control stream, QPACK), the client closes the connection with the RFC's code.
 //!
-//! Bytes: a sample counts its body bytes and its header fields (name and value lengths as
-//! QPACK sees them before compression); what QUIC itself moved is in the QUIC figures (UDP
+//! Bytes: a sample counts its body bytes and its header fields (name and value lengths and
+//! 32 bytes each, as QPACK counts them); what QUIC itself moved is in the QUIC figures (UDP
 //! datagrams and bytes, packets lost).
 
 pub(crate) mod closed;
-mod early;
 pub(crate) mod open;
+mod quic;
 pub(crate) mod request;
 
 use std::cell::Cell;
+use std::future::poll_fn;
 use std::net::SocketAddr;
 use std::rc::Rc;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use bytes::{Buf, Bytes};
 use loadmark_metrics::{EarlyData, ErrorKind, QuicConnection, QuicFigures, QuicTally, Sample};
 use loadmark_plan::TlsPolicy;
+use loadmark_wire::http3::frame::{describe_code, H3_NO_ERROR, H3_REQUEST_REJECTED};
+use quinn_proto::{ConnectionError, ConnectionHandle, StreamId};
 
 use crate::connection::Shared;
 use crate::transport::Transport;
-use early::Early;
+use quic::{Closed, StreamEnd, WriteFailed};
 pub(crate) use request::Prepared;
-
-/// How the client asks for a request: h3's handle to open streams on a connection.
-pub(crate) type Sender = h3::client::SendRequest<h3_quinn::OpenStreams, Bytes>;
 
 /// What every worker's HTTP/3 connections share for a run: where to connect and how, and
 /// the QUIC figures of the connections that closed.
 pub(crate) struct H3Run {
-    client: quinn::ClientConfig,
+    client: quinn_proto::ClientConfig,
     addr: SocketAddr,
     server_name: String,
     streams: usize,
@@ -87,10 +87,10 @@ impl H3Run {
     ) -> Result<H3Run, String> {
         let mut tls = crate::transport::client_config(policy, &[b"h3"]).map_err(|e| e.message)?;
         tls.enable_early_data = zero_rtt;
-        let crypto = quinn::crypto::rustls::QuicClientConfig::try_from(tls)
+        let crypto = quinn_proto::crypto::rustls::QuicClientConfig::try_from(tls)
             .map_err(|e| format!("QUIC TLS setup: {e}"))?;
-        let mut client = quinn::ClientConfig::new(Arc::new(crypto));
-        let mut transport = quinn::TransportConfig::default();
+        let mut client = quinn_proto::ClientConfig::new(Arc::new(crypto));
+        let mut transport = quinn_proto::TransportConfig::default();
         // Large responses on many streams at once: a window per stream as large as the
         // connection's, so one stream is never held back by its own window alone.
         transport.stream_receive_window((8u32 << 20).into());
@@ -125,26 +125,19 @@ impl H3Run {
     }
 }
 
-/// One worker's HTTP/3 side: its endpoint (bound when the worker starts: a failure is every
-/// connection's, named), the run's settings, prepared requests.
+/// A worker's HTTP/3 side: its QUIC endpoint and its prepared requests.
 pub(crate) struct H3Shared {
-    endpoint: Result<quinn::Endpoint, String>,
+    endpoint: Result<Rc<quic::Endpoint>, String>,
     pub(crate) run: Arc<H3Run>,
     fixed: request::Fixed,
 }
 
 impl H3Shared {
-    /// Binds the worker's UDP socket; call on the worker's event loop (quinn drives the
-    /// endpoint from a task of its own).
+    /// Binds the worker's UDP socket and starts its endpoint's driver; call on the worker's
+    /// event loop.
     pub(crate) fn new(run: Arc<H3Run>) -> Self {
-        let local: SocketAddr = match run.addr {
-            SocketAddr::V4(_) => ([0, 0, 0, 0], 0).into(),
-            SocketAddr::V6(_) => (std::net::Ipv6Addr::UNSPECIFIED, 0).into(),
-        };
-        let endpoint = quinn::Endpoint::client(local)
-            .map_err(|e| format!("cannot bind a UDP socket for QUIC on {local}: {e}"));
         H3Shared {
-            endpoint,
+            endpoint: quic::Endpoint::bind(run.addr),
             run,
             fixed: request::Fixed::default(),
         }
@@ -159,94 +152,76 @@ impl H3Shared {
         self.run.keep_alive
     }
 
-    /// Opens a connection: QUIC's handshake (bounded by the connect timeout), then HTTP/3's
-    /// control and QPACK streams (the server's SETTINGS are read as they come). The
-    /// handshake time goes to the recorder as the connection's connect time, and to the QUIC
-    /// figures when the connection closes.
+    /// Opens a connection: QUIC's handshake (bounded by the connect timeout); the client's
+    /// control stream opens when it ends, and the server's SETTINGS are read as they come.
+    /// The handshake time goes to the recorder as the connection's connect time, and to the
+    /// QUIC figures when the connection closes.
     ///
     /// With `--http3-0rtt` and a ticket from an earlier connection, the connection is usable
     /// at once (0-RTT): its connect time is the time to set it up, no round trip, and what
-    /// the server does with the early data is watched ([`Early`]).
+    /// the server does with the early data is known when the handshake ends.
     pub(crate) async fn connect<T: Transport>(
         &self,
         shared: &Shared<T>,
         early: bool,
     ) -> Result<(Live, Sender), (ErrorKind, String)> {
-        let endpoint = self
-            .endpoint
-            .as_ref()
-            .map_err(|e| (ErrorKind::Resource, e.clone()))?;
+        let ep = (self.endpoint.as_ref()).map_err(|e| (ErrorKind::Resource, e.clone()))?;
         let run = &self.run;
         let t0 = Instant::now();
-        let connecting = endpoint
-            .connect_with(run.client.clone(), run.addr, &run.server_name)
-            .map_err(|e| {
-                (
-                    ErrorKind::Connect,
-                    format!("QUIC connect to {}: {e}", run.addr),
-                )
-            })?;
-        // `early` false: a full handshake for requests the server rejected in 0-RTT once.
-        let attempt = match run.zero_rtt && early {
-            true => connecting.into_0rtt(),
-            false => Err(connecting),
+        let handle = ep
+            .connect(
+                run.client.clone(),
+                run.addr,
+                &run.server_name,
+                run.zero_rtt && early,
+            )
+            .map_err(|m| (ErrorKind::Connect, m))?;
+        let link = Sender {
+            ep: ep.clone(),
+            handle,
         };
-        let (connection, early) = match attempt {
-            Ok((connection, accepted)) => {
-                let early = Early::watch(connection.clone(), accepted, t0);
-                (connection, Some(early))
+        let early = ep.with(handle, |c| c.early.is_some()) == Some(true);
+        if !early {
+            let ready = poll_fn(|cx| ep.poll_ready(handle, cx));
+            let failed = match tokio::time::timeout(run.connect_timeout, ready).await {
+                Err(_) => Some((
+                    ErrorKind::Timeout,
+                    format!(
+                        "no QUIC handshake with UDP {} within {:?} (the connect timeout): is an \
+                         HTTP/3 server listening on that UDP port?",
+                        run.addr, run.connect_timeout
+                    ),
+                )),
+                Ok(()) => match ep.with(handle, |c| Closed::of(c)).flatten() {
+                    Some(Closed::Lost(e)) => {
+                        Some(classify_connection(&e, "during the QUIC handshake"))
+                    }
+                    Some(Closed::Broken(e)) => {
+                        Some((ErrorKind::Protocol, format!("HTTP/3 setup: {e}")))
+                    }
+                    _ => None,
+                },
+            };
+            if let Some(failed) = failed {
+                ep.release(handle);
+                return Err(failed);
             }
-            // No ticket yet (the run's first connections): a full handshake.
-            Err(connecting) => match tokio::time::timeout(run.connect_timeout, connecting).await {
-                Ok(Ok(c)) => (c, None),
-                Ok(Err(e)) => return Err(classify_connection(&e, "during the QUIC handshake")),
-                Err(_) => {
-                    return Err((
-                        ErrorKind::Timeout,
-                        format!(
-                            "no QUIC handshake with UDP {} within {:?} (the connect timeout): \
-                             is an HTTP/3 server listening on that UDP port?",
-                            run.addr, run.connect_timeout
-                        ),
-                    ))
-                }
-            },
-        };
+        }
         let handshake = t0.elapsed();
-        let mut live = Live {
-            connection: connection.clone(),
+        shared
+            .recorder
+            .borrow_mut()
+            .record_connection(Instant::now(), handshake);
+        let live = Live {
+            link: link.clone(),
             handshake,
             run: run.clone(),
-            driver: None,
             answered: Cell::new(0),
-            early,
             requests_early: Cell::new(0),
             requests_rejected: Cell::new(0),
             requests_moved: Cell::new(0),
         };
-        let quic = h3_quinn::Connection::new(connection);
-        let built = tokio::time::timeout(run.connect_timeout, h3::client::new(quic)).await;
-        let (mut driver, sender) = match built {
-            Ok(Ok(pair)) => pair,
-            Ok(Err(e)) => return Err(classify_h3_setup(&e)),
-            Err(_) => {
-                return Err((
-                    ErrorKind::Timeout,
-                    "the HTTP/3 control streams did not open within the connect timeout".into(),
-                ))
-            }
-        };
-        // h3's connection must be polled for its control streams (SETTINGS, GOAWAY) to be
-        // read: a task of its own, ended with the connection.
-        live.driver = Some(tokio::task::spawn_local(async move {
-            std::future::poll_fn(|cx| driver.poll_close(cx)).await;
-        }));
-        let now = Instant::now();
-        shared
-            .recorder
-            .borrow_mut()
-            .record_connection(now, handshake);
-        Ok((live, sender))
+        Ok((live, link))
     }
 
     /// The next request, prepared: fixed ones once per run, templated ones each time.
@@ -260,18 +235,23 @@ impl H3Shared {
     }
 }
 
-/// An open connection: its requests go through [`Live::sender`]; when it is dropped (its
-/// slot ended, or the worker stopped) it closes and its QUIC figures are added to the run's.
+/// A connection, as its requests reach it: the worker's endpoint and the connection's handle
+/// there.
+#[derive(Clone)]
+pub(crate) struct Sender {
+    ep: Rc<quic::Endpoint>,
+    handle: ConnectionHandle,
+}
+
+/// An open connection: its requests go through its [`Sender`]; when it is dropped (its slot
+/// ended, or the worker stopped) it closes and its QUIC figures are added to the run's.
 pub(crate) struct Live {
-    connection: quinn::Connection,
+    link: Sender,
     handshake: Duration,
     run: Arc<H3Run>,
-    driver: Option<tokio::task::JoinHandle<()>>,
     /// Responses it carried, for the requests-per-connection figures (counted when it
     /// closes, however its slot ended).
     pub(crate) answered: Cell<u64>,
-    /// A 0-RTT connection's handshake, watched.
-    early: Option<Early>,
     /// Requests answered that went in 0-RTT; requests it could not carry, sent on another
     /// connection: 0-RTT rejected, or never sent because of GOAWAY.
     requests_early: Cell<u64>,
@@ -297,12 +277,14 @@ impl Live {
         limits: (Instant, Duration),
         capture: Option<&mut Captured>,
     ) -> Result<Sample, Failed> {
-        let Some(early) = self.early.as_ref().filter(|e| e.outcome().is_none()) else {
-            return exchange_until(sender, prepared, scheduled, limits, capture).await;
-        };
-        if !prepared.head.method().is_safe() {
-            let waited = tokio::time::timeout_at(limits.0.into(), early.ended()).await;
-            if waited.is_err() {
+        let (ep, handle) = (&sender.ep, sender.handle);
+        let outcome = ep.with(handle, |c| c.early.map(|e| e.outcome)).flatten();
+        if outcome == Some(None) && !prepared.safe {
+            let ready = poll_fn(|cx| ep.poll_ready(handle, cx));
+            if tokio::time::timeout_at(limits.0.into(), ready)
+                .await
+                .is_err()
+            {
                 return Err(Failed {
                     kind: ErrorKind::Timeout,
                     message: format!(
@@ -316,23 +298,17 @@ impl Live {
                 });
             }
         }
-        let sent_early = early.outcome().is_none();
-        if early.outcome() == Some(EarlyData::Rejected) {
+        let outcome = ep
+            .with(handle, |c| c.early.and_then(|e| e.outcome))
+            .flatten();
+        if outcome == Some(EarlyData::Rejected) && !sender_connected(sender) {
             return Err(Failed::early_rejected(ErrorKind::Write));
         }
-        let ended = exchange_until(sender, prepared, scheduled, limits, capture).await;
-        match ended {
-            Ok(sample) => {
-                if sent_early {
-                    self.requests_early.set(self.requests_early.get() + 1);
-                }
-                Ok(sample)
-            }
-            Err(failed) if early.outcome() == Some(EarlyData::Rejected) => {
-                Err(Failed::early_rejected(failed.kind))
-            }
-            Err(failed) => Err(failed),
+        let (ended, early) = exchange_until(sender, prepared, scheduled, limits, capture).await;
+        if ended.is_ok() && early {
+            self.requests_early.set(self.requests_early.get() + 1);
         }
+        ended
     }
 
     /// A request this connection could not carry goes to another: counted apart from retries
@@ -346,20 +322,20 @@ impl Live {
     }
 }
 
+/// Whether the connection's handshake ended (a request sent now goes in 1-RTT data).
+fn sender_connected(sender: &Sender) -> bool {
+    sender.ep.with(sender.handle, |c| c.connected) == Some(true)
+}
+
 impl Drop for Live {
     fn drop(&mut self) {
         crate::carried::connection_ended(self.answered.get());
-        // Known before the close (after it, the handshake's end reads as the connection's).
-        let zero_rtt = (self.early.as_ref()).map(|e| e.outcome().unwrap_or(EarlyData::Unknown));
         // H3_NO_ERROR: the client is done; anything still open was abandoned at the stop.
-        self.connection.close(0x100u32.into(), b"done");
-        if let Some(driver) = self.driver.take() {
-            driver.abort();
-        }
-        let stats = self.connection.stats();
-        let handshake = (self.early.as_ref())
-            .and_then(Early::handshake)
-            .unwrap_or(self.handshake);
+        let Some((stats, early)) = self.link.ep.release(self.link.handle) else {
+            return;
+        };
+        let zero_rtt = early.map(|e| e.outcome.unwrap_or(EarlyData::Unknown));
+        let handshake = (early.and_then(|e| e.ended_after)).unwrap_or(self.handshake);
         self.run.closed(&QuicConnection {
             handshake,
             zero_rtt,
@@ -442,16 +418,18 @@ impl Phase {
 }
 
 /// [`exchange`] bounded by `deadline`: a timeout is a failure naming the request's phase.
+/// Also says whether the request went in 0-RTT data.
 pub(crate) async fn exchange_until(
     sender: &mut Sender,
     prepared: &Prepared,
     scheduled: Option<Instant>,
     (deadline, timeout): (Instant, Duration),
     capture: Option<&mut Captured>,
-) -> Result<Sample, Failed> {
+) -> (Result<Sample, Failed>, bool) {
     let phase = Cell::new(Phase::Opening);
-    let exchanged = exchange(sender, prepared, scheduled, &phase, capture);
-    match tokio::time::timeout_at(deadline.into(), exchanged).await {
+    let early = Cell::new(false);
+    let exchanged = exchange(sender, prepared, scheduled, &phase, &early, capture);
+    let ended = match tokio::time::timeout_at(deadline.into(), exchanged).await {
         Ok(ended) => ended,
         Err(_) => Err(Failed {
             kind: ErrorKind::Timeout,
@@ -460,6 +438,23 @@ pub(crate) async fn exchange_until(
             unprocessed: false,
             early_rejected: false,
         }),
+    };
+    (ended, early.get())
+}
+
+/// A request's stream while its request runs: dropped before the response ended (a timeout,
+/// the worker's stop), the stream is reset so the server stops working on it.
+struct Open<'a> {
+    sender: &'a Sender,
+    id: StreamId,
+    armed: bool,
+}
+
+impl Drop for Open<'_> {
+    fn drop(&mut self) {
+        if self.armed {
+            self.sender.ep.abandon(self.sender.handle, self.id);
+        }
     }
 }
 
@@ -470,43 +465,155 @@ async fn exchange(
     prepared: &Prepared,
     scheduled: Option<Instant>,
     phase: &Cell<Phase>,
-    mut capture: Option<&mut Captured>,
+    early: &Cell<bool>,
+    capture: Option<&mut Captured>,
 ) -> Result<Sample, Failed> {
     let started = Instant::now();
-    let mut stream = (sender.send_request(prepared.head.clone()).await)
-        .map_err(|e| stream_failure(e, ErrorKind::Write))?;
+    let (ep, handle) = (&sender.ep, sender.handle);
+    let keep = capture.is_some().then_some(crate::checks::CAPTURE_LIMIT);
+    let id = poll_fn(|cx| ep.poll_open(handle, keep, cx))
+        .await
+        .map_err(|c| closed_failure(c, ErrorKind::Write))?;
+    let mut open = Open {
+        sender,
+        id,
+        armed: true,
+    };
+    write_all(sender, id, &prepared.headers).await?;
     if !prepared.body.is_empty() {
         phase.set(Phase::SendingBody);
-        (stream.send_data(prepared.body.clone()).await)
-            .map_err(|e| stream_failure(e, ErrorKind::Write))?;
+        write_all(sender, id, &prepared.data_head()).await?;
+        write_all(sender, id, &prepared.body).await?;
     }
-    (stream.finish().await).map_err(|e| stream_failure(e, ErrorKind::Write))?;
+    ep.finish(handle, id);
     phase.set(Phase::Waiting);
-    let response =
-        (stream.recv_response().await).map_err(|e| stream_failure(e, ErrorKind::Read))?;
-    phase.set(Phase::Reading);
-    let first_byte = Instant::now();
-    let mut bytes_read = request::field_bytes(response.headers()) + 1;
-    if let Some(c) = capture.as_deref_mut() {
-        c.head(&response);
-    }
-    while let Some(chunk) =
-        (stream.recv_data().await).map_err(|e| stream_failure(e, ErrorKind::Read))?
-    {
-        bytes_read += chunk.remaining() as u64;
-        if let Some(c) = capture.as_deref_mut() {
-            c.push(chunk.chunk());
+    let head = Cell::new(false);
+    let answer = poll_fn(|cx| {
+        let polled = ep.poll_response(handle, id, &head, cx);
+        if head.get() {
+            phase.set(Phase::Reading);
         }
+        polled
+    })
+    .await;
+    // poll_response forgot the stream, however it ended.
+    open.armed = false;
+    let mut answer = answer.map_err(|c| closed_failure(c, ErrorKind::Read))?;
+    early.set(answer.early);
+    match answer.end {
+        StreamEnd::Answered => {}
+        end => return Err(end_failure(end, ErrorKind::Read)),
+    }
+    let ended = Instant::now();
+    if let (Some(c), Some(kept)) = (capture, answer.response.take_kept()) {
+        c.bytes = kept.bytes;
+        c.overflow = kept.overflow;
     }
     Ok(Sample {
         scheduled,
         started,
-        first_byte,
-        ended: Instant::now(),
-        status: response.status().as_u16(),
-        bytes_read,
+        first_byte: answer.first_byte.unwrap_or(ended),
+        ended,
+        status: answer.response.status(),
+        bytes_read: answer.response.bytes_read(),
         bytes_written: prepared.bytes_written,
     })
+}
+
+/// Writes all of `bytes` to the stream, waiting for credit as needed.
+async fn write_all(sender: &Sender, id: StreamId, bytes: &[u8]) -> Result<(), Failed> {
+    let mut at = 0;
+    while at < bytes.len() {
+        match poll_fn(|cx| sender.ep.write(sender.handle, id, &bytes[at..], cx)).await {
+            Ok(n) => at += n,
+            Err(WriteFailed::Ended(end)) => return Err(end_failure(end, ErrorKind::Write)),
+            Err(WriteFailed::Closed(c)) => return Err(closed_failure(c, ErrorKind::Write)),
+        }
+    }
+    Ok(())
+}
+
+/// A request stream that ended without a response, classified.
+fn end_failure(end: StreamEnd, kind: ErrorKind) -> Failed {
+    let failed = |kind, message: String, unprocessed| Failed {
+        kind,
+        message,
+        connection_over: false,
+        unprocessed,
+        early_rejected: false,
+    };
+    match end {
+        StreamEnd::Answered => failed(kind, "answered".into(), false),
+        StreamEnd::Reset(code) => failed(
+            kind,
+            format!("the server reset the stream ({})", describe_code(code)),
+            code == H3_REQUEST_REJECTED,
+        ),
+        StreamEnd::Stopped(code) => failed(
+            ErrorKind::Write,
+            format!(
+                "the server reset the stream (STOP_SENDING with {}) before the request was sent",
+                describe_code(code)
+            ),
+            code == H3_REQUEST_REJECTED,
+        ),
+        StreamEnd::Broken(e) => Failed {
+            connection_over: e.connection,
+            ..failed(ErrorKind::Protocol, format!("HTTP/3 response: {e}"), false)
+        },
+        StreamEnd::GoneAway => Failed {
+            connection_over: true,
+            ..failed(
+                kind,
+                "the server is closing the connection (HTTP/3 GOAWAY) and did not process the \
+                 request"
+                    .into(),
+                true,
+            )
+        },
+        StreamEnd::EarlyRejected => Failed::early_rejected(kind),
+    }
+}
+
+/// A request that found its connection over, classified.
+fn closed_failure(closed: Closed, kind: ErrorKind) -> Failed {
+    let over = |kind, message: String, unprocessed| Failed {
+        kind,
+        message,
+        connection_over: true,
+        unprocessed,
+        early_rejected: false,
+    };
+    match closed {
+        // A graceful close (H3_NO_ERROR, after a GOAWAY) with the request still open: a
+        // server closes so only once it answered all it processed (RFC 9114 §5.2).
+        Closed::Lost(ConnectionError::ApplicationClosed(c))
+            if c.error_code.into_inner() == H3_NO_ERROR =>
+        {
+            over(
+                kind,
+                "the server closed the connection (H3_NO_ERROR, after GOAWAY) without \
+                 answering: request not processed"
+                    .into(),
+                true,
+            )
+        }
+        Closed::Lost(e) => {
+            let (kind, message) = classify_connection(&e, "while requests were under way");
+            over(kind, message, false)
+        }
+        Closed::Broken(e) => over(
+            ErrorKind::Protocol,
+            format!("the server broke HTTP/3, so the client closed the connection: {e}"),
+            false,
+        ),
+        Closed::GoingAway => over(
+            kind,
+            "the server is closing the connection (HTTP/3 GOAWAY): request not sent".into(),
+            true,
+        ),
+        Closed::Gone => over(kind, "the connection was closed".into(), false),
+    }
 }
 
 /// A response kept for `--check` (issue 17): its head in HTTP/1.1's form (`HTTP/1.1 200`,
@@ -517,28 +624,6 @@ async fn exchange(
 pub(crate) struct Captured {
     pub bytes: Vec<u8>,
     pub overflow: bool,
-}
-
-impl Captured {
-    fn head(&mut self, response: &http::Response<()>) {
-        self.bytes.clear();
-        self.overflow = false;
-        let line = format!("HTTP/1.1 {} \r\n", response.status().as_u16());
-        self.push(line.as_bytes());
-        for (name, value) in response.headers() {
-            self.push(name.as_str().as_bytes());
-            self.push(b": ");
-            self.push(value.as_bytes());
-            self.push(b"\r\n");
-        }
-        self.push(b"\r\n");
-    }
-
-    fn push(&mut self, bytes: &[u8]) {
-        let room = crate::checks::CAPTURE_LIMIT.saturating_sub(self.bytes.len());
-        self.overflow |= bytes.len() > room;
-        (self.bytes).extend_from_slice(&bytes[..bytes.len().min(room)]);
-    }
 }
 
 /// Records a response, with its checks when the run has some (judged on `captured`, which
@@ -563,112 +648,11 @@ pub(crate) fn wants_capture<T: Transport>(shared: &Shared<T>) -> bool {
     shared.checks.as_ref().is_some_and(|c| c.capture)
 }
 
-/// H3_REQUEST_REJECTED (RFC 9114 §8.1): the server did not process the request.
-const H3_REQUEST_REJECTED: u64 = 0x10b;
-
-/// A stream's failure, classified: the connection's end (with its code) or the stream's.
-fn stream_failure(e: h3::error::StreamError, kind: ErrorKind) -> Failed {
-    use h3::error::StreamError;
-    match e {
-        // A graceful close (H3_NO_ERROR, after a GOAWAY) with the request still open: a
-        // server closes so only once it answered all it processed (RFC 9114 §5.2).
-        StreamError::ConnectionError { 0: c, .. } if c.is_h3_no_error() => Failed {
-            kind,
-            message: "the server closed the connection (H3_NO_ERROR, after GOAWAY) without \
-                      answering: request not processed"
-                .into(),
-            connection_over: true,
-            unprocessed: true,
-            early_rejected: false,
-        },
-        StreamError::ConnectionError { 0: c, .. } => {
-            let (kind, message) = classify_h3_connection(&c);
-            Failed {
-                kind,
-                message,
-                connection_over: true,
-                unprocessed: false,
-                early_rejected: false,
-            }
-        }
-        StreamError::RemoteClosing { .. } => Failed {
-            kind,
-            message: "the server is closing the connection (HTTP/3 GOAWAY): request not sent"
-                .into(),
-            connection_over: true,
-            unprocessed: true,
-            early_rejected: false,
-        },
-        StreamError::RemoteTerminate { code, .. } => Failed {
-            kind,
-            message: format!("the server reset the stream ({code})"),
-            connection_over: false,
-            unprocessed: code.value() == H3_REQUEST_REJECTED,
-            early_rejected: false,
-        },
-        other => Failed {
-            kind: ErrorKind::Protocol,
-            message: format!("HTTP/3 stream: {other}"),
-            connection_over: false,
-            unprocessed: false,
-            early_rejected: false,
-        },
-    }
-}
-
-fn classify_h3_connection(e: &h3::error::ConnectionError) -> (ErrorKind, String) {
-    use h3::error::ConnectionError;
-    use h3::quic::ConnectionErrorIncoming as Incoming;
-    match e {
-        ConnectionError::Timeout { .. } => (
-            ErrorKind::Timeout,
-            "the QUIC connection timed out (no packet from the server within its idle timeout)"
-                .into(),
-        ),
-        // h3-quinn passes QUIC's own ends (a stateless reset, a transport error) through
-        // untyped: quinn's error names them best.
-        ConnectionError::Remote {
-            0: Incoming::Undefined(inner),
-            ..
-        } if inner.downcast_ref::<quinn::ConnectionError>().is_some() => {
-            let quic = inner.downcast_ref::<quinn::ConnectionError>();
-            classify_connection(quic.unwrap(), "while requests were under way")
-        }
-        ConnectionError::Remote { 0: incoming, .. } => (
-            ErrorKind::Read,
-            format!("the HTTP/3 connection ended: {incoming}"),
-        ),
-        other => (
-            ErrorKind::Protocol,
-            format!("the HTTP/3 connection ended: {other}"),
-        ),
-    }
-}
-
-/// A failure while h3 opened its control streams: a QUIC end there (a stateless reset from a
-/// server that lost the connection's state right after the handshake, a close, a silent
-/// peer) is classified as it is once requests are under way; anything else is h3's own
-/// (`protocol`).
-fn classify_h3_setup(e: &h3::error::ConnectionError) -> (ErrorKind, String) {
-    use h3::error::ConnectionError;
-    use h3::quic::ConnectionErrorIncoming as Incoming;
-    match e {
-        ConnectionError::Remote {
-            0: Incoming::Undefined(inner),
-            ..
-        } => match inner.downcast_ref::<quinn::ConnectionError>() {
-            Some(quic) => classify_connection(quic, "while HTTP/3 was being set up"),
-            None => (ErrorKind::Protocol, format!("HTTP/3 setup: {e}")),
-        },
-        _ => (ErrorKind::Protocol, format!("HTTP/3 setup: {e}")),
-    }
-}
-
 /// A QUIC connection's end, classified: TLS alerts (a certificate not trusted, no `h3` with
 /// ALPN) are `tls`, a silent peer a `timeout`, a server's close or reset a `read` naming it.
-pub(crate) fn classify_connection(e: &quinn::ConnectionError, when: &str) -> (ErrorKind, String) {
-    use quinn::ConnectionError as E;
-    let crypto = |code: quinn::TransportErrorCode| {
+pub(crate) fn classify_connection(e: &ConnectionError, when: &str) -> (ErrorKind, String) {
+    use ConnectionError as E;
+    let crypto = |code: quinn_proto::TransportErrorCode| {
         let code = u64::from(code);
         (0x100..0x200).contains(&code)
     };
@@ -681,10 +665,18 @@ pub(crate) fn classify_connection(e: &quinn::ConnectionError, when: &str) -> (Er
         E::ConnectionClosed(c) if crypto(c.error_code) => {
             (ErrorKind::Tls, tls_message(&c.to_string()))
         }
-        E::ApplicationClosed(c) => (
-            ErrorKind::Read,
-            format!("the server closed the QUIC connection {when}: {c}"),
-        ),
+        E::ApplicationClosed(c) => {
+            let reason = String::from_utf8_lossy(&c.reason);
+            let code = describe_code(c.error_code.into_inner());
+            let reason = match reason.is_empty() {
+                true => String::new(),
+                false => format!(": {reason}"),
+            };
+            (
+                ErrorKind::Read,
+                format!("the server closed the QUIC connection {when} with {code}{reason}"),
+            )
+        }
         E::Reset => (
             ErrorKind::Read,
             format!("the server sent a stateless reset {when} (it lost the connection's state)"),
