@@ -649,12 +649,19 @@ fn resetting_server() -> (SocketAddr, Server) {
             .unwrap();
             let server = endpoint.local_addr().unwrap();
             tokio::spawn(async move {
-                // Accepts and holds connections (never answers: the reset ends them).
-                let mut held = Vec::new();
+                // Accepts and holds connections (never answers: the reset ends them). Each
+                // handshake in a task of its own: a client may coalesce its last Handshake
+                // packet with its first request (RFC 9000 §12.2), which the relay then sends
+                // to the other endpoint, so this endpoint's handshake never completes; awaited
+                // in this loop, it would keep every later connection waiting behind it.
+                let held: Arc<Mutex<Vec<quinn::Connection>>> = Arc::default();
                 while let Some(incoming) = endpoint.accept().await {
-                    if let Ok(c) = incoming.await {
-                        held.push(c);
-                    }
+                    let held = held.clone();
+                    tokio::spawn(async move {
+                        if let Ok(c) = incoming.await {
+                            held.lock().unwrap().push(c);
+                        }
+                    });
                 }
             });
             let up = tokio::net::UdpSocket::bind("127.0.0.1:0").await.unwrap();

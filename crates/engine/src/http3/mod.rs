@@ -561,16 +561,6 @@ fn end_failure(end: StreamEnd, kind: ErrorKind) -> Failed {
             connection_over: e.connection,
             ..failed(ErrorKind::Protocol, format!("HTTP/3 response: {e}"), false)
         },
-        StreamEnd::GoneAway => Failed {
-            connection_over: true,
-            ..failed(
-                kind,
-                "the server is closing the connection (HTTP/3 GOAWAY) and did not process the \
-                 request"
-                    .into(),
-                true,
-            )
-        },
         StreamEnd::EarlyRejected => Failed::early_rejected(kind),
     }
 }

@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 use bytes::BytesMut;
 use loadmark_metrics::EarlyData;
 use loadmark_wire::http3::control::{Told, UniStream, CLIENT_CONTROL};
-use loadmark_wire::http3::frame::{H3_CLOSED_CRITICAL_STREAM, H3_REQUEST_CANCELLED};
+use loadmark_wire::http3::frame::{H3_CLOSED_CRITICAL_STREAM, H3_NO_ERROR, H3_REQUEST_CANCELLED};
 use loadmark_wire::http3::response::Response;
 use loadmark_wire::http3::H3Error;
 use quinn_proto::{
@@ -45,8 +45,6 @@ pub(crate) enum StreamEnd {
     Stopped(u64),
     /// The response broke HTTP/3's rules.
     Broken(H3Error),
-    /// Not processed: the stream's id is at or past the server's GOAWAY.
-    GoneAway,
     /// Sent in 0-RTT data, which the server rejected.
     EarlyRejected,
 }
@@ -255,7 +253,7 @@ impl Endpoint {
         cx: &mut Context<'_>,
     ) -> Poll<Result<StreamId, Closed>> {
         let opened = self.with(handle, |c| {
-            if let Some(closed) = Closed::of(c) {
+            if let Some(closed) = Closed::for_new(c) {
                 return Poll::Ready(Err(closed));
             }
             let Some(id) = c.quic.streams().open(Dir::Bi) else {
@@ -301,6 +299,12 @@ impl Endpoint {
                         r.waker = Some(cx.waker().clone());
                     }
                     Poll::Pending
+                }
+                // The server needs no more of the request (H3_NO_ERROR, or quinn's 0 from a
+                // server that dropped its side after answering): the rest is not sent, and
+                // the response is awaited.
+                Err(WriteError::Stopped(code)) if matches!(code.into_inner(), 0 | H3_NO_ERROR) => {
+                    Poll::Ready(Ok(bytes.len()))
                 }
                 Err(WriteError::Stopped(code)) => Poll::Ready(Err(WriteFailed::Ended(
                     StreamEnd::Stopped(code.into_inner()),
@@ -379,12 +383,15 @@ impl Endpoint {
         &self,
         handle: ConnectionHandle,
     ) -> Option<(ConnectionStats, Option<Early>)> {
+        let now = Instant::now();
         let released = self.with(handle, |c| {
             let stats = c.quic.stats();
             c.released = true;
-            c.quic
-                .close(Instant::now(), VarInt::from_u32(0x100), "done".into());
+            c.quic.close(now, VarInt::from_u32(0x100), "done".into());
             c.wake_all();
+            // CONNECTION_CLOSE goes now, not on the driver's next turn: at the run's end the
+            // process may exit first, and the server would wait out its idle timeout.
+            send_all(&self.socket, &self.udp, c, now, &mut Vec::new());
             (stats, c.early)
         });
         self.touch(handle);
@@ -587,10 +594,13 @@ impl Closed {
         if let Some(e) = &c.lost {
             return Some(Closed::Lost(e.clone()));
         }
-        if c.released {
-            return Some(Closed::Gone);
-        }
-        c.goaway.is_some().then_some(Closed::GoingAway)
+        c.released.then_some(Closed::Gone)
+    }
+
+    /// [`Closed::of`] for a request not yet on a stream: after GOAWAY, none is sent (those
+    /// already sent below its id are still answered).
+    fn for_new(c: &Conn) -> Option<Closed> {
+        Closed::of(c).or(c.goaway.is_some().then_some(Closed::GoingAway))
     }
 }
 
@@ -673,16 +683,12 @@ fn handle_events(c: &mut Conn, now: Instant) {
                     w.wake();
                 }
             }
-            Event::Stream(StreamEvent::Stopped { id, error_code }) => {
-                if let Some(r) = c.requests.get_mut(&id).filter(|r| r.end.is_none()) {
-                    // STOP_SENDING: the server reads no more of the request. With its
-                    // response whole it is harmless (a server that answered early).
-                    if !r.response.has_head() {
-                        r.end = Some(StreamEnd::Stopped(error_code.into_inner()));
-                        if let Some(w) = r.waker.take() {
-                            w.wake();
-                        }
-                    }
+            Event::Stream(StreamEvent::Stopped { id, .. }) => {
+                // STOP_SENDING: the server reads no more of the request. The response may
+                // still come (RFC 9114 §4.1: a server may answer before reading it all), so
+                // only a writer still at work hears of it, from its next write.
+                if let Some(w) = c.requests.get_mut(&id).and_then(|r| r.waker.take()) {
+                    w.wake();
                 }
             }
             Event::Stream(StreamEvent::Available { dir: Dir::Bi }) => {
@@ -789,14 +795,13 @@ fn read_uni(c: &mut Conn, id: StreamId, now: Instant) {
     }
     for t in told {
         if let Told::Goaway(last) = t {
+            // No new request goes on this connection. Those already sent at or past the id
+            // were not processed (RFC 9114 §5.2): the server resets them or closes the
+            // connection, and they end so; one it answers anyway is an answer.
             c.goaway = Some(c.goaway.map_or(last, |g| g.min(last)));
-            // Streams from the GOAWAY's id on were not processed (RFC 9114 §5.2).
-            for (sid, r) in c.requests.iter_mut() {
-                if r.end.is_none() && u64::from(VarInt::from(*sid)) >= last {
-                    r.end = Some(StreamEnd::GoneAway);
-                }
+            for w in c.waiting.drain(..) {
+                w.wake();
             }
-            c.wake_all();
         }
     }
     if let Some(e) = failed {
