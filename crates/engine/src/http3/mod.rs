@@ -298,12 +298,6 @@ impl Live {
                 });
             }
         }
-        let outcome = ep
-            .with(handle, |c| c.early.and_then(|e| e.outcome))
-            .flatten();
-        if outcome == Some(EarlyData::Rejected) && !sender_connected(sender) {
-            return Err(Failed::early_rejected(ErrorKind::Write));
-        }
         let (ended, early) = exchange_until(sender, prepared, scheduled, limits, capture).await;
         if ended.is_ok() && early {
             self.requests_early.set(self.requests_early.get() + 1);
@@ -320,11 +314,6 @@ impl Live {
         };
         count.set(count.get() + 1);
     }
-}
-
-/// Whether the connection's handshake ended (a request sent now goes in 1-RTT data).
-fn sender_connected(sender: &Sender) -> bool {
-    sender.ep.with(sender.handle, |c| c.connected) == Some(true)
 }
 
 impl Drop for Live {
@@ -602,6 +591,7 @@ fn closed_failure(closed: Closed, kind: ErrorKind) -> Failed {
             "the server is closing the connection (HTTP/3 GOAWAY): request not sent".into(),
             true,
         ),
+        Closed::EarlyRejected => Failed::early_rejected(kind),
         Closed::Gone => over(kind, "the connection was closed".into(), false),
     }
 }

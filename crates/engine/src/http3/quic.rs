@@ -582,6 +582,8 @@ pub(crate) enum Closed {
     Broken(H3Error),
     /// GOAWAY came: new requests are not sent.
     GoingAway,
+    /// The server rejected the connection's 0-RTT data: its requests go on another.
+    EarlyRejected,
     /// Released or removed (the slot is done with it).
     Gone,
 }
@@ -600,7 +602,12 @@ impl Closed {
     /// [`Closed::of`] for a request not yet on a stream: after GOAWAY, none is sent (those
     /// already sent below its id are still answered).
     fn for_new(c: &Conn) -> Option<Closed> {
-        Closed::of(c).or(c.goaway.is_some().then_some(Closed::GoingAway))
+        let rejected = c
+            .early
+            .is_some_and(|e| e.outcome == Some(EarlyData::Rejected));
+        (Closed::of(c))
+            .or(rejected.then_some(Closed::EarlyRejected))
+            .or(c.goaway.is_some().then_some(Closed::GoingAway))
     }
 }
 
@@ -638,7 +645,9 @@ fn handle_events(c: &mut Conn, now: Instant) {
                         EarlyData::Rejected
                     });
                     if !accepted {
-                        // quinn-proto forgot the streams written in the early data.
+                        // quinn-proto forgot the streams written in the early data, and hands
+                        // their ids out again: no new request goes on this connection
+                        // ([`Closed::for_new`]), so an id is never two requests' at once.
                         for r in c
                             .requests
                             .values_mut()
