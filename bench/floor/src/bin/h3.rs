@@ -1,5 +1,8 @@
-//! `loadmark-floor-h3 ADDR PATH REQUESTS CONNECTIONS STREAMS`: the least an HTTP/3 client can
-//! do per request (issue 37), to say how far below quinn + h3 a client on this machine can go.
+//! `loadmark-floor-h3 ADDR PATH REQUESTS CONNECTIONS STREAMS [PAUSE_US]`: the least an HTTP/3
+//! client can do per request (issue 37), to say how far below quinn + h3 a client on this
+//! machine can go. With PAUSE_US, the loop sleeps that long after each turn before it polls,
+//! so that one turn handles the datagrams of the pause (what loadmark's driver does with its
+//! pause between reads): the figure for a client that does not wake for every datagram.
 //!
 //! One thread, no async runtime: quinn-proto's state machines (the same QUIC as quinn, without
 //! its endpoint and connection tasks, their locks and wake-ups) driven by one loop that
@@ -201,8 +204,8 @@ fn read(conn: &mut Conn, id: StreamId, c: &mut Counts) {
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    if args.len() != 6 {
-        eprintln!("usage: loadmark-floor-h3 ADDR PATH REQUESTS CONNECTIONS STREAMS");
+    if args.len() != 6 && args.len() != 7 {
+        eprintln!("usage: loadmark-floor-h3 ADDR PATH REQUESTS CONNECTIONS STREAMS [PAUSE_US]");
         std::process::exit(2);
     }
     let addr: SocketAddr = args[1].parse().expect("ADDR: ip:port");
@@ -210,6 +213,7 @@ fn main() {
     let requests: u64 = args[3].parse().expect("REQUESTS: a count");
     let connections: usize = args[4].parse().expect("CONNECTIONS: a count");
     let streams: usize = args[5].parse().expect("STREAMS: a count");
+    let pause: u64 = args.get(6).map_or(0, |p| p.parse().expect("PAUSE_US: microseconds"));
 
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let mut tls = rustls::ClientConfig::builder_with_provider(provider.clone())
@@ -278,6 +282,9 @@ fn main() {
         let wait_ms = due.map_or(1000, |d| {
             d.saturating_duration_since(Instant::now()).as_millis() as i32 + 1
         });
+        if pause > 0 {
+            std::thread::sleep(std::time::Duration::from_micros(pause));
+        }
         let mut pfd = libc::pollfd { fd: sock.as_raw_fd(), events: libc::POLLIN, revents: 0 };
         // SAFETY: one valid pollfd, for the duration of the call.
         let ready = unsafe { libc::poll(&mut pfd, 1, wait_ms) };

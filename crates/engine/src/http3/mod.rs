@@ -27,9 +27,11 @@
 //! datagrams and bytes, packets lost).
 
 pub(crate) mod closed;
+mod conn;
 pub(crate) mod open;
 mod quic;
 pub(crate) mod request;
+mod socket;
 
 use std::cell::Cell;
 use std::future::poll_fn;
@@ -45,7 +47,7 @@ use quinn_proto::{ConnectionError, ConnectionHandle, StreamId};
 
 use crate::connection::Shared;
 use crate::transport::Transport;
-use quic::{Closed, StreamEnd, WriteFailed};
+use conn::{Closed, StreamEnd, WriteFailed};
 pub(crate) use request::Prepared;
 
 /// What every worker's HTTP/3 connections share for a run: where to connect and how, and
@@ -493,7 +495,9 @@ async fn exchange(
         StreamEnd::Answered => {}
         end => return Err(end_failure(end, ErrorKind::Read)),
     }
-    let ended = Instant::now();
+    // The arrival of the datagram that ended the response, not the moment it was read: the
+    // driver may have left it in the socket for its next turn.
+    let ended = answer.ended.unwrap_or_else(Instant::now).max(started);
     if let (Some(c), Some(kept)) = (capture, answer.response.take_kept()) {
         c.bytes = kept.bytes;
         c.overflow = kept.overflow;
@@ -501,7 +505,7 @@ async fn exchange(
     Ok(Sample {
         scheduled,
         started,
-        first_byte: answer.first_byte.unwrap_or(ended),
+        first_byte: answer.first_byte.map_or(ended, |t| t.clamp(started, ended)),
         ended,
         status: answer.response.status(),
         bytes_read: answer.response.bytes_read(),

@@ -1,7 +1,8 @@
 //! The worker's QUIC endpoint: one UDP socket and quinn-proto's state machines, driven by one
-//! task of the worker's event loop that reads every datagram the kernel has, hands each to
-//! its connection, wakes the requests whose streams moved, and sends what the connections
-//! queued. Requests write their streams in place (no task of their own, no lock) and wake
+//! task of the worker's event loop that reads every datagram the kernel has (when
+//! `socket::Reads` says: as they come, or after a pause), hands each to its connection
+//! (`conn.rs` handles what follows), wakes the requests whose streams moved, and sends what
+//! the connections queued. Requests write their streams in place (no task of their own, no lock) and wake
 //! the driver once to send; the driver's next turn sends for every request written since,
 //! so the requests answered by one datagram go out together.
 //!
@@ -15,7 +16,6 @@
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::future::Future;
-use std::io::IoSliceMut;
 use std::net::{SocketAddr, UdpSocket};
 use std::rc::Rc;
 use std::sync::Arc;
@@ -23,116 +23,15 @@ use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
 use bytes::BytesMut;
-use loadmark_metrics::EarlyData;
-use loadmark_wire::http3::control::{Told, UniStream, CLIENT_CONTROL};
-use loadmark_wire::http3::frame::{H3_CLOSED_CRITICAL_STREAM, H3_NO_ERROR, H3_REQUEST_CANCELLED};
+use loadmark_wire::http3::frame::{H3_NO_ERROR, H3_REQUEST_CANCELLED};
 use loadmark_wire::http3::response::Response;
-use loadmark_wire::http3::H3Error;
 use quinn_proto::{
-    ClientConfig, ConnectionError, ConnectionHandle, ConnectionStats, DatagramEvent, Dir,
-    EndpointConfig, Event, ReadError, StreamEvent, StreamId, VarInt, WriteError,
+    ClientConfig, ConnectionHandle, ConnectionStats, DatagramEvent, Dir, EndpointConfig, StreamId,
+    VarInt, WriteError,
 };
-use tokio::io::unix::AsyncFd;
 
-/// How a request stream ended, as the driver saw it.
-#[derive(Debug, Clone)]
-pub(crate) enum StreamEnd {
-    /// The response came whole.
-    Answered,
-    /// The server reset the stream (RESET_STREAM) with this code.
-    Reset(u64),
-    /// The server stopped reading the request (STOP_SENDING) before it was sent whole.
-    Stopped(u64),
-    /// The response broke HTTP/3's rules.
-    Broken(H3Error),
-    /// Sent in 0-RTT data, which the server rejected.
-    EarlyRejected,
-}
-
-/// One request stream's state, shared by its request and the driver.
-struct Request {
-    response: Response,
-    first_byte: Option<Instant>,
-    end: Option<StreamEnd>,
-    /// The request's task, woken when the stream moves (readable, writable, ended).
-    waker: Option<Waker>,
-    /// Opened before the handshake ended (0-RTT).
-    early: bool,
-}
-
-/// The handshake of a connection that went 0-RTT: when it ended and what the server did
-/// with the early data.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Early {
-    pub started: Instant,
-    pub ended_after: Option<Duration>,
-    pub outcome: Option<EarlyData>,
-}
-
-/// One connection's state.
-pub(crate) struct Conn {
-    pub quic: quinn_proto::Connection,
-    pub connected: bool,
-    pub lost: Option<ConnectionError>,
-    /// An HTTP/3 rule the server broke on a stream that matters to the whole connection
-    /// (its control stream, a frame only the control stream may carry): the client closed
-    /// the connection with its code.
-    pub broken: Option<H3Error>,
-    /// The server's GOAWAY: streams from this id on were not processed.
-    pub goaway: Option<u64>,
-    pub early: Option<Early>,
-    /// The client is done with it (closed, waiting to drain).
-    released: bool,
-    uni: HashMap<StreamId, UniStream>,
-    requests: HashMap<StreamId, Request>,
-    /// Tasks waiting for the handshake or for stream credit.
-    waiting: Vec<Waker>,
-    /// When quinn-proto wants `handle_timeout` next.
-    timer: Option<Instant>,
-}
-
-impl Conn {
-    fn new(quic: quinn_proto::Connection, early: Option<Instant>) -> Self {
-        Conn {
-            quic,
-            connected: false,
-            lost: None,
-            broken: None,
-            goaway: None,
-            early: early.map(|started| Early {
-                started,
-                ended_after: None,
-                outcome: None,
-            }),
-            released: false,
-            uni: HashMap::new(),
-            requests: HashMap::new(),
-            waiting: Vec::new(),
-            timer: None,
-        }
-    }
-
-    fn wake_all(&mut self) {
-        for w in self.waiting.drain(..) {
-            w.wake();
-        }
-        for r in self.requests.values_mut() {
-            if let Some(w) = r.waker.take() {
-                w.wake();
-            }
-        }
-    }
-
-    /// Closes the connection for an HTTP/3 rule the server broke.
-    fn break_with(&mut self, e: H3Error, now: Instant) {
-        if self.broken.is_none() && self.lost.is_none() {
-            let code = VarInt::from_u64(e.code).unwrap_or(VarInt::from_u32(0x101));
-            self.quic.close(now, code, e.what.clone().into());
-            self.broken = Some(e);
-        }
-        self.wake_all();
-    }
-}
+use super::conn::{handle_events, Answer, Closed, Conn, Early, Request, StreamEnd, WriteFailed};
+use super::socket::{self, Reads};
 
 /// The endpoint and its connections, behind one `RefCell`: the driver and the requests take
 /// turns on the worker's one thread, never holding it across an await.
@@ -146,7 +45,8 @@ struct Inner {
 /// The worker's QUIC endpoint.
 pub(crate) struct Endpoint {
     inner: RefCell<Inner>,
-    socket: AsyncFd<UdpSocket>,
+    /// Not on the event loop itself: [`Reads`] waits for it.
+    socket: UdpSocket,
     udp: quinn_udp::UdpSocketState,
     /// The driver's waker: a request that wrote wakes it to send.
     driver: RefCell<Option<Waker>>,
@@ -169,13 +69,13 @@ impl Endpoint {
             let socket = UdpSocket::bind(local)?;
             socket.set_nonblocking(true)?;
             let udp = quinn_udp::UdpSocketState::new((&socket).into())?;
+            // Without the kernel's times, a response is dated when the driver reads it.
+            let _ = socket::date_arrivals(&socket);
             Ok((socket, udp))
         };
         let (socket, udp) =
             bind().map_err(|e| format!("cannot bind a UDP socket for QUIC on {local}: {e}"))?;
-        // SAFETY: the AsyncFd owns the socket, so its descriptor stays open (and is this
-        // socket's) for as long as it is registered.
-        let socket = unsafe { AsyncFd::register(socket) }
+        let reads = Reads::new(&socket)
             .map_err(|e| format!("cannot register the QUIC socket with the event loop: {e}"))?;
         let endpoint =
             quinn_proto::Endpoint::new(Arc::new(EndpointConfig::default()), None, true, None);
@@ -192,7 +92,7 @@ impl Endpoint {
         });
         let weak = Rc::downgrade(&ep);
         ep.task.set(Some(tokio::task::spawn_local(async move {
-            let mut turn = Turn::default();
+            let mut turn = Turn::new(reads);
             std::future::poll_fn(|cx| match weak.upgrade() {
                 Some(ep) => ep.poll_drive(cx, &mut turn),
                 None => Poll::Ready(()),
@@ -265,7 +165,9 @@ impl Endpoint {
                 id,
                 Request {
                     response: Response::new(keep),
+                    opened: Instant::now(),
                     first_byte: None,
+                    ended: None,
                     end: None,
                     waker: None,
                     early,
@@ -347,6 +249,7 @@ impl Endpoint {
                 return Poll::Ready(Ok(Answer {
                     end,
                     first_byte: r.first_byte,
+                    ended: r.ended,
                     response: r.response,
                     early: r.early,
                 }));
@@ -441,7 +344,7 @@ impl Endpoint {
                         again = true;
                     }
                 }
-                handle_events(c, now);
+                handle_events(c, now, now);
                 send_all(&self.socket, &self.udp, c, now, &mut turn.tx);
                 if !again {
                     break;
@@ -484,37 +387,20 @@ impl Endpoint {
     }
 
     /// Reads what the socket holds (a few batches at most) and hands each datagram to its
-    /// connection.
+    /// connection, when [`Reads`] says it is time; then pauses the reads for a sixteenth of
+    /// the requests' round trip (see [`super::socket`]).
     fn receive(&self, cx: &mut Context<'_>, turn: &mut Turn, now: Instant) {
+        if turn.reads.poll_due(cx, now).is_pending() {
+            return;
+        }
+        let mut read = 0;
+        let mut capped = true;
         for _ in 0..READS_PER_TURN {
-            let Poll::Ready(Ok(mut ready)) = self.socket.poll_read_ready(cx) else {
-                return;
-            };
-            let mut iov: [IoSliceMut; quinn_udp::BATCH_SIZE] =
-                std::array::from_fn(|_| IoSliceMut::new(&mut []));
-            for (slot, buf) in iov.iter_mut().zip(turn.rx.iter_mut()) {
-                *slot = IoSliceMut::new(buf);
-            }
-            let count = match self
-                .udp
-                .recv(ready.get_inner().into(), &mut iov, &mut turn.meta)
-            {
-                Ok(count) => count,
-                Err(e) => {
-                    if e.kind() == std::io::ErrorKind::WouldBlock {
-                        ready.clear_ready();
-                    }
-                    // Polled again, so that the next datagram wakes the driver (another
-                    // error, an ICMP unreachable, shows as the connection's timeout).
-                    continue;
-                }
-            };
-            // Fewer messages than the batch had room for: the socket is empty. Its readiness
-            // is cleared here rather than by one more read that would find nothing (tokio
-            // keeps it if a datagram came in since).
-            if count < quinn_udp::BATCH_SIZE {
-                ready.clear_ready();
-            }
+            // An error is nothing there (WouldBlock), or one the connection's timeout shows
+            // (an ICMP unreachable).
+            let count =
+                socket::read_batch(&self.socket, &mut turn.rx, &mut turn.meta).unwrap_or_default();
+            read += count;
             let mut inner = self.inner.borrow_mut();
             let Inner {
                 endpoint,
@@ -522,13 +408,18 @@ impl Endpoint {
                 dirty,
             } = &mut *inner;
             for (m, buf) in turn.meta.iter().zip(turn.rx.iter()).take(count) {
+                // Dated by its arrival, as TCP's reads are (crate::arrival): neither the pause
+                // nor the driver's wake-up counts in a latency.
+                let arrived = m.arrived.unwrap_or(now).min(now);
                 for datagram in buf[..m.len].chunks(m.stride.max(1)) {
                     turn.tx.clear();
                     let data = BytesMut::from(datagram);
-                    match endpoint.handle(now, m.addr, m.dst_ip, None, data, &mut turn.tx) {
+                    match endpoint.handle(now, m.from, None, None, data, &mut turn.tx) {
                         Some(DatagramEvent::ConnectionEvent(h, event)) => {
                             if let Some(c) = conns.get_mut(&h) {
                                 c.quic.handle_event(event);
+                                // Now, while it is known which datagram answered what.
+                                handle_events(c, now, arrived);
                                 dirty.push(h);
                             }
                         }
@@ -540,9 +431,32 @@ impl Endpoint {
                     }
                 }
             }
+            // Fewer messages than the batch had room for: the socket is empty.
+            if count < socket::BATCH {
+                capped = false;
+                break;
+            }
         }
-        // Read a full set of batches: the rest waits for the next turn, which comes at once.
-        cx.waker().wake_by_ref();
+        let pause = if read > 0 {
+            self.pause_length()
+        } else {
+            Duration::ZERO
+        };
+        turn.reads.after(cx, now, read, capped, pause);
+    }
+
+    /// How long the reads pause after one: a sixteenth of the shortest round trip of the
+    /// connections with requests in flight, so that a response waits on average a
+    /// thirty-second of its round trip before the request after it goes (and, in a closed
+    /// loop, the server sees about 3% fewer requests in flight at most; none fewer when it
+    /// is the bottleneck and they wait in its queue anyway).
+    fn pause_length(&self) -> Duration {
+        let inner = self.inner.borrow();
+        let round_trip = (inner.conns.values())
+            .filter(|c| !c.requests.is_empty())
+            .filter_map(|c| c.round_trip)
+            .min();
+        round_trip.map_or(Duration::ZERO, |rt| (rt / 16).min(Reads::MAX_PAUSE))
     }
 }
 
@@ -554,273 +468,35 @@ impl Drop for Endpoint {
     }
 }
 
-/// The driver's buffers and timer, kept across turns.
+/// The driver's buffers, timer and reads, kept across turns.
 struct Turn {
     rx: Vec<Vec<u8>>,
-    meta: Vec<quinn_udp::RecvMeta>,
+    meta: [socket::Received; socket::BATCH],
     tx: Vec<u8>,
     timer: Option<std::pin::Pin<Box<tokio::time::Sleep>>>,
+    reads: Reads,
 }
 
-impl Default for Turn {
-    fn default() -> Self {
+impl Turn {
+    fn new(reads: Reads) -> Self {
         Turn {
-            rx: (0..quinn_udp::BATCH_SIZE)
-                .map(|_| vec![0; 64 << 10])
-                .collect(),
-            meta: vec![quinn_udp::RecvMeta::default(); quinn_udp::BATCH_SIZE],
+            rx: (0..socket::BATCH).map(|_| vec![0; 64 << 10]).collect(),
+            meta: [socket::Received {
+                from: ([0, 0, 0, 0], 0).into(),
+                len: 0,
+                stride: 0,
+                arrived: None,
+            }; socket::BATCH],
             tx: Vec::with_capacity(64 * 1500),
             timer: None,
+            reads,
         }
-    }
-}
-
-/// Why a connection carries no more requests.
-#[derive(Debug, Clone)]
-pub(crate) enum Closed {
-    Lost(ConnectionError),
-    Broken(H3Error),
-    /// GOAWAY came: new requests are not sent.
-    GoingAway,
-    /// The server rejected the connection's 0-RTT data: its requests go on another.
-    EarlyRejected,
-    /// Released or removed (the slot is done with it).
-    Gone,
-}
-
-impl Closed {
-    pub(crate) fn of(c: &Conn) -> Option<Closed> {
-        if let Some(e) = &c.broken {
-            return Some(Closed::Broken(e.clone()));
-        }
-        if let Some(e) = &c.lost {
-            return Some(Closed::Lost(e.clone()));
-        }
-        c.released.then_some(Closed::Gone)
-    }
-
-    /// [`Closed::of`] for a request not yet on a stream: after GOAWAY, none is sent (those
-    /// already sent below its id are still answered).
-    fn for_new(c: &Conn) -> Option<Closed> {
-        let rejected = c
-            .early
-            .is_some_and(|e| e.outcome == Some(EarlyData::Rejected));
-        (Closed::of(c))
-            .or(rejected.then_some(Closed::EarlyRejected))
-            .or(c.goaway.is_some().then_some(Closed::GoingAway))
-    }
-}
-
-/// Why a write failed: the stream ended, or the connection did.
-#[derive(Debug)]
-pub(crate) enum WriteFailed {
-    Ended(StreamEnd),
-    Closed(Closed),
-}
-
-/// A request stream's end, with its response.
-pub(crate) struct Answer {
-    pub end: StreamEnd,
-    pub first_byte: Option<Instant>,
-    pub response: Response,
-    /// Sent before the handshake ended (0-RTT).
-    pub early: bool,
-}
-
-/// What a connection's events do to its requests and streams.
-fn handle_events(c: &mut Conn, now: Instant) {
-    while let Some(event) = c.quic.poll() {
-        match event {
-            Event::Connected => {
-                c.connected = true;
-                if let Ok(id) = c.quic.streams().open(Dir::Uni).ok_or(()) {
-                    let _ = c.quic.send_stream(id).write(&CLIENT_CONTROL);
-                }
-                if let Some(early) = c.early.as_mut() {
-                    early.ended_after = Some(now.duration_since(early.started));
-                    let accepted = c.quic.accepted_0rtt();
-                    early.outcome = Some(if accepted {
-                        EarlyData::Accepted
-                    } else {
-                        EarlyData::Rejected
-                    });
-                    if !accepted {
-                        // quinn-proto forgot the streams written in the early data, and hands
-                        // their ids out again: no new request goes on this connection
-                        // ([`Closed::for_new`]), so an id is never two requests' at once.
-                        for r in c
-                            .requests
-                            .values_mut()
-                            .filter(|r| r.early && r.end.is_none())
-                        {
-                            r.end = Some(StreamEnd::EarlyRejected);
-                        }
-                    }
-                }
-                c.wake_all();
-            }
-            Event::ConnectionLost { reason } => {
-                if let Some(early) = c.early.as_mut().filter(|e| e.outcome.is_none()) {
-                    early.outcome = Some(EarlyData::Unknown);
-                }
-                c.lost = Some(reason);
-                c.wake_all();
-            }
-            Event::Stream(StreamEvent::Opened { dir: Dir::Uni }) => {
-                while let Some(id) = c.quic.streams().accept(Dir::Uni) {
-                    c.uni.insert(id, UniStream::default());
-                    read_uni(c, id, now);
-                }
-            }
-            Event::Stream(StreamEvent::Opened { dir: Dir::Bi }) => {
-                // A server may not open request streams (RFC 9114 §6.1).
-                while let Some(id) = c.quic.streams().accept(Dir::Bi) {
-                    let code = VarInt::from_u32(0x103); // H3_STREAM_CREATION_ERROR
-                    let _ = c.quic.recv_stream(id).stop(code);
-                    let _ = c.quic.send_stream(id).reset(code);
-                }
-            }
-            Event::Stream(StreamEvent::Readable { id }) => {
-                if id.dir() == Dir::Uni {
-                    read_uni(c, id, now);
-                } else {
-                    read_request(c, id, now);
-                }
-            }
-            Event::Stream(StreamEvent::Writable { id }) => {
-                if let Some(w) = c.requests.get_mut(&id).and_then(|r| r.waker.take()) {
-                    w.wake();
-                }
-            }
-            Event::Stream(StreamEvent::Stopped { id, .. }) => {
-                // STOP_SENDING: the server reads no more of the request. The response may
-                // still come (RFC 9114 §4.1: a server may answer before reading it all), so
-                // only a writer still at work hears of it, from its next write.
-                if let Some(w) = c.requests.get_mut(&id).and_then(|r| r.waker.take()) {
-                    w.wake();
-                }
-            }
-            Event::Stream(StreamEvent::Available { dir: Dir::Bi }) => {
-                for w in c.waiting.drain(..) {
-                    w.wake();
-                }
-            }
-            _ => {}
-        }
-    }
-}
-
-/// Reads a response stream into its parser.
-fn read_request(c: &mut Conn, id: StreamId, now: Instant) {
-    let mut stream = c.quic.recv_stream(id);
-    let Ok(mut chunks) = stream.read(true) else {
-        return;
-    };
-    let mut ended = None;
-    let mut broken = None;
-    let r = c.requests.get_mut(&id);
-    let mut r = r.filter(|r| r.end.is_none());
-    loop {
-        match chunks.next(usize::MAX) {
-            Ok(Some(chunk)) => {
-                let Some(r) = r.as_deref_mut() else { continue };
-                match r.response.feed(&chunk.bytes) {
-                    Ok(true) => r.first_byte = Some(now),
-                    Ok(false) => {}
-                    Err(e) => {
-                        if e.connection {
-                            broken = Some(e.clone());
-                        }
-                        ended = Some(StreamEnd::Broken(e));
-                        break;
-                    }
-                }
-            }
-            Ok(None) => {
-                if let Some(r) = r.as_deref() {
-                    ended = Some(match r.response.finish() {
-                        Ok(()) => StreamEnd::Answered,
-                        Err(e) => StreamEnd::Broken(e),
-                    });
-                }
-                break;
-            }
-            Err(ReadError::Reset(code)) => {
-                ended = Some(StreamEnd::Reset(code.into_inner()));
-                break;
-            }
-            Err(ReadError::Blocked) => break,
-        }
-    }
-    let _ = chunks.finalize();
-    if let (Some(end), Some(r)) = (ended, c.requests.get_mut(&id)) {
-        if r.end.is_none() {
-            r.end = Some(end);
-        }
-        if let Some(w) = r.waker.take() {
-            w.wake();
-        }
-    }
-    if let Some(e) = broken {
-        c.break_with(e, now);
-    }
-}
-
-/// Reads one of the server's unidirectional streams: its control stream's SETTINGS and
-/// GOAWAY; QPACK's streams and unknown ones read and dropped.
-fn read_uni(c: &mut Conn, id: StreamId, now: Instant) {
-    let mut told = Vec::new();
-    let mut failed = None;
-    let mut stream = c.quic.recv_stream(id);
-    let Ok(mut chunks) = stream.read(true) else {
-        return;
-    };
-    let Some(uni) = c.uni.get_mut(&id) else {
-        let _ = chunks.finalize();
-        return;
-    };
-    let mut finished = false;
-    loop {
-        match chunks.next(usize::MAX) {
-            Ok(Some(chunk)) => {
-                if let Err(e) = uni.feed(&chunk.bytes, &mut told) {
-                    failed = Some(e);
-                    break;
-                }
-            }
-            Ok(None) | Err(ReadError::Reset(_)) => {
-                finished = true;
-                break;
-            }
-            Err(ReadError::Blocked) => break,
-        }
-    }
-    let _ = chunks.finalize();
-    if finished && uni.is_control() && failed.is_none() {
-        failed = Some(H3Error::connection(
-            H3_CLOSED_CRITICAL_STREAM,
-            "the server closed its control stream",
-        ));
-    }
-    for t in told {
-        if let Told::Goaway(last) = t {
-            // No new request goes on this connection. Those already sent at or past the id
-            // were not processed (RFC 9114 §5.2): the server resets them or closes the
-            // connection, and they end so; one it answers anyway is an answer.
-            c.goaway = Some(c.goaway.map_or(last, |g| g.min(last)));
-            for w in c.waiting.drain(..) {
-                w.wake();
-            }
-        }
-    }
-    if let Some(e) = failed {
-        c.break_with(e, now);
     }
 }
 
 /// Sends everything the connection queued.
 fn send_all(
-    socket: &AsyncFd<UdpSocket>,
+    socket: &UdpSocket,
     udp: &quinn_udp::UdpSocketState,
     c: &mut Conn,
     now: Instant,
@@ -837,7 +513,7 @@ fn send_all(
 }
 
 fn send(
-    socket: &AsyncFd<UdpSocket>,
+    socket: &UdpSocket,
     udp: &quinn_udp::UdpSocketState,
     t: &quinn_proto::Transmit,
     buf: &[u8],
@@ -851,5 +527,5 @@ fn send(
     };
     // A full socket buffer drops the datagram, as a congested link would; QUIC's loss
     // recovery sends its frames again.
-    let _ = udp.send(socket.get_ref().into(), &transmit);
+    let _ = udp.send(socket.into(), &transmit);
 }
