@@ -2,9 +2,9 @@
 //! task of the worker's event loop that reads every datagram the kernel has (when
 //! `socket::Reads` says: as they come, or after a pause), hands each to its connection
 //! (`conn.rs` handles what follows), wakes the requests whose streams moved, and sends what
-//! the connections queued. Requests write their streams in place (no task of their own, no lock) and wake
-//! the driver once to send; the driver's next turn sends for every request written since,
-//! so the requests answered by one datagram go out together.
+//! the connections queued. Requests write their streams in place (no task of their own, no
+//! lock) and wake the driver once to send; the driver's next turn sends for every request
+//! written since, so the requests answered by one datagram go out together.
 //!
 //! quinn (the async crate) drove the same state machines from an endpoint task and a task
 //! per connection, with a lock and a wake-up per stream operation; that layer, with h3's
