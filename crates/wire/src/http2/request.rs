@@ -3,10 +3,9 @@
 //! forbids (RFC 9113 §8.2.2) are left out.
 
 use bytes::Bytes;
-use http::header::{HeaderName, HeaderValue};
-use http::Method;
 
 use super::hpack::encode_field;
+use crate::http1::read_head;
 
 /// One request, ready to be sent any number of times: its header block is encoded once
 /// (the client's HPACK never uses the dynamic table, so the same bytes serve every stream).
@@ -16,72 +15,33 @@ pub struct Prepared {
     pub body: Bytes,
 }
 
-/// Headers that mean something only to one HTTP/1.1 connection; h2 refuses to send them
-/// (HTTP/3 drops them too, and `te` as well).
-pub fn connection_specific(name: &str) -> bool {
-    [
-        "connection",
-        "keep-alive",
-        "proxy-connection",
-        "transfer-encoding",
-        "upgrade",
-        "host",
-    ]
-    .iter()
-    .any(|n| name.eq_ignore_ascii_case(n))
-}
-
 /// Parses `bytes` (as encoded by [`crate::http1::encode_request`] or a template) into a
 /// request for `scheme` ("http" or "https").
 pub fn prepare(bytes: &[u8], scheme: &str) -> Result<Prepared, String> {
-    let mut headers = [httparse::EMPTY_HEADER; 128];
-    let mut parsed = httparse::Request::new(&mut headers);
-    let head_len = match parsed.parse(bytes) {
-        Ok(httparse::Status::Complete(n)) => n,
-        Ok(httparse::Status::Partial) => return Err("incomplete request head".into()),
-        Err(e) => return Err(format!("request head: {e}")),
-    };
-    let method = parsed.method.unwrap_or("GET");
-    Method::from_bytes(method.as_bytes()).map_err(|e| format!("method: {e}"))?;
-    let authority = parsed
-        .headers
-        .iter()
-        .find(|h| h.name.eq_ignore_ascii_case("host"))
-        .map(|h| h.value)
-        .ok_or("no Host header")?;
-    let path = parsed.path.unwrap_or("/");
-    // The same checks `http::Uri` makes of an authority and a path.
-    format!("{scheme}://{}{path}", String::from_utf8_lossy(authority))
-        .parse::<http::Uri>()
-        .map_err(|e| format!("URL: {e}"))?;
+    let head = read_head(bytes, scheme)?;
     // gRPC requests carry no content-length: a call's length is its messages, and a paced
     // stream sends more than the one round its body holds (h2 servers reset a stream whose
     // DATA exceeds its content-length).
-    let grpc = parsed.headers.iter().any(|h| {
-        h.name.eq_ignore_ascii_case("content-type") && crate::grpc::is_grpc_content_type(h.value)
+    let grpc = (head.fields.iter()).any(|(name, value)| {
+        name == http::header::CONTENT_TYPE && crate::grpc::is_grpc_content_type(value)
     });
-    let mut block = Vec::with_capacity(64 + head_len);
-    encode_field(b":method", method.as_bytes(), &mut block);
+    let mut block = Vec::with_capacity(64 + bytes.len() - head.body.len());
+    encode_field(b":method", head.method.as_bytes(), &mut block);
     encode_field(b":scheme", scheme.as_bytes(), &mut block);
-    encode_field(b":authority", authority, &mut block);
-    encode_field(b":path", path.as_bytes(), &mut block);
-    for h in parsed.headers.iter() {
-        if connection_specific(h.name)
-            || (h.name.eq_ignore_ascii_case("te") && !h.value.eq_ignore_ascii_case(b"trailers"))
-            || (grpc && h.name.eq_ignore_ascii_case("content-length"))
+    encode_field(b":authority", head.authority, &mut block);
+    encode_field(b":path", head.path.as_bytes(), &mut block);
+    for (name, value) in &head.fields {
+        // `te` is allowed only as `trailers` (RFC 9113 §8.2.2).
+        if (name == http::header::TE && !value.eq_ignore_ascii_case(b"trailers"))
+            || (grpc && name == http::header::CONTENT_LENGTH)
         {
             continue;
         }
-        // HTTP/2 field names are lowercase (RFC 9113 §8.2.1); `HeaderName` lowercases and
-        // refuses what no field name may hold.
-        let name = HeaderName::from_bytes(h.name.as_bytes())
-            .map_err(|e| format!("header {:?}: {e}", h.name))?;
-        HeaderValue::from_bytes(h.value).map_err(|e| format!("header {:?}: {e}", h.name))?;
-        encode_field(name.as_str().as_bytes(), h.value, &mut block);
+        encode_field(name.as_str().as_bytes(), value, &mut block);
     }
     Ok(Prepared {
         block,
-        body: Bytes::copy_from_slice(&bytes[head_len..]),
+        body: Bytes::copy_from_slice(head.body),
     })
 }
 

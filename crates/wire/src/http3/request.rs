@@ -3,10 +3,10 @@
 //! forbids (RFC 9114 §4.2) are left out, `te` with them (HTTP/3 has no transfer codings).
 
 use bytes::Bytes;
-use http::header::{HeaderName, HeaderValue};
 
 use super::frame::{put_frame_head, DATA, HEADERS};
 use super::qpack::{encode_field, start_block};
+use crate::http1::read_head;
 
 /// One request, ready to be sent any number of times: its HEADERS frame encoded once.
 #[derive(Debug, Clone)]
@@ -30,59 +30,34 @@ impl Prepared {
     }
 }
 
-fn connection_specific(name: &str) -> bool {
-    crate::http2::request::connection_specific(name) || name.eq_ignore_ascii_case("te")
-}
-
 /// Parses `bytes` (an HTTP/1.1 request with its body) into an `https` HTTP/3 request.
 pub fn prepare(bytes: &[u8]) -> Result<Prepared, String> {
-    let mut headers = [httparse::EMPTY_HEADER; 128];
-    let mut parsed = httparse::Request::new(&mut headers);
-    let head_len = match parsed.parse(bytes) {
-        Ok(httparse::Status::Complete(n)) => n,
-        Ok(httparse::Status::Partial) => return Err("incomplete request head".into()),
-        Err(e) => return Err(format!("request head: {e}")),
-    };
-    let method = parsed.method.unwrap_or("GET");
-    http::Method::from_bytes(method.as_bytes()).map_err(|e| format!("method: {e}"))?;
-    let authority = (parsed.headers.iter())
-        .find(|h| h.name.eq_ignore_ascii_case("host"))
-        .map(|h| h.value)
-        .ok_or("no Host header")?;
-    let path = parsed.path.unwrap_or("/");
-    // The checks `http::Uri` makes of an authority and a path.
-    format!("https://{}{path}", String::from_utf8_lossy(authority))
-        .parse::<http::Uri>()
-        .map_err(|e| format!("URL: {e}"))?;
-    let mut block = Vec::with_capacity(64 + head_len);
+    let head = read_head(bytes, "https")?;
+    let mut block = Vec::with_capacity(64 + bytes.len() - head.body.len());
     start_block(&mut block);
-    encode_field(b":method", method.as_bytes(), &mut block);
+    encode_field(b":method", head.method.as_bytes(), &mut block);
     encode_field(b":scheme", b"https", &mut block);
-    encode_field(b":authority", authority, &mut block);
-    encode_field(b":path", path.as_bytes(), &mut block);
-    let pseudo = method.len() + "https".len() + authority.len() + path.len();
+    encode_field(b":authority", head.authority, &mut block);
+    encode_field(b":path", head.path.as_bytes(), &mut block);
+    let pseudo = head.method.len() + "https".len() + head.authority.len() + head.path.len();
     let mut fields = 4 * 32 + pseudo as u64;
-    for h in parsed.headers.iter() {
-        if connection_specific(h.name) {
+    for (name, value) in &head.fields {
+        // HTTP/3 has no transfer codings, so no `te` (RFC 9114 §4.2).
+        if name == http::header::TE {
             continue;
         }
-        // Field names are lowercase in HTTP/3 (RFC 9114 §4.2); `HeaderName` lowercases and
-        // refuses what no field name may hold.
-        let name = HeaderName::from_bytes(h.name.as_bytes())
-            .map_err(|e| format!("header {:?}: {e}", h.name))?;
-        HeaderValue::from_bytes(h.value).map_err(|e| format!("header {:?}: {e}", h.name))?;
-        encode_field(name.as_str().as_bytes(), h.value, &mut block);
-        fields += (name.as_str().len() + h.value.len() + 32) as u64;
+        encode_field(name.as_str().as_bytes(), value, &mut block);
+        fields += (name.as_str().len() + value.len() + 32) as u64;
     }
     let mut frame = Vec::with_capacity(block.len() + 9);
     put_frame_head(&mut frame, HEADERS, block.len() as u64);
     frame.extend_from_slice(&block);
-    let body = Bytes::copy_from_slice(&bytes[head_len..]);
+    let body = Bytes::copy_from_slice(head.body);
     Ok(Prepared {
         headers: frame,
         bytes_written: fields + body.len() as u64,
         body,
-        safe: matches!(method, "GET" | "HEAD" | "OPTIONS" | "TRACE"),
+        safe: matches!(head.method, "GET" | "HEAD" | "OPTIONS" | "TRACE"),
     })
 }
 
