@@ -293,6 +293,49 @@ fn a_server_that_sends_goaway_has_its_unprocessed_requests_sent_again_on_a_new_c
 }
 
 #[test]
+fn a_server_that_answers_before_reading_a_large_body_has_its_answer_counted() {
+    // RFC 9114 §4.1: a server may send its whole response before the request is sent whole,
+    // and stop reading. This one never reads: the body's 4 MiB outgrow its stream window, so
+    // the client is still waiting for credit when the answer ends the stream.
+    let dir = TempDir::new("http3-answer-first");
+    let (addr, server) = quic_server(b"h3", Hostile::AnswerAndHold);
+    let body = dir.path().join("body.bin");
+    std::fs::write(&body, vec![b'x'; 4 << 20]).unwrap();
+    let url = format!("https://127.0.0.1:{}/upload", addr.port());
+    let args = [
+        "--http3",
+        "--insecure",
+        "--timeout",
+        "5s",
+        "-c",
+        "1",
+        "-n",
+        "2",
+    ];
+    let began = Instant::now();
+    let (ran, r) = run_json(
+        dir.path(),
+        "answer-first",
+        &[&[&url[..]][..], &args, &["-p", body.to_str().unwrap()]].concat(),
+    );
+    assert_eq!(ran.code, Some(0), "{}{}", ran.out, ran.err);
+    let s = &r.summary;
+    assert_eq!(
+        (s.requests.responses, s.requests.errors),
+        (2, 0),
+        "answered, not failed: {}",
+        ran.out
+    );
+    assert_eq!(s.status.get(200), 2, "{}", ran.out);
+    assert_eq!(server.streams.load(Ordering::Relaxed), 2);
+    assert!(
+        began.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        began.elapsed()
+    );
+}
+
+#[test]
 fn a_server_that_forgets_its_tickets_rejects_0rtt_and_the_early_requests_go_again() {
     let dir = TempDir::new("http3-0rtt-rejected");
     let (addr, server) = quic_server(b"h3", Hostile::ForgetTickets);

@@ -536,7 +536,11 @@ fn end_failure(end: StreamEnd, kind: ErrorKind) -> Failed {
         early_rejected: false,
     };
     match end {
-        StreamEnd::Answered => failed(kind, "answered".into(), false),
+        // Not reached: a write after the answer is taken as done, and the answer read.
+        StreamEnd::Answered => {
+            debug_assert!(false, "an answered stream is not a failure");
+            failed(kind, "the stream ended answered".into(), false)
+        }
         StreamEnd::Reset(code) => failed(
             kind,
             format!("the server reset the stream ({})", describe_code(code)),

@@ -188,8 +188,12 @@ impl Endpoint {
         cx: &mut Context<'_>,
     ) -> Poll<Result<usize, WriteFailed>> {
         let written = self.with(handle, |c| {
-            if let Some(end) = c.requests.get(&id).and_then(|r| r.end.clone()) {
-                return Poll::Ready(Err(WriteFailed::Ended(end)));
+            match c.requests.get(&id).and_then(|r| r.end.clone()) {
+                // The whole response came before the request was sent whole (a server may
+                // answer first, RFC 9114 §4.1): the rest is not needed.
+                Some(StreamEnd::Answered) => return Poll::Ready(Ok(bytes.len())),
+                Some(end) => return Poll::Ready(Err(WriteFailed::Ended(end))),
+                None => {}
             }
             if let Some(closed) = Closed::of(c) {
                 return Poll::Ready(Err(WriteFailed::Closed(closed)));
