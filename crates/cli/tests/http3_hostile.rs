@@ -1,8 +1,8 @@
 //! HTTP/3 against peers that misbehave on purpose (issue 37): small quinn and h3 servers
 //! written here that never answer, refuse `h3`, reset streams, close connections, lose their
 //! state (stateless reset), stop granting flow-control or stream credit, go away (GOAWAY),
-//! or reject 0-RTT. Each request ends answered or classified, within the request timeout, and the
-//! counts add up.
+//! reject 0-RTT, or answer before reading the request. Each request ends answered or
+//! classified, within the request timeout, and the counts add up.
 
 mod common;
 
