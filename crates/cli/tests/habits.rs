@@ -214,61 +214,6 @@ fn typos_are_refused_with_the_right_words_and_no_load() {
     assert!(requests.try_recv().is_err(), "no load was sent");
 }
 
-/// A private CA, a server certificate for 127.0.0.1 and a client certificate it signed, as
-/// PEM files in `dir`; returns the server's rustls config, which requires a client
-/// certificate from that CA.
-fn mutual_tls(dir: &Path) -> Arc<rustls::ServerConfig> {
-    use rcgen::{BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa};
-    let ca_key = rcgen::KeyPair::generate().unwrap();
-    let mut ca = CertificateParams::new(Vec::<String>::new()).unwrap();
-    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    ca.distinguished_name
-        .push(DnType::CommonName, "loadmark test CA");
-    let ca = ca.self_signed(&ca_key).unwrap();
-    let server_key = rcgen::KeyPair::generate().unwrap();
-    let server = CertificateParams::new(vec!["127.0.0.1".to_string()])
-        .unwrap()
-        .signed_by(&server_key, &ca, &ca_key)
-        .unwrap();
-    let client_key = rcgen::KeyPair::generate().unwrap();
-    let mut client = CertificateParams::new(Vec::<String>::new()).unwrap();
-    client
-        .distinguished_name
-        .push(DnType::CommonName, "loadmark client");
-    client.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
-    let client = client.signed_by(&client_key, &ca, &ca_key).unwrap();
-    std::fs::write(dir.join("ca.pem"), ca.pem()).unwrap();
-    std::fs::write(dir.join("client.pem"), client.pem()).unwrap();
-    std::fs::write(dir.join("client.key"), client_key.serialize_pem()).unwrap();
-    // curl's habit: key and certificate in one file.
-    std::fs::write(
-        dir.join("both.pem"),
-        format!("{}{}", client.pem(), client_key.serialize_pem()),
-    )
-    .unwrap();
-
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let mut roots = rustls::RootCertStore::empty();
-    roots.add(ca.der().clone()).unwrap();
-    let verifier = rustls::server::WebPkiClientVerifier::builder_with_provider(
-        Arc::new(roots),
-        provider.clone(),
-    )
-    .build()
-    .unwrap();
-    Arc::new(
-        rustls::ServerConfig::builder_with_provider(provider)
-            .with_safe_default_protocol_versions()
-            .unwrap()
-            .with_client_cert_verifier(verifier)
-            .with_single_cert(
-                vec![server.der().clone()],
-                rustls::pki_types::PrivateKeyDer::Pkcs8(server_key.serialize_der().into()),
-            )
-            .unwrap(),
-    )
-}
-
 /// A TLS server that answers `200 OK` to each request of a client whose certificate it
 /// verified, and counts them.
 fn tls_server(config: Arc<rustls::ServerConfig>) -> (SocketAddr, Arc<AtomicU64>) {
@@ -307,7 +252,7 @@ fn tls_server(config: Arc<rustls::ServerConfig>) -> (SocketAddr, Arc<AtomicU64>)
 #[test]
 fn client_certificates_and_a_private_ca_as_curl_spells_them() {
     let dir = temp_dir("habits", "mtls");
-    let (addr, served) = tls_server(mutual_tls(&dir));
+    let (addr, served) = tls_server(Arc::new(common::mtls::mutual_tls(&dir)));
     let url = format!("https://{addr}/");
     let file = |name: &str| dir.join(name).display().to_string();
     let (ca, cert, key, both) = (

@@ -336,6 +336,80 @@ fn a_server_that_answers_before_reading_a_large_body_has_its_answer_counted() {
 }
 
 #[test]
+fn a_server_that_requires_a_client_certificate_is_shown_one_over_quic_as_over_tcp() {
+    let dir = TempDir::new("http3-mtls");
+    let mut tls = common::mtls::mutual_tls(dir.path());
+    tls.alpn_protocols = vec![b"h3".to_vec()];
+    let crypto = quinn::crypto::rustls::QuicServerConfig::try_from(tls).unwrap();
+    let config = quinn::ServerConfig::with_crypto(Arc::new(crypto));
+    let (addr, server) = serve_quic(config, Hostile::GoawayAfter(u64::MAX));
+    let url = format!("https://127.0.0.1:{}/", addr.port());
+    let file = |name: &str| dir.path().join(name).display().to_string();
+    let (ca, cert, key, both) = (
+        file("ca.pem"),
+        file("client.pem"),
+        file("client.key"),
+        file("both.pem"),
+    );
+    let load = ["--http3", "--timeout", "5s", "-c", "2", "--streams", "2"];
+
+    let (ran, r) = run_json(
+        dir.path(),
+        "cert-and-key",
+        &[
+            &[
+                &url[..],
+                "--cacert",
+                &ca,
+                "--cert",
+                &cert,
+                "--key",
+                &key,
+                "-n",
+                "20",
+            ][..],
+            &load,
+        ]
+        .concat(),
+    );
+    assert_eq!(ran.code, Some(0), "{}{}", ran.out, ran.err);
+    assert_eq!(r.summary.requests.responses, 20, "{}", ran.out);
+    // Key and certificate in one file, as curl allows.
+    let (ran, r) = run_json(
+        dir.path(),
+        "both",
+        &[
+            &[&url[..], "--cacert", &ca, "--cert", &both, "-n", "10"][..],
+            &load,
+        ]
+        .concat(),
+    );
+    assert_eq!(ran.code, Some(0), "{}{}", ran.out, ran.err);
+    assert_eq!(r.summary.requests.responses, 10, "{}", ran.out);
+
+    // Without one, the handshake fails: TLS errors, every one, and nothing served.
+    let (ran, r) = run_json(
+        dir.path(),
+        "none",
+        &[&[&url[..], "--cacert", &ca, "-n", "4"][..], &load].concat(),
+    );
+    assert_eq!(ran.code, Some(1), "{}{}", ran.out, ran.err);
+    let tls_errors = r.summary.errors.get(ErrorKind::Tls);
+    assert_eq!(
+        (r.summary.requests.responses, tls_errors.count),
+        (0, 4),
+        "{}",
+        ran.out
+    );
+    let example = tls_errors.first_example.as_deref().unwrap();
+    assert!(
+        example.contains("the server requires a client certificate: --cert"),
+        "{example}"
+    );
+    drop(server);
+}
+
+#[test]
 fn a_server_that_forgets_its_tickets_rejects_0rtt_and_the_early_requests_go_again() {
     let dir = TempDir::new("http3-0rtt-rejected");
     let (addr, server) = quic_server(b"h3", Hostile::ForgetTickets);
@@ -473,10 +547,15 @@ fn runtime() -> tokio::runtime::Runtime {
 /// A quinn server on a thread of its own whose only ALPN is `alpn`, until the returned
 /// [`Server`] is dropped, doing `hostile` to every request stream.
 fn quic_server(alpn: &[u8], hostile: Hostile) -> (SocketAddr, Server) {
-    let mut config = match hostile {
+    let config = match hostile {
         Hostile::ForgetTickets => forgetful_crypto(alpn),
         _ => server_crypto(alpn),
     };
+    serve_quic(config, hostile)
+}
+
+/// [`quic_server`] with its TLS and QUIC configuration given.
+fn serve_quic(mut config: quinn::ServerConfig, hostile: Hostile) -> (SocketAddr, Server) {
     let mut transport = quinn::TransportConfig::default();
     match hostile {
         Hostile::Starve => {

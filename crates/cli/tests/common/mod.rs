@@ -2,6 +2,7 @@
 
 #![allow(dead_code)]
 
+pub mod mtls;
 pub mod prometheus;
 
 use loadmark_target::{start, RunningServer, ServerConfig};

@@ -677,6 +677,10 @@ pub(crate) fn classify_connection(e: &ConnectionError, when: &str) -> (ErrorKind
 fn tls_message(what: &str) -> String {
     let hint = if what.contains("no_application_protocol") || what.contains("120") {
         " (the server does not offer HTTP/3: ALPN h3 refused)"
+    } else if what.contains("error 116") || what.contains("no certificates") {
+        // TLS alert 116, certificate_required (RFC 8446 §6.2).
+        " (the server requires a client certificate: --cert FILE, and --key FILE unless the \
+         certificate's file holds the key)"
     } else if what.contains("certificate") || what.contains("UnknownIssuer") {
         " (use --cacert with the server's CA, or --insecure for a test server)"
     } else {
