@@ -93,7 +93,8 @@ pub(crate) fn read_batch(
             socket.as_raw_fd(),
             msgs.as_mut_ptr(),
             n as libc::c_uint,
-            libc::MSG_DONTWAIT,
+            // `as _`: the flags are an int on glibc and unsigned on musl.
+            libc::MSG_DONTWAIT as _,
             std::ptr::null_mut(),
         )
     };
@@ -342,8 +343,8 @@ impl Pause {
                 tv_nsec: 0,
             },
             it_value: libc::timespec {
-                tv_sec: length.as_secs() as libc::time_t,
-                tv_nsec: length.subsec_nanos() as libc::c_long,
+                tv_sec: length.as_secs() as _,
+                tv_nsec: length.subsec_nanos() as _,
             },
         };
         // SAFETY: a valid timerfd and timer value.
